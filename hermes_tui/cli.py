@@ -1,0 +1,167 @@
+"""Entry point: ``hermes-tui`` (the app) and its headless subcommands.
+
+Exit codes: 0 success, 1 a script failed, 2 usage or config error, 130 interrupted.
+Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+from pathlib import Path
+
+from hermes_tui import __version__
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message is one line for the user."""
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: must be a number of seconds > 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``hermes-tui`` and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="hermes-tui",
+        description="A terminal workstation for agents that program their own tool calls.",
+    )
+    parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
+    parser.add_argument(
+        "--config", metavar="PATH", help="config file (default: $HERMES_HOME/config.yaml)"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser(
+        "exec",
+        help="run Python files in one session kernel, headless",
+        description=(
+            "Run the files in order in ONE session kernel, so variables and imports carry from "
+            "file to file. Stops at the first file that fails unless --keep-going. Exit 0 if "
+            "all succeeded, 1 otherwise, 2 for usage or config errors."
+        ),
+    )
+    run.add_argument("files", nargs="+", metavar="FILE", help="Python files, or - for standard input")
+    run.add_argument("--session", default="cli", help="session name (default: cli)")
+    run.add_argument("--reset", action="store_true", help="start from a fresh kernel")
+    run.add_argument("--timeout", type=_seconds, metavar="N", help="seconds per file (default: code_execution.timeout)")
+    run.add_argument("--json", action="store_true", help="print one ExecResult JSON object per line")
+    run.add_argument("--keep-going", action="store_true", help="run the remaining files after a failure")
+    run.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "exec":
+            return _exec_command(args)
+        return _app_command(args)
+    except UsageError as exc:
+        print(f"hermes-tui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("hermes-tui: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _load_config(args: argparse.Namespace):  # -> Config
+    from hermes_tui.config import ConfigError, load_config
+
+    path = getattr(args, "sub_config", None) or args.config
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise UsageError(f"config error: {exc}") from None
+
+
+def _app_command(args: argparse.Namespace) -> int:
+    _load_config(args)  # a broken config is reported now, not inside the app
+    print(
+        "hermes-tui: the full-screen workstation is not built yet in this version.\n"
+        "Run scripts headless with:  hermes-tui exec FILE...   (see hermes-tui exec --help)"
+    )
+    return EXIT_OK
+
+
+def _read_scripts(files: list[str]) -> list[tuple[str, str]]:
+    scripts = []
+    for name in files:
+        if name == "-":
+            scripts.append(("<stdin>", sys.stdin.read()))
+            continue
+        path = Path(name)
+        try:
+            scripts.append((name, path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise UsageError(f"exec: no such file: {name}") from None
+        except IsADirectoryError:
+            raise UsageError(f"exec: {name} is a directory, not a Python file") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"exec: {name} is not UTF-8 text") from None
+        except OSError as exc:
+            raise UsageError(f"exec: cannot read {name}: {exc.strerror or exc}") from None
+    return scripts
+
+
+def _exec_command(args: argparse.Namespace) -> int:
+    config = _load_config(args)
+    if args.files.count("-") > 1:
+        raise UsageError("exec: '-' (standard input) can be given only once")
+    scripts = _read_scripts(args.files)
+    return asyncio.run(_run_scripts(config, scripts, args))
+
+
+async def _run_scripts(config, scripts: list[tuple[str, str]], args: argparse.Namespace) -> int:
+    from hermes_tui.runtime import Runtime
+
+    failed = False
+    async with Runtime(config) as runtime:
+        for index, (name, code) in enumerate(scripts):
+            result = await runtime.execute_code(
+                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout
+            )
+            if args.json:
+                print(result.model_dump_json(), flush=True)
+            else:
+                _print_result(name, result)
+            if result.status != "success":
+                failed = True
+                if not args.keep_going:
+                    rest = len(scripts) - index - 1
+                    if rest and not args.json:
+                        print(f"hermes-tui exec: {rest} file(s) not run after the failure "
+                              "(use --keep-going to run them)", file=sys.stderr)
+                    break
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _print_result(name: str, result) -> None:
+    sys.stdout.write(result.output)
+    sys.stdout.flush()
+    notes = []
+    if result.stdout_spill_path:
+        notes.append(f"full output ({result.stdout_bytes_total} bytes): {result.stdout_spill_path}")
+    if result.warning:
+        notes.append(f"warning: {result.warning}")
+    if result.status != "success":
+        notes.append(f"{result.status}: {result.error or 'failed'}")
+    for note in notes:
+        print(f"hermes-tui exec: {name}: {note}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Pydantic models of ``config.yaml`` and loading with one-line errors.
+
+The file is shared with Hermes Agent, so unknown keys are kept (``extra="allow"``) and
+ignored, and hermes-tui never rewrites it. A wrong value raises :class:`ConfigError` whose
+message is a single line naming the file, the key path, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hermes_tui.paths import config_path
+
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; ``str(err)`` is one line fit for a user."""
+
+
+class _Section(BaseModel):
+    """A config section: unknown keys are kept and ignored; an empty section means defaults."""
+
+    model_config = ConfigDict(extra="allow", validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_empty(cls, data: Any) -> Any:
+        # `terminal:` with nothing under it loads as None in YAML: treat it as all defaults.
+        return {} if data is None else data
+
+
+class CodeExecutionConfig(_Section):
+    """``code_execution``: how scripts run in session kernels."""
+
+    mode: Literal["project", "strict"] = "project"
+    """`project`: the session's working dir and the active venv/conda Python; `strict`: a temp dir and the host's Python."""
+    timeout: Seconds = 300
+    """Seconds one execution may run before its kernel is killed."""
+    max_tool_calls: Annotated[int, Field(ge=0)] = 50
+    """Tool calls allowed per execution."""
+    kernel_idle_timeout: Seconds = 1800
+    """Idle seconds before a kernel is reaped."""
+    max_session_kernels: Annotated[int, Field(ge=1)] = 4
+    """Live top-level kernels; one more evicts the least recently used idle one."""
+
+
+class TerminalConfig(_Section):
+    """``terminal``: the terminal() tool."""
+
+    env_passthrough: list[str] = Field(default_factory=list)
+    """Exact variable names let into children on top of the safe defaults."""
+    timeout: Seconds = 180
+    """Seconds for one terminal() command."""
+
+
+class ApprovalsConfig(_Section):
+    """``approvals``: who must allow terminal commands and scripts."""
+
+    mode: Literal["manual", "dangerous", "off"] = "manual"
+    timeout: Seconds = 60
+    """Seconds an approval waits; no answer is a deny."""
+
+
+class ModelConfig(_Section):
+    """``model``: the conversation model (Hermes Agent's keys)."""
+
+    provider: str | None = None
+    default: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        # Older Hermes configs say `model: some/model-name`.
+        return {"default": data} if isinstance(data, str) else data
+
+
+class Config(_Section):
+    """The whole of ``config.yaml`` as hermes-tui understands it."""
+
+    code_execution: CodeExecutionConfig = Field(default_factory=CodeExecutionConfig)
+    terminal: TerminalConfig = Field(default_factory=TerminalConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    command_allowlist: list[str] = Field(default_factory=list)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    source: Path | None = Field(default=None, exclude=True)
+    """The file this was read from (None for built-in defaults)."""
+
+    @field_validator("command_allowlist", mode="before")
+    @classmethod
+    def _none_is_empty_list(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read ``config.yaml`` (default ``$HERMES_HOME/config.yaml``) into a :class:`Config`.
+
+    A missing file gives the defaults. Raises :class:`ConfigError` with a one-line message
+    for unreadable files, YAML syntax errors and invalid values.
+    """
+    file = Path(path) if path is not None else config_path()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if path is not None:
+            raise ConfigError(f"config file not found: {file}") from None
+        return Config()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc}") from None
+    return parse_config(text, source=file)
+
+
+def parse_config(text: str, source: Path | None = None) -> Config:
+    """Validate YAML text as a :class:`Config`; errors name ``source`` and the key path."""
+    where = str(source) if source else "config"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: invalid YAML{at}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: the top level must be a mapping of keys, got {_kind(data)}")
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+    config.source = source
+    return config
+
+
+def _describe(error: Any) -> str:
+    """One pydantic error as 'key.path = value is not allowed: must be ...'."""
+    key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    message = str(error["msg"])
+    for prefix in ("Input should be ", "Value should be "):
+        if message.startswith(prefix):
+            message = "must be " + message[len(prefix):]
+            break
+    if error["type"] == "model_type" or error["type"] == "dict_type":
+        message = "must be a mapping of keys"
+    elif error["type"] == "list_type":
+        message = "must be a list"
+    value = error.get("input")
+    shown = repr(value) if not isinstance(value, (dict, list)) else _kind(value)
+    return f"{key} = {shown} is not allowed: {message}"
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value), type(value).__name__)

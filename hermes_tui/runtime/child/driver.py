@@ -1,0 +1,204 @@
+"""hermes-tui kernel driver: runs scripts one after another in a persistent ``__main__``.
+
+Staged into the kernel's directory and run BY PATH with the user's interpreter, which may not
+have hermes_tui installed: stdlib only, and Python 3.8 syntax.
+
+Usage (the host starts it):  python driver.py CTRL_IN CTRL_OUT LIFELINE
+
+* CTRL_IN  (read):  one JSON request per line from the host.
+* CTRL_OUT (write): one JSON reply per line to the host.
+* LIFELINE (read):  never written; EOF means the host is gone.
+
+The script's output is not sent here: fd 1 and fd 2 are pipes the host reads directly, so
+output of C code and subprocesses is captured too. When a script ends, the driver writes the
+request's end marker to fd 1 and fd 2, then the reply; bytes after a marker never belong to
+that script.
+"""
+
+import ast
+import builtins
+import json
+import linecache
+import os
+import signal
+import sys
+import time
+import traceback
+import types
+
+_KEEP_CELLS_IN_LINECACHE = 200
+_CO_COROUTINE = 0x0080
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _start_watchdog(lifeline_fd):
+    """Fork a tiny process that kills the whole kernel group when the host goes away.
+
+    A separate process, so that it acts even while the kernel's main thread holds the GIL in
+    a long C call, and so that the script's own grandchildren (same process group) go too.
+    """
+    pid = os.fork()
+    if pid:
+        os.close(lifeline_fd)
+        return
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for fd in range(0, 3):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        while True:
+            try:
+                if not os.read(lifeline_fd, 4096):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+class Driver(object):
+    def __init__(self, ctrl_in, ctrl_out):
+        self.requests = os.fdopen(ctrl_in, "rb")
+        self.ctrl_out = ctrl_out
+        self.module = types.ModuleType("__main__")
+        self.module.__dict__["__builtins__"] = builtins
+        self.cells = []
+        self.loop = None
+
+    def reply(self, **message):
+        _write_all(self.ctrl_out, (json.dumps(message) + "\n").encode("utf-8"))
+
+    def serve(self):
+        self.reply(op="ready", pid=os.getpid(), python=sys.version.split()[0],
+                   executable=sys.executable)
+        while True:
+            line = self.requests.readline()
+            if not line:
+                return 0
+            request = json.loads(line.decode("utf-8"))
+            if request.get("op") == "exec":
+                exit_code = self.run_cell(request)
+                if exit_code is not None:
+                    return exit_code
+
+    def run_cell(self, request):
+        """Run one script; returns an exit code when the script asked the kernel to end."""
+        number = request.get("cell", len(self.cells) + 1)
+        filename = "<cell %d>" % number
+        source = request["code"]
+        self._remember_source(filename, source)
+        status, error, exit_code = "ok", None, None
+        started = time.perf_counter()
+        try:
+            self._execute(source, filename)
+        except SystemExit as exc:
+            status, exit_code = "exit", self._exit_code(exc)
+        except BaseException as exc:  # the script's failure is a result, never the kernel's
+            status = "error"
+            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            self._print_traceback(exc)
+        duration = time.perf_counter() - started
+        markers = self._end_output(request["marker"].encode("ascii"))
+        self.reply(op="done", id=request["id"], status=status, error=error,
+                   exit_code=exit_code, duration=duration, markers=markers)
+        return exit_code if status == "exit" else None
+
+    def _execute(self, source, filename):
+        flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+        code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
+        namespace = self.module.__dict__
+        if code.co_flags & _CO_COROUTINE:
+            coroutine = eval(code, namespace)
+            self._event_loop().run_until_complete(coroutine)
+        else:
+            exec(code, namespace)
+
+    def _event_loop(self):
+        if self.loop is None or self.loop.is_closed():
+            import asyncio  # only for scripts that use top-level await
+
+            self.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self.loop)
+        return self.loop
+
+    def _remember_source(self, filename, source):
+        # Registered so tracebacks show the script's lines; bounded so a long session stays small.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        self.cells.append(filename)
+        while len(self.cells) > _KEEP_CELLS_IN_LINECACHE:
+            linecache.cache.pop(self.cells.pop(0), None)
+
+    def _exit_code(self, exc):
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        try:
+            sys.stderr.write("%s\n" % (code,))
+        except Exception:
+            pass
+        return 1
+
+    def _print_traceback(self, exc):
+        tb = exc.__traceback__
+        # Hide the driver's own frames: the user's traceback starts in their script.
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        try:
+            traceback.print_exception(type(exc), exc, tb, file=sys.__stderr__)
+        except Exception:
+            pass
+
+    def _end_output(self, marker):
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        written = []
+        for fd in (1, 2):
+            try:
+                _write_all(fd, marker)
+                written.append(True)
+            except OSError:
+                written.append(False)  # the script closed the fd: the host must not wait
+        return written
+
+
+def main(argv):
+    ctrl_in, ctrl_out, lifeline = (int(value) for value in argv[1:4])
+    _start_watchdog(lifeline)
+    sys.argv = [""]
+    # Tracebacks and prints are UTF-8 whatever the locale; the host decodes UTF-8.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+        except Exception:
+            pass
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(1, cwd)
+    driver = Driver(ctrl_in, ctrl_out)
+    # The script's namespace IS __main__ (pickling and `if __name__ == "__main__"` work);
+    # keep this module alive under another name.
+    sys.modules["__hermes_driver__"] = sys.modules["__main__"]
+    sys.modules["__main__"] = driver.module
+    return driver.serve()
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    sys.exit(code)

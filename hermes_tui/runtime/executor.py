@@ -1,0 +1,306 @@
+"""execute_code(): one call from request to :class:`ExecResult`.
+
+It takes a kernel from the pool (or, when no kernel can start, runs one standalone process),
+sends the script, waits for the outcome under the timeout and interrupts, turns what the
+pipes saw into the result of SPEC §2 and writes the execution's record. Nothing a script does
+makes it raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from hermes_tui.runtime.capture import HeadTailCapture
+from hermes_tui.runtime.events import EventBus, ExecFinished, ExecStarted
+from hermes_tui.runtime.kernel import KILL_GRACE, STAGING_CWD, ChildProcess, Kernel, KernelGone, KernelKey, KernelStartError
+from hermes_tui.runtime.models import ExecResult, KernelRef, parent_session
+from hermes_tui.runtime.pool import KernelPool, Lease, describe_exit
+from hermes_tui.runtime.process import CellOutcome
+from hermes_tui.runtime.records import new_exec_id, record_path, spill_path, write_record
+
+INTERRUPT_NOTICE = "[execution interrupted — user sent a new message]"
+DISPOSED_NOTICE = "[execution interrupted — session disposed]"
+STDERR_LABEL = "--- stderr ---\n"
+
+EndedBy = Literal["timeout", "interrupt"] | None
+
+
+@dataclass(slots=True)
+class Running:
+    """An execution in progress: what :meth:`Executor.interrupt` can stop."""
+
+    exec_id: str
+    session: str
+    kernel: Kernel | None
+    interrupt: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+class Executor:
+    """Runs scripts for a runtime.
+
+    Args:
+        pool: hands out kernels.
+        bus: where exec events go.
+        cache_dir: ``$HERMES_HOME/cache/exec`` (records and spills).
+        staging_root: private temp dir for standalone scripts.
+        env_for: the frozen environment for a key.
+    """
+
+    def __init__(
+        self,
+        pool: KernelPool,
+        *,
+        bus: EventBus,
+        cache_dir: Path,
+        staging_root: Path,
+        env_for: Callable[[KernelKey], dict[str, str]],
+    ) -> None:
+        self.pool = pool
+        self.bus = bus
+        self.cache_dir = cache_dir
+        self.staging_root = staging_root
+        self.env_for = env_for
+        self.running: dict[str, Running] = {}
+
+    async def execute(
+        self,
+        code: str,
+        key: KernelKey,
+        *,
+        reset: bool,
+        timeout: float,
+        max_tool_calls: int,
+    ) -> ExecResult:
+        """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`."""
+        exec_id = new_exec_id()
+        started = time.perf_counter()
+        started_at = time.time()
+        capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id))
+        running = Running(exec_id, key.session, None)
+        self.running[exec_id] = running
+        lease: Lease | None = None
+        warnings: list[str] = []
+        try:
+            try:
+                lease = await self.pool.acquire(key, reset=reset)
+            except KernelStartError as exc:
+                warnings.append(
+                    f"No session kernel could start ({exc}); ran this script as a standalone "
+                    "process: variables and imports will NOT persist to the next call."
+                )
+            self._started(exec_id, key, lease, code, timeout, max_tool_calls)
+            if lease is not None:
+                running.kernel = lease.kernel
+                warnings[:0] = lease.warnings
+                outcome, ended_by = await self._run_in_kernel(lease.kernel, code, exec_id, capture, timeout, running)
+            else:
+                outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running)
+            result = self._result(
+                exec_id, outcome, ended_by, running, lease, warnings, timeout, time.perf_counter() - started
+            )
+        finally:
+            self.running.pop(exec_id, None)
+            if lease is not None:
+                self.pool.release(lease)
+        await asyncio.to_thread(write_record, record_path(self.cache_dir, exec_id), self._record(result, key, code, started_at))
+        self.bus.publish(ExecFinished(result=result))
+        return result
+
+    # -- running --------------------------------------------------------------------------
+
+    async def _run_in_kernel(
+        self, kernel: Kernel, code: str, exec_id: str, capture: HeadTailCapture, timeout: float, running: Running
+    ) -> tuple[CellOutcome, EndedBy]:
+        try:
+            future = await kernel.run(code, exec_id, capture)
+        except KernelGone:
+            future = kernel.begin(exec_id, None, capture)  # resolves when the pump finishes
+        try:
+            ended_by = await self._wait(kernel, future, timeout, running)
+        except asyncio.CancelledError:
+            # The caller gave up: don't leave the script running unattended.
+            self.pool.retire(kernel, "was interrupted")
+            self.pool._background(kernel.terminate(KILL_GRACE))
+            raise
+        if ended_by is not None:
+            self.pool.retire(kernel, "timed out" if ended_by == "timeout" else "was interrupted")
+        outcome = await future
+        if outcome.reply is not None and outcome.reply.get("status") == "exit":
+            self.pool.retire(kernel, "ended with sys.exit()")
+            self.pool._background(kernel.terminate(1.0))  # it is exiting; make sure it does
+        return outcome, ended_by
+
+    async def _run_standalone(
+        self, code: str, key: KernelKey, exec_id: str, capture: HeadTailCapture, timeout: float, running: Running
+    ) -> tuple[CellOutcome, EndedBy]:
+        loop = asyncio.get_running_loop()
+        folder = self.staging_root / f"standalone-{exec_id}"
+        script = folder / "script.py"
+        child = ChildProcess(None, loop=loop, publish=self.bus.publish)
+
+        def spawn() -> None:
+            folder.mkdir(mode=0o700, parents=True)
+            script.write_text(code, encoding="utf-8")
+            cwd = str(folder) if key.cwd == STAGING_CWD else key.cwd
+            child._spawn([key.interpreter, str(script)], cwd=cwd, env=self.env_for(key))
+
+        try:
+            try:
+                await asyncio.to_thread(spawn)
+            except OSError as exc:
+                message = f"cannot start {key.interpreter}: {exc.strerror or exc}\n".encode()
+                capture_err = HeadTailCapture()
+                capture_err.feed(message)
+                return CellOutcome(capture.finish(), capture_err.finish(), None, 127), None
+            future = child.begin(exec_id, None, capture)
+            try:
+                ended_by = await self._wait(child, future, timeout, running)
+            except asyncio.CancelledError:
+                await asyncio.shield(child.terminate(KILL_GRACE))
+                raise
+            return await future, ended_by
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    async def _wait(
+        self, child: ChildProcess, future: asyncio.Future[CellOutcome], timeout: float, running: Running
+    ) -> EndedBy:
+        """Wait for the outcome; on timeout or interrupt, end the process group."""
+        done, _ = await asyncio.wait({future, running.interrupt}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if future in done:
+            return None
+        ended_by: EndedBy = "interrupt" if running.interrupt in done else "timeout"
+        await child.terminate(KILL_GRACE)
+        return ended_by
+
+    def interrupt(self, session: str, notice: str = INTERRUPT_NOTICE, *, with_subagents: bool = True) -> int:
+        """Stop every execution of ``session``; returns how many were running."""
+        count = 0
+        for running in list(self.running.values()):
+            if running.session == session or (with_subagents and parent_session(running.session) == session):
+                if not running.interrupt.done():
+                    running.interrupt.set_result(notice)
+                    count += 1
+        return count
+
+    # -- results --------------------------------------------------------------------------
+
+    def _started(
+        self, exec_id: str, key: KernelKey, lease: Lease | None, code: str, timeout: float, max_tool_calls: int
+    ) -> None:
+        self.bus.publish(
+            ExecStarted(
+                exec_id=exec_id,
+                session=key.session,
+                kernel_id=lease.kernel.id if lease else None,
+                code=code,
+                timeout=timeout,
+                max_tool_calls=max_tool_calls,
+            )
+        )
+
+    def _result(
+        self,
+        exec_id: str,
+        outcome: CellOutcome,
+        ended_by: EndedBy,
+        running: Running,
+        lease: Lease | None,
+        warnings: list[str],
+        timeout: float,
+        duration: float,
+    ) -> ExecResult:
+        stdout, stderr, reply = outcome.stdout, outcome.stderr, outcome.reply
+        exit_code: int | None
+        notice = None
+        if ended_by == "timeout":
+            status, exit_code = "timeout", outcome.returncode
+            error = notice = f"Script timed out after {timeout:g}s and was killed."
+        elif ended_by == "interrupt":
+            status, exit_code = "interrupted", outcome.returncode
+            notice = running.interrupt.result()
+            error = "Execution interrupted: " + notice.strip("[]").split("— ", 1)[-1]
+        elif reply is not None:
+            kind = reply.get("status")
+            exit_code = int(reply.get("exit_code") or 0) if kind == "exit" else (0 if kind == "ok" else 1)
+            status = "success" if exit_code == 0 else "error"
+            error = reply.get("error") if kind == "error" else None
+            if kind == "exit":
+                if status == "error":
+                    error = f"Script called sys.exit({exit_code})."
+                warnings.append(
+                    f"The script called sys.exit({exit_code}): its kernel ended and its state is gone; "
+                    "the next call starts a fresh kernel."
+                )
+        elif lease is None:  # a standalone process ends by exiting
+            exit_code = outcome.returncode
+            status = "success" if exit_code == 0 else "error"
+            error = None if status == "success" else _last_line(stderr.text) or f"Script {describe_exit(exit_code)}."
+        else:
+            exit_code = outcome.returncode
+            status = "error"
+            error = (
+                f"The kernel process {describe_exit(exit_code)} while running the script; "
+                "its state is lost and the next call starts a fresh kernel."
+            )
+        output = stdout.text
+        if status != "success" and stderr.text:
+            output = _join(output, STDERR_LABEL + stderr.text)
+        if notice:
+            output = _join(output, notice + "\n")
+        if stdout.spill_error:
+            warnings.append(f"Output was cut but the full text could not be saved: {stdout.spill_error}.")
+        kernel = lease.kernel if lease else None
+        return ExecResult(
+            status=status,
+            output=output,
+            tool_calls_made=0,
+            duration_seconds=round(duration, 6),
+            exit_code=exit_code,
+            error=error,
+            warning=" ".join(warnings) or None,
+            stdout_truncated=stdout.truncated,
+            stdout_bytes_total=stdout.total_bytes,
+            stdout_spill_path=str(stdout.spill_path) if stdout.spill_path else None,
+            kernel=KernelRef(
+                id=kernel.id if kernel else None,
+                reused=bool(lease and lease.reused),
+                execution_count=kernel.execution_count if kernel else 1,
+                state_reset=bool(lease and lease.state_reset),
+            ),
+            exec_id=exec_id,
+        )
+
+    def _record(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> dict[str, object]:
+        record = result.model_dump(mode="json")
+        record.update(
+            id=result.exec_id,
+            session=key.session,
+            kernel_id=result.kernel.id,
+            mode=key.mode,
+            cwd=key.cwd,
+            interpreter=key.interpreter,
+            code=code,
+            started_at=datetime.fromtimestamp(started_at).astimezone().isoformat(),
+            finished_at=datetime.now().astimezone().isoformat(),
+        )
+        return record
+
+
+def _join(text: str, more: str) -> str:
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + more
+
+
+def _last_line(text: str) -> str | None:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else None
+

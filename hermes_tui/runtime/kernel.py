@@ -1,0 +1,307 @@
+"""The host side of one child process: spawn, send, read (through a Pump), kill.
+
+:class:`ChildProcess` is any child we run scripts in: its own session and process group,
+stdout and stderr on pipes read by a :class:`~hermes_tui.runtime.process.Pump`, and a kill
+that takes the whole group. :class:`Kernel` adds the driver protocol: a persistent
+``__main__`` that runs one script after another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_tui.runtime.capture import STDERR_HEAD, STDERR_MARKER, STDERR_TAIL, HeadTailCapture
+from hermes_tui.runtime.events import RuntimeEvent
+from hermes_tui.runtime.process import CellCapture, CellOutcome, Pump, group_alive, kill_group
+
+DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
+STARTUP_TIMEOUT = 20.0
+"""Seconds a kernel may take to say it is ready."""
+KILL_GRACE = 5.0
+"""Seconds between SIGTERM and SIGKILL of a process group (SPEC §2)."""
+STAGING_CWD = "<staging>"
+"""A key's cwd in strict mode: the process runs in its own private temp dir."""
+
+
+class KernelStartError(Exception):
+    """A kernel process could not be started or did not become ready."""
+
+
+class KernelGone(Exception):
+    """The kernel process ended before it could take the request."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelKey:
+    """What must match for a kernel to be reused."""
+
+    session: str
+    mode: str
+    interpreter: str
+    cwd: str
+    tools: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return " | ".join((self.session, self.mode, self.interpreter, self.cwd, ",".join(self.tools)))
+
+
+class ChildProcess:
+    """A child in its own process group whose output a :class:`Pump` reads.
+
+    Args:
+        label: shown in thread names and events (the kernel id, or None for standalone).
+        loop: the event loop callbacks run on.
+        publish: receives live-output events (on ``loop``).
+    """
+
+    def __init__(self, label: str | None, *, loop: asyncio.AbstractEventLoop, publish: Any) -> None:
+        self.label = label
+        self.loop = loop
+        self.publish = publish
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pump: Pump | None = None
+        self.exited: asyncio.Future[int | None] = loop.create_future()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and not self.exited.done()
+
+    def _spawn(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        pass_fds: tuple[int, ...] = (),
+        ctrl_fd: int | None = None,
+    ) -> None:
+        """Start the process (blocking: run it in a thread) and its pump."""
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,  # own group: a timeout kills grandchildren too
+            pass_fds=pass_fds,
+            bufsize=0,
+        )
+        self.pump = Pump(
+            self.proc,
+            loop=self.loop,
+            kernel_id=self.label,
+            ctrl_fd=ctrl_fd,
+            publish=self.publish,
+            on_reply=self._on_reply,
+            on_exit=self._on_exit,
+        )
+        self.pump.start()
+
+    def _on_reply(self, message: dict[str, Any]) -> None:
+        """A control reply that is not an execution's ``done`` (loop thread)."""
+
+    def _on_exit(self, returncode: int | None) -> None:
+        if not self.exited.done():
+            self.exited.set_result(returncode)
+
+    def begin(self, exec_id: str, marker: bytes | None, stdout: HeadTailCapture) -> asyncio.Future[CellOutcome]:
+        """Credit output from now on to a new execution; its outcome arrives on the future."""
+        assert self.pump is not None
+        future: asyncio.Future[CellOutcome] = self.loop.create_future()
+        stderr = HeadTailCapture(STDERR_HEAD, STDERR_TAIL, marker=STDERR_MARKER)
+        self.pump.begin_cell(CellCapture(exec_id, marker, stdout, stderr, future))
+        return future
+
+    async def terminate(self, grace: float = KILL_GRACE) -> int | None:
+        """SIGTERM the whole group, SIGKILL it after ``grace`` seconds; wait for the end."""
+        if self.proc is None:
+            return None
+        pgid = self.proc.pid
+        if self.pump is not None:
+            self.pump.terminating = True
+        try:
+            if kill_group(pgid, signal.SIGTERM):
+                deadline = time.monotonic() + grace
+                # /proc is read in a thread: the event loop never waits on it.
+                while time.monotonic() < deadline and await asyncio.to_thread(group_alive, pgid):
+                    await asyncio.sleep(0.02)
+            kill_group(pgid, signal.SIGKILL)
+        finally:
+            if self.pump is not None:
+                self.pump.terminating = False
+        return await self.exited
+
+    async def kill(self) -> int | None:
+        """SIGKILL the whole group now and wait for the end."""
+        if self.proc is None:
+            return None
+        kill_group(self.proc.pid, signal.SIGKILL)
+        return await self.exited
+
+
+class Kernel(ChildProcess):
+    """A persistent Python process running the stdlib-only driver.
+
+    Args:
+        kernel_id: short id shown to users (``k1``, ``k2``, ...).
+        key: the reuse key; its interpreter and cwd are used to start the process.
+        env: the frozen environment (see :mod:`hermes_tui.runtime.envs`).
+        staging_dir: a private directory for the driver (and, later, ``hermes_tools.py``);
+            removed when the kernel ends.
+    """
+
+    def __init__(
+        self,
+        kernel_id: str,
+        key: KernelKey,
+        *,
+        env: dict[str, str],
+        staging_dir: Path,
+        loop: asyncio.AbstractEventLoop,
+        publish: Any,
+    ) -> None:
+        super().__init__(kernel_id, loop=loop, publish=publish)
+        self.id = kernel_id
+        self.key = key
+        self.env = env
+        self.staging_dir = staging_dir
+        self.state = "starting"
+        self.started_at = time.time()
+        self.last_used = self.started_at
+        self.last_used_monotonic = time.monotonic()
+        self.execution_count = 0
+        self.idle_deadline: float | None = None
+        self.python_version: str | None = None
+        self.end_reason: str | None = None
+        """Why the kernel was taken out of service (set by the pool's ``retire``)."""
+        self.lock = asyncio.Lock()
+        self._ready: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._ctrl_in = -1
+        self._lifeline = -1
+
+    async def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Spawn the driver and wait until it is ready; raises :class:`KernelStartError`."""
+        try:
+            await asyncio.to_thread(self._spawn_driver)
+        except OSError as exc:
+            self._close_host_fds()
+            raise KernelStartError(f"cannot start {self.key.interpreter}: {exc.strerror or exc}") from None
+        waiter = asyncio.ensure_future(asyncio.shield(self._ready))
+        done, _ = await asyncio.wait({waiter, self.exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if waiter in done:
+            self.python_version = waiter.result().get("python")
+            self.state = "idle"
+            return
+        waiter.cancel()
+        if self.exited.done():
+            reason = f"it exited with code {self.exited.result()}"
+        else:
+            reason = f"it was not ready within {timeout:g}s"
+            await self.kill()
+        detail = self.pump.recent_stderr.decode("utf-8", "replace").strip() if self.pump else ""
+        self._close_host_fds()
+        last = detail.splitlines()[-1] if detail else ""
+        raise KernelStartError(f"kernel did not start: {reason}" + (f" ({last})" if last else ""))
+
+    def _spawn_driver(self) -> None:
+        self.staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        driver = self.staging_dir / "hermes_kernel_driver.py"
+        shutil.copyfile(DRIVER_SOURCE, driver)
+        child_in, self._ctrl_in = os.pipe()
+        ctrl_out, child_out = os.pipe()
+        child_life, self._lifeline = os.pipe()
+        try:
+            self._spawn(
+                [self.key.interpreter, str(driver), str(child_in), str(child_out), str(child_life)],
+                cwd=str(self.staging_dir) if self.key.cwd == STAGING_CWD else self.key.cwd,
+                env=self.env,
+                pass_fds=(child_in, child_out, child_life),
+                ctrl_fd=ctrl_out,
+            )
+        except BaseException:
+            os.close(ctrl_out)
+            raise
+        finally:
+            for fd in (child_in, child_out, child_life):
+                os.close(fd)
+        os.set_blocking(self._ctrl_in, False)
+
+    def _on_reply(self, message: dict[str, Any]) -> None:
+        if message.get("op") == "ready" and not self._ready.done():
+            self._ready.set_result(message)
+
+    def _on_exit(self, returncode: int | None) -> None:
+        self.state = "dead"
+        self.idle_deadline = None
+        self._close_host_fds()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.staging_dir, ignore_errors=True)
+        super()._on_exit(returncode)
+
+    def _close_host_fds(self) -> None:
+        # Closing the lifeline tells the kernel's watchdog to take the whole group down.
+        for name in ("_ctrl_in", "_lifeline"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    async def run(self, code: str, exec_id: str, stdout: HeadTailCapture) -> asyncio.Future[CellOutcome]:
+        """Send a script; returns the future of its outcome. Raises :class:`KernelGone`."""
+        if not self.alive or self._ctrl_in < 0:
+            raise KernelGone(self.id)
+        self.execution_count += 1
+        marker = f"\x1e\x1fhermes-end:{secrets.token_hex(12)}\x1f\x1e"
+        future = self.begin(exec_id, marker.encode("ascii"), stdout)
+        request = {"op": "exec", "id": exec_id, "code": code, "marker": marker, "cell": self.execution_count}
+        try:
+            await self._send((json.dumps(request) + "\n").encode("utf-8"))
+        except OSError:
+            raise KernelGone(self.id) from None
+        return future
+
+    async def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            fd = self._ctrl_in
+            if fd < 0:
+                raise BrokenPipeError
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                # A large script fills the pipe: wait until the driver has read some.
+                ready = self.loop.create_future()
+                self.loop.add_writer(fd, _set_once, ready)
+                try:
+                    await asyncio.wait({ready, self.exited}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    self.loop.remove_writer(fd)
+                if self.exited.done():
+                    raise BrokenPipeError
+
+    async def shutdown(self) -> None:
+        """End the kernel (and its group) now."""
+        self._close_host_fds()
+        await self.kill()
+
+
+def _set_once(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

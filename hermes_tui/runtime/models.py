@@ -1,0 +1,83 @@
+"""Pydantic models the runtime returns: :class:`ExecResult` and :class:`KernelInfo`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+ExecStatus = Literal["success", "error", "timeout", "interrupted"]
+KernelState = Literal["starting", "idle", "busy", "dead", "error"]
+
+
+class KernelRef(BaseModel):
+    """Which kernel ran an execution, and what became of its state."""
+
+    id: str | None
+    """Kernel id, or None when the call ran as a standalone process."""
+    reused: bool
+    """True when the kernel had run scripts before (its state was available)."""
+    execution_count: int
+    """Scripts this kernel has run, this one included."""
+    state_reset: bool
+    """True when this call started on a fresh kernel where an earlier one of the same
+    session had state that is now gone (reset, timeout, interrupt, reaped, evicted, died)."""
+
+
+class ExecResult(BaseModel):
+    """The outcome of one ``execute_code`` call (serialised as JSON for the model)."""
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")
+
+    status: ExecStatus
+    output: str
+    """stdout capped head/tail (and stderr after it on failure), plus any notice."""
+    tool_calls_made: int = 0
+    duration_seconds: float
+    exit_code: int | None = None
+    error: str | None = None
+    warning: str | None = None
+    stdout_truncated: bool = False
+    stdout_bytes_total: int = 0
+    stdout_spill_path: str | None = None
+    kernel: KernelRef
+    exec_id: str
+    """Names this run's record in ``$HERMES_HOME/cache/exec`` (``<exec_id>.json``)."""
+
+
+class KernelInfo(BaseModel):
+    """A snapshot of one kernel, for lists and the kernels pane."""
+
+    id: str
+    key: str
+    """The reuse key: session | mode | interpreter | cwd | tools."""
+    session: str
+    mode: str
+    interpreter: str
+    cwd: str
+    pid: int | None
+    state: KernelState
+    started_at: datetime
+    last_used: datetime
+    execution_count: int
+    idle_deadline: datetime | None
+    """When it will be reaped if it stays idle (None while busy or starting)."""
+    subagent: bool = False
+    """A sub-agent's kernel (session ``PARENT::child::NAME``): not counted against the cap."""
+    next_to_evict: bool = False
+    """The one a new kernel would evict now, if the cap is reached."""
+
+
+SUBAGENT_SEPARATOR = "::child::"
+
+
+def is_subagent_session(session: str) -> bool:
+    """True for sub-agent sessions, named ``PARENT::child::NAME``."""
+    return SUBAGENT_SEPARATOR in session
+
+
+def parent_session(session: str) -> str:
+    """The top-level session a (possibly sub-agent) session belongs to."""
+    return session.split(SUBAGENT_SEPARATOR, 1)[0]
+

@@ -1,0 +1,424 @@
+"""The reader thread of one child process: output, control replies and the child's death.
+
+One :class:`Pump` per process reads its stdout and stderr pipes (and, for a kernel, its
+control pipe) off the event loop, so a flood of output never stalls the app. It feeds the
+current execution's :class:`~hermes_tui.runtime.capture.HeadTailCapture` (which writes the
+spill file), sends coalesced live output as events, and resolves the execution's future on
+the event loop when the execution is over: its end marker seen on both streams and its
+``done`` reply read, or the process gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import fcntl
+import json
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_tui.runtime.capture import Captured, HeadTailCapture
+from hermes_tui.runtime.events import ExecOutput, RuntimeEvent
+
+READ_CHUNK = 1 << 20
+PIPE_SIZE = 1 << 20
+LIVE_INTERVAL = 0.016
+"""Seconds live output is coalesced before it becomes an event."""
+LIVE_MAX_BYTES = 64 << 10
+"""Live bytes one event carries at most; the rest of a burst is counted as skipped."""
+DRAIN_SECONDS = 2.0
+"""After the process ends and its group is killed: how long to wait for the pipes to close."""
+_STREAMS = ("stdout", "stderr")
+_F_SETPIPE_SZ = 1031
+
+
+@dataclass(slots=True)
+class CellOutcome:
+    """How one execution ended, as seen on the process's pipes."""
+
+    stdout: Captured
+    stderr: Captured
+    reply: dict[str, Any] | None
+    """The driver's ``done`` reply, or None when the process ended first."""
+    returncode: int | None
+    """Set when the process ended before replying."""
+
+
+class CellCapture:
+    """The output of one execution while it runs.
+
+    Args:
+        exec_id: the execution's id (for live events).
+        marker: the end marker the driver writes on fd 1 and fd 2; None for a standalone
+            process, whose execution ends when the process does.
+        stdout, stderr: where the bytes go.
+        future: resolved with a :class:`CellOutcome` on ``loop``.
+    """
+
+    def __init__(
+        self,
+        exec_id: str,
+        marker: bytes | None,
+        stdout: HeadTailCapture,
+        stderr: HeadTailCapture,
+        future: asyncio.Future[CellOutcome],
+    ) -> None:
+        self.exec_id = exec_id
+        self.marker = marker
+        self.captures = (stdout, stderr)
+        self.future = future
+        self.marker_seen = [False, False]
+        self.reply: dict[str, Any] | None = None
+
+    def complete(self) -> bool:
+        if self.reply is None or self.marker is None:
+            return False
+        # A stream whose fd the script closed gets no marker: the reply says so.
+        written = self.reply.get("markers") or [True, True]
+        return all(seen or not wrote for seen, wrote in zip(self.marker_seen, written))
+
+
+class _Live:
+    """Coalesces one stream's bytes into bounded ``ExecOutput`` events."""
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+        self.pending = bytearray()
+        self.skipped = 0
+        self.exec_id: str | None = None
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.resync = False
+
+    def add(self, exec_id: str | None, data: bytes, flush: Callable[[_Live], None]) -> None:
+        if exec_id != self.exec_id:
+            flush(self)
+            self.exec_id = exec_id
+            self.decoder.reset()
+        self.pending += data
+        if len(self.pending) > LIVE_MAX_BYTES:
+            cut = len(self.pending) - LIVE_MAX_BYTES
+            self.skipped += cut
+            del self.pending[:cut]
+            self.resync = True
+
+    def take(self, kernel_id: str | None) -> ExecOutput | None:
+        if not self.pending and not self.skipped:
+            return None
+        data = bytes(self.pending)
+        self.pending.clear()
+        if self.resync:  # bytes were dropped: restart decoding at a character boundary
+            self.decoder.reset()
+            while data and 0x80 <= data[0] < 0xC0:
+                data = data[1:]
+            self.resync = False
+        event = ExecOutput(
+            exec_id=self.exec_id,
+            kernel_id=kernel_id,
+            stream=self.stream,  # type: ignore[arg-type]
+            text=self.decoder.decode(data),
+            skipped_bytes=self.skipped,
+        )
+        self.skipped = 0
+        return event
+
+
+class Pump(threading.Thread):
+    """Reads one child process until it ends and its pipes close.
+
+    Callbacks run on ``loop``: ``publish(event)`` for live output, ``on_reply(message)`` for
+    control replies other than ``done``, ``on_exit(returncode)`` once at the end.
+    """
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        *,
+        loop: asyncio.AbstractEventLoop,
+        kernel_id: str | None,
+        ctrl_fd: int | None,
+        publish: Callable[[RuntimeEvent], None],
+        on_reply: Callable[[dict[str, Any]], None],
+        on_exit: Callable[[int | None], None],
+    ) -> None:
+        super().__init__(name=f"hermes-pump-{kernel_id or proc.pid}", daemon=True)
+        self.proc = proc
+        self.loop = loop
+        self.kernel_id = kernel_id
+        self.publish = publish
+        self.on_reply = on_reply
+        self.on_exit = on_exit
+        self.terminating = False
+        """Set by the host while it terminates the group with a grace period."""
+        self.cell: CellCapture | None = None
+        self.returncode: int | None = None
+        self.recent_stderr = bytearray()
+        """The last stray stderr bytes (for messages when a kernel fails to start)."""
+        assert proc.stdout is not None and proc.stderr is not None
+        self._fds = [proc.stdout.fileno(), proc.stderr.fileno()]
+        self._ctrl_fd = ctrl_fd
+        self._ctrl_buffer = bytearray()
+        self._held = [b"", b""]  # bytes that may be the start of an end marker
+        self._live = (_Live("stdout"), _Live("stderr"))
+        self._last_flush = time.monotonic()
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                # Bigger pipes: fewer wake-ups in a flood.
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
+
+    # -- called on the loop's thread ------------------------------------------------------
+
+    def begin_cell(self, cell: CellCapture) -> None:
+        """Credit output from now on to ``cell``."""
+        self.cell = cell
+
+    # -- the thread -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        selector = selectors.DefaultSelector()
+        pidfd = None
+        try:
+            pidfd = os.pidfd_open(self.proc.pid)
+            selector.register(pidfd, selectors.EVENT_READ, "exit")
+        except (AttributeError, OSError):
+            pidfd = None  # no pidfd: poll the process instead
+        for index, fd in enumerate(self._fds):
+            selector.register(fd, selectors.EVENT_READ, index)
+        if self._ctrl_fd is not None:
+            selector.register(self._ctrl_fd, selectors.EVENT_READ, "ctrl")
+        open_streams = 2
+        drain_deadline: float | None = None
+        try:
+            while True:
+                if self.returncode is None and pidfd is None and self.proc.poll() is not None:
+                    drain_deadline = self._exited()
+                if self.returncode is not None:
+                    if open_streams == 0 or (drain_deadline is not None and time.monotonic() > drain_deadline):
+                        break
+                    if self.terminating:
+                        # The host sends SIGKILL after its grace: wait for it, then drain.
+                        drain_deadline = time.monotonic() + DRAIN_SECONDS
+                timeout = self._select_timeout(pidfd is None, drain_deadline)
+                for key, _ in selector.select(timeout):
+                    if key.data == "exit":
+                        selector.unregister(key.fd)
+                        drain_deadline = self._exited()
+                        continue
+                    try:
+                        data = os.read(key.fd, READ_CHUNK)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        data = b""
+                    if key.data == "ctrl":
+                        if data:
+                            self._on_ctrl(data)
+                        else:
+                            selector.unregister(key.fd)
+                        continue
+                    if data:
+                        self._on_stream(key.data, data)
+                    else:
+                        selector.unregister(key.fd)
+                        open_streams -= 1
+                if time.monotonic() - self._last_flush >= LIVE_INTERVAL:
+                    self._flush_live()
+        except Exception as exc:  # never let the reader die silently: end the cell with it
+            self._post(self._deliver_failure, exc)
+        finally:
+            selector.close()
+            if pidfd is not None:
+                os.close(pidfd)
+            if self.returncode is None:
+                self.returncode = self.proc.wait()
+            self._finish()
+
+    def _select_timeout(self, polling: bool, deadline: float | None) -> float | None:
+        timeouts = []
+        if any(live.pending or live.skipped for live in self._live):
+            timeouts.append(LIVE_INTERVAL)
+        if polling:
+            timeouts.append(0.05)
+        if deadline is not None:
+            timeouts.append(max(0.0, deadline - time.monotonic()))
+        elif self.returncode is not None:
+            timeouts.append(0.05)
+        return min(timeouts) if timeouts else None
+
+    def _exited(self) -> float:
+        self.returncode = self.proc.wait()
+        if not self.terminating:
+            # The kernel is gone: so is anything it left in its process group.
+            kill_group(self.proc.pid, signal.SIGKILL)
+        return time.monotonic() + DRAIN_SECONDS
+
+    def _on_ctrl(self, data: bytes) -> None:
+        self._ctrl_buffer += data
+        while True:
+            end = self._ctrl_buffer.find(b"\n")
+            if end < 0:
+                return
+            line = bytes(self._ctrl_buffer[:end])
+            del self._ctrl_buffer[: end + 1]
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            cell = self.cell
+            if message.get("op") == "done" and cell is not None and cell.reply is None:
+                cell.reply = message
+                self._maybe_complete(cell)
+            else:
+                self._post(self.on_reply, message)
+
+    def _on_stream(self, index: int, data: bytes) -> None:
+        cell = self.cell
+        if cell is None or cell.marker_seen[index] or cell.future.done():
+            self._stray(index, data)
+            return
+        if cell.marker is None:
+            self._credit(cell, index, data)
+            return
+        held = self._held[index]
+        buffer = held + data if held else data
+        marker = cell.marker
+        position = buffer.find(marker)
+        if position >= 0:
+            self._held[index] = b""
+            self._credit(cell, index, buffer[:position])
+            cell.marker_seen[index] = True
+            rest = buffer[position + len(marker):]
+            if rest:
+                self._stray(index, rest)
+            self._maybe_complete(cell)
+            return
+        keep = _marker_prefix_length(buffer, marker)
+        self._held[index] = buffer[len(buffer) - keep:] if keep else b""
+        self._credit(cell, index, buffer[: len(buffer) - keep] if keep else buffer)
+
+    def _credit(self, cell: CellCapture, index: int, data: bytes) -> None:
+        if data:
+            cell.captures[index].feed(data)
+            self._live[index].add(cell.exec_id, data, self._flush_one)
+
+    def _stray(self, index: int, data: bytes) -> None:
+        self._live[index].add(None, data, self._flush_one)
+        if index == 1:
+            self.recent_stderr += data
+            del self.recent_stderr[:-4096]
+
+    def _maybe_complete(self, cell: CellCapture) -> None:
+        if cell.complete():
+            self._resolve(cell, None)
+
+    def _resolve(self, cell: CellCapture, returncode: int | None) -> None:
+        for index in (0, 1):
+            if self._held[index]:
+                cell.captures[index].feed(self._held[index])
+                self._held[index] = b""
+        self._flush_live()
+        outcome = CellOutcome(
+            stdout=cell.captures[0].finish(),
+            stderr=cell.captures[1].finish(),
+            reply=cell.reply,
+            returncode=returncode,
+        )
+        if self.cell is cell:
+            self.cell = None
+        self._post(_set_result, cell.future, outcome)
+
+    def _finish(self) -> None:
+        cell = self.cell
+        if cell is not None:
+            self._resolve(cell, self.returncode)
+        self._flush_live()
+        # Close through the file objects (never by number: a number may be reused at once).
+        for stream in (self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
+        if self._ctrl_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._ctrl_fd)
+            self._ctrl_fd = None
+        self._post(self.on_exit, self.returncode)
+
+    def _deliver_failure(self, exc: Exception) -> None:
+        cell = self.cell
+        if cell is not None and not cell.future.done():
+            cell.future.set_exception(exc)
+
+    def _flush_one(self, live: _Live) -> None:
+        event = live.take(self.kernel_id)
+        if event is not None:
+            self._post(self.publish, event)
+
+    def _flush_live(self) -> None:
+        self._last_flush = time.monotonic()
+        for live in self._live:
+            self._flush_one(live)
+
+    def _post(self, callback: Callable[..., Any], *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is listening
+            self.loop.call_soon_threadsafe(callback, *args)
+
+
+def _set_result(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _marker_prefix_length(buffer: bytes, marker: bytes) -> int:
+    """Length of the longest end of ``buffer`` that is a proper start of ``marker``."""
+    start = max(0, len(buffer) - len(marker) + 1)
+    first = marker[0]
+    position = buffer.find(bytes([first]), start)
+    while position >= 0:
+        if marker.startswith(buffer[position:]):
+            return len(buffer) - position
+        position = buffer.find(bytes([first]), position + 1)
+    return 0
+
+
+def kill_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``pgid``; False if it no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of group ``pgid`` is still running.
+
+    Zombies don't count: an orphan that has exited but not yet been reaped by init (slow in
+    some containers) runs nothing.
+    """
+    if not kill_group(pgid, 0):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # Fields after the command (which may hold spaces): state, ppid, pgrp, ...
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
