@@ -119,7 +119,7 @@ class SpillWriter:
     reported by :meth:`close`.
     """
 
-    def __init__(self, path: Path, depth: int = 16) -> None:
+    def __init__(self, path: Path, depth: int = 4) -> None:
         self.path = path
         self.error: str | None = None
         self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=depth)

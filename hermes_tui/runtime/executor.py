@@ -19,11 +19,11 @@ from typing import Literal
 
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.events import EventBus, ExecFinished, ExecStarted
-from hermes_tui.runtime.kernel import KILL_GRACE, STAGING_CWD, ChildProcess, Kernel, KernelGone, KernelKey, KernelStartError
+from hermes_tui.runtime.kernel import KILL_GRACE, STAGING_CWD, ChildProcess, Kernel, KernelGone, KernelKey, KernelStartError, WorkingDirError
 from hermes_tui.runtime.models import ExecResult, KernelRef, parent_session
 from hermes_tui.runtime.pool import KernelPool, Lease, describe_exit
 from hermes_tui.runtime.process import CellOutcome
-from hermes_tui.runtime.records import new_exec_id, record_path, spill_path, write_record
+from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, spill_path
 
 INTERRUPT_NOTICE = "[execution interrupted — user sent a new message]"
 DISPOSED_NOTICE = "[execution interrupted — session disposed]"
@@ -68,6 +68,7 @@ class Executor:
         self.staging_root = staging_root
         self.env_for = env_for
         self.running: dict[str, Running] = {}
+        self.records = RecordWriter()
 
     async def execute(
         self,
@@ -90,6 +91,10 @@ class Executor:
         try:
             try:
                 lease = await self.pool.acquire(key, reset=reset)
+            except WorkingDirError as exc:
+                result = self.refused(exec_id, str(exc), time.perf_counter() - started)
+                self._finish(result, key, code, started_at)
+                return result
             except KernelStartError as exc:
                 warnings.append(
                     f"No session kernel could start ({exc}); ran this script as a standalone "
@@ -109,9 +114,13 @@ class Executor:
             self.running.pop(exec_id, None)
             if lease is not None:
                 self.pool.release(lease)
-        await asyncio.to_thread(write_record, record_path(self.cache_dir, exec_id), self._record(result, key, code, started_at))
-        self.bus.publish(ExecFinished(result=result))
+        self._finish(result, key, code, started_at)
         return result
+
+    def _finish(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> None:
+        """Queue the execution's record (written off the loop) and announce the result."""
+        self.records.submit(record_path(self.cache_dir, result.exec_id), self._record(result, key, code, started_at))
+        self.bus.publish(ExecFinished(result=result))
 
     # -- running --------------------------------------------------------------------------
 
@@ -129,10 +138,10 @@ class Executor:
             self.pool.retire(kernel, "was interrupted")
             self.pool._background(kernel.terminate(KILL_GRACE))
             raise
-        if ended_by is not None:
-            self.pool.retire(kernel, "timed out" if ended_by == "timeout" else "was interrupted")
         outcome = await future
-        if outcome.reply is not None and outcome.reply.get("status") == "exit":
+        if outcome.reply is None:  # the process ended under the script: never reuse it
+            self.pool.retire(kernel, describe_exit(outcome.returncode))
+        elif outcome.reply.get("status") == "exit":
             self.pool.retire(kernel, "ended with sys.exit()")
             self.pool._background(kernel.terminate(1.0))  # it is exiting; make sure it does
         return outcome, ended_by
@@ -177,6 +186,8 @@ class Executor:
         if future in done:
             return None
         ended_by: EndedBy = "interrupt" if running.interrupt in done else "timeout"
+        if isinstance(child, Kernel):  # retired first, so the next result says why
+            self.pool.retire(child, "timed out" if ended_by == "timeout" else "was interrupted")
         await child.terminate(KILL_GRACE)
         return ended_by
 
@@ -275,6 +286,19 @@ class Executor:
                 execution_count=kernel.execution_count if kernel else 1,
                 state_reset=bool(lease and lease.state_reset),
             ),
+            exec_id=exec_id,
+        )
+
+    @staticmethod
+    def refused(exec_id: str, error: str, duration: float = 0.0) -> ExecResult:
+        """The result of a script that was not run at all (nothing started, no tool calls)."""
+        return ExecResult(
+            status="error",
+            output="",
+            duration_seconds=round(duration, 6),
+            exit_code=None,
+            error=error,
+            kernel=KernelRef(id=None, reused=False, execution_count=0, state_reset=False),
             exec_id=exec_id,
         )
 

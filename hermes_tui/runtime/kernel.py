@@ -38,6 +38,10 @@ class KernelStartError(Exception):
     """A kernel process could not be started or did not become ready."""
 
 
+class WorkingDirError(KernelStartError):
+    """The working directory a kernel should run in does not exist (no fallback helps)."""
+
+
 class KernelGone(Exception):
     """The kernel process ended before it could take the request."""
 
@@ -195,8 +199,15 @@ class Kernel(ChildProcess):
         self._ctrl_in = -1
         self._lifeline = -1
 
+    @property
+    def cwd(self) -> str:
+        """Where the process runs: the key's cwd, or its own staging dir in strict mode."""
+        return str(self.staging_dir) if self.key.cwd == STAGING_CWD else self.key.cwd
+
     async def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
         """Spawn the driver and wait until it is ready; raises :class:`KernelStartError`."""
+        if not await asyncio.to_thread(self._prepare):
+            raise WorkingDirError(f"working directory does not exist or is not a directory: {self.cwd}")
         try:
             await asyncio.to_thread(self._spawn_driver)
         except OSError as exc:
@@ -219,8 +230,12 @@ class Kernel(ChildProcess):
         last = detail.splitlines()[-1] if detail else ""
         raise KernelStartError(f"kernel did not start: {reason}" + (f" ({last})" if last else ""))
 
-    def _spawn_driver(self) -> None:
+    def _prepare(self) -> bool:
+        """Make the staging dir; True if the working dir is usable. Blocking."""
         self.staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return os.path.isdir(self.cwd)
+
+    def _spawn_driver(self) -> None:
         driver = self.staging_dir / "hermes_kernel_driver.py"
         shutil.copyfile(DRIVER_SOURCE, driver)
         child_in, self._ctrl_in = os.pipe()
@@ -229,7 +244,7 @@ class Kernel(ChildProcess):
         try:
             self._spawn(
                 [self.key.interpreter, str(driver), str(child_in), str(child_out), str(child_life)],
-                cwd=str(self.staging_dir) if self.key.cwd == STAGING_CWD else self.key.cwd,
+                cwd=self.cwd,
                 env=self.env,
                 pass_fds=(child_in, child_out, child_life),
                 ctrl_fd=ctrl_out,

@@ -159,6 +159,8 @@ class Pump(threading.Thread):
         """Set by the host while it terminates the group with a grace period."""
         self.cell: CellCapture | None = None
         self.returncode: int | None = None
+        self.finished = False
+        self._finish_lock = threading.Lock()
         self.recent_stderr = bytearray()
         """The last stray stderr bytes (for messages when a kernel fails to start)."""
         assert proc.stdout is not None and proc.stderr is not None
@@ -176,8 +178,12 @@ class Pump(threading.Thread):
     # -- called on the loop's thread ------------------------------------------------------
 
     def begin_cell(self, cell: CellCapture) -> None:
-        """Credit output from now on to ``cell``."""
-        self.cell = cell
+        """Credit output from now on to ``cell`` (resolved at once if the process is gone)."""
+        with self._finish_lock:
+            if not self.finished:
+                self.cell = cell
+                return
+        self._resolve(cell, self.returncode)
 
     # -- the thread -----------------------------------------------------------------------
 
@@ -335,7 +341,9 @@ class Pump(threading.Thread):
         self._post(_set_result, cell.future, outcome)
 
     def _finish(self) -> None:
-        cell = self.cell
+        with self._finish_lock:
+            self.finished = True
+            cell = self.cell
         if cell is not None:
             self._resolve(cell, self.returncode)
         self._flush_live()

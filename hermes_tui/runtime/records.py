@@ -9,12 +9,17 @@ the same directory; these names never collide with them.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import queue
 import secrets
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 RECORD_FORMAT = "hermes-tui/exec-record/1"
 RECORD_SUFFIX = ".json"
@@ -51,3 +56,51 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
         except OSError:
             pass
         raise
+
+
+class RecordWriter:
+    """Writes execution records on one background thread, in order.
+
+    ``execute_code`` never waits on the disk: a record lands a moment after its result is
+    returned. :meth:`flush` waits until every record submitted so far is on disk (the runtime
+    calls it when it closes). A record that cannot be written is logged, never raised.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Path, dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.failures = 0
+
+    def submit(self, path: Path, record: dict[str, Any]) -> None:
+        """Queue ``record`` to be written to ``path``."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="hermes-records", daemon=True)
+            self._thread.start()
+        self._queue.put((path, record))
+
+    def flush(self, timeout: float | None = 30.0) -> None:
+        """Block until everything submitted before this call is written."""
+        if self._thread is None:
+            return
+        done = threading.Event()
+        self._queue.put(done)
+        done.wait(timeout)
+
+    def close(self) -> None:
+        """Write what is queued, then stop the thread. Blocking."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(30.0)
+            self._thread = None
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            path, record = item
+            try:
+                write_record(path, record)
+            except OSError as exc:
+                self.failures += 1
+                log.warning("could not write execution record %s: %s", path, exc)

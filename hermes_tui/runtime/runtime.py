@@ -74,6 +74,7 @@ class Runtime:
         for session in {r.session for r in self._executor.running.values()}:
             self._executor.interrupt(session, DISPOSED_NOTICE)
         await self._pool.close()
+        await asyncio.to_thread(self._executor.records.close)
         if self._staging_root is not None:
             await asyncio.to_thread(shutil.rmtree, self._staging_root, True)
         self.bus.close()
@@ -147,6 +148,11 @@ class Runtime:
                 running.interrupt.set_result(f"[execution interrupted — kernel {reason}]")
         await self._pool.end_kernels([kernel], reason)  # type: ignore[union-attr]
         return True
+
+    async def flush_records(self) -> None:
+        """Wait until the records of every execution so far are written to the cache dir."""
+        if self._executor is not None:
+            await asyncio.to_thread(self._executor.records.flush)
 
     def subscribe(self) -> Subscription:
         """Receive runtime events from now on (bounded; close it when done)."""

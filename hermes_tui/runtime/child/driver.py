@@ -75,6 +75,9 @@ class Driver(object):
         self.module.__dict__["__builtins__"] = builtins
         self.cells = []
         self.loop = None
+        # Private copies of the output pipes: end markers always reach the host, and a
+        # script that closes fd 1 or 2 gets them back for the next script.
+        self.pipes = (os.dup(1), os.dup(2))
 
     def reply(self, **message):
         _write_all(self.ctrl_out, (json.dumps(message) + "\n").encode("utf-8"))
@@ -106,7 +109,7 @@ class Driver(object):
             status, exit_code = "exit", self._exit_code(exc)
         except BaseException as exc:  # the script's failure is a result, never the kernel's
             status = "error"
-            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            error = self._summary(exc)
             self._print_traceback(exc)
         duration = time.perf_counter() - started
         markers = self._end_output(request["marker"].encode("ascii"))
@@ -139,6 +142,20 @@ class Driver(object):
         while len(self.cells) > _KEEP_CELLS_IN_LINECACHE:
             linecache.cache.pop(self.cells.pop(0), None)
 
+    @staticmethod
+    def _summary(exc):
+        """One line: 'ValueError: boom', 'SyntaxError: invalid syntax (<cell 2>, line 1)'."""
+        kind = type(exc)
+        name = kind.__qualname__
+        if kind.__module__ not in ("builtins", "__main__"):
+            name = "%s.%s" % (kind.__module__, name)
+        try:
+            message = str(exc)
+        except Exception:
+            message = "<unprintable %s>" % name
+        line = "%s: %s" % (name, message) if message else name
+        return line.splitlines()[0] if line else name
+
     def _exit_code(self, exc):
         code = exc.code
         if code is None:
@@ -168,12 +185,19 @@ class Driver(object):
             except Exception:
                 pass
         written = []
-        for fd in (1, 2):
+        for fd, pipe in zip((1, 2), self.pipes):
             try:
-                _write_all(fd, marker)
+                os.fstat(fd)
+            except OSError:
+                try:
+                    os.dup2(pipe, fd)
+                except OSError:
+                    pass
+            try:
+                _write_all(pipe, marker)
                 written.append(True)
             except OSError:
-                written.append(False)  # the script closed the fd: the host must not wait
+                written.append(False)  # the host must not wait for this marker
         return written
 
 

@@ -1,0 +1,99 @@
+"""Benchmark of the session-kernel engine. Prints figures; asserts nothing.
+
+    python tests/bench/bench_exec.py [--flood-mb 200] [--warm 200]
+
+Figures: warm `print(1)` median (and p90) over N calls on one kernel, cold first call
+(median of fresh sessions, kernel start included), a flood of N MB through the head/tail
+capture with the full spill written (wall time and host peak-RSS growth), and for scale a new
+Python process per call (what a process-per-call design pays).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hermes_tui.runtime import Runtime
+
+FLOOD = """
+import sys
+chunk = bytes(range(256)) * 256
+write = sys.stdout.buffer.write
+for _ in range({chunks}):
+    write(chunk)
+sys.stdout.flush()
+"""
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3f} ms"
+
+
+async def bench(flood_mb: int, warm_calls: int, cold_calls: int) -> None:
+    async with Runtime() as rt:
+        colds = []
+        for index in range(cold_calls):
+            started = time.perf_counter()
+            result = await rt.execute_code("print(1)", session=f"cold-{index}")
+            colds.append(time.perf_counter() - started)
+            assert result.output == "1\n"
+            await rt.dispose_session(f"cold-{index}")
+        print(f"cold first call (kernel start + print(1)), median of {cold_calls}: {ms(statistics.median(colds))}"
+              f"  (min {ms(min(colds))}, max {ms(max(colds))})")
+
+        await rt.execute_code("print(1)", session="warm")
+        warms = []
+        for _ in range(warm_calls):
+            started = time.perf_counter()
+            result = await rt.execute_code("print(1)", session="warm")
+            warms.append(time.perf_counter() - started)
+        assert result.output == "1\n" and result.kernel.reused
+        warms.sort()
+        print(f"warm print(1), median of {warm_calls}: {ms(statistics.median(warms))}"
+              f"  (p90 {ms(warms[int(len(warms) * 0.9)])}, min {ms(warms[0])})")
+
+        await rt.execute_code("1", session="flood")
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        started = time.perf_counter()
+        result = await rt.execute_code(FLOOD.format(chunks=flood_mb * 16), session="flood")
+        elapsed = time.perf_counter() - started
+        rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
+        spill = Path(result.stdout_spill_path)
+        assert spill.stat().st_size == flood_mb << 20 == result.stdout_bytes_total
+        print(f"flood {flood_mb} MB: {elapsed:.3f} s wall, full spill written "
+              f"({spill.stat().st_size} bytes), host peak-RSS growth {rss_growth / 1024:.1f} MB")
+        spill.unlink()
+
+
+def process_per_call(calls: int = 20) -> None:
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "print(1)"], capture_output=True, check=True)
+        times.append(time.perf_counter() - started)
+    print(f"for scale: a new Python process per call, median of {calls}: {ms(statistics.median(times))}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flood-mb", type=int, default=200)
+    parser.add_argument("--warm", type=int, default=200)
+    parser.add_argument("--cold", type=int, default=10)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home:
+        os.environ["HERMES_HOME"] = home  # never the user's real ~/.hermes
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, HERMES_HOME={home}")
+        asyncio.run(bench(args.flood_mb, args.warm, args.cold))
+        process_per_call()
+
+
+if __name__ == "__main__":
+    main()

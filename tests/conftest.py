@@ -1,0 +1,94 @@
+"""Shared fixtures: a temp HERMES_HOME for every test, runtimes that always close, and a
+check that no kernel process outlives its test."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.config import Config, parse_config
+from hermes_tui.runtime import Runtime
+
+DRIVER_NAME = "hermes_kernel_driver.py"
+
+
+@pytest.fixture(autouse=True)
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HERMES_HOME at a temp dir: tests never touch the real ~/.hermes."""
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    yield home
+    leftovers = wait_for(lambda: not kernel_pids(home), timeout=5.0)
+    assert leftovers, f"kernel processes outlived the test: {kernel_pids(home)}"
+
+
+def kernel_pids(home: Path) -> list[int]:
+    """Pids of live kernel processes started with this HERMES_HOME."""
+    found = []
+    marker = f"HERMES_HOME={home}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            if DRIVER_NAME.encode() not in cmdline:
+                continue
+            if marker not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                continue
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z":
+            found.append(int(entry))
+    return found
+
+
+def pid_running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat.rsplit(b")", 1)[1].split()[0] != b"Z"
+
+
+def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` passes; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+
+
+def make_config(yaml_text: str = "") -> Config:
+    """A Config from YAML text (defaults for what it leaves out)."""
+    return parse_config(yaml_text)
+
+
+@pytest.fixture
+async def runtime(hermes_home: Path):
+    """A started Runtime with default config; closed (kernels ended) after the test."""
+    async with Runtime(make_config(), home=hermes_home) as rt:
+        yield rt
+
+
+@pytest.fixture
+async def runtime_factory(hermes_home: Path):
+    """Make runtimes from config YAML; every one is closed after the test."""
+    made: list[Runtime] = []
+
+    async def factory(yaml_text: str = "", **kwargs) -> Runtime:
+        rt = Runtime(make_config(yaml_text), home=hermes_home, **kwargs)
+        made.append(rt)
+        return await rt.start()
+
+    yield factory
+    for rt in made:
+        await rt.aclose()

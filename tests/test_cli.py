@@ -1,0 +1,101 @@
+"""`hermes-tui exec` and the top-level command, run as real processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermes_tui import __version__
+
+CLI = [sys.executable, "-m", "hermes_tui"]
+
+
+def run(*argv: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *argv], input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+@pytest.fixture
+def scripts(tmp_path: Path) -> Path:
+    (tmp_path / "a.py").write_text("import json\nx = 41\nprint('a ran')\n")
+    (tmp_path / "b.py").write_text("print(x + 1)\n")
+    (tmp_path / "bad.py").write_text("raise RuntimeError('bad file')\n")
+    return tmp_path
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "hermes-tui"
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == f"hermes-tui {__version__}"
+
+
+def test_help_lists_exec() -> None:
+    done = run("--help")
+    assert done.returncode == 0 and "exec" in done.stdout
+    sub = run("exec", "--help")
+    assert sub.returncode == 0 and "--session" in sub.stdout and "--json" in sub.stdout
+
+
+def test_state_carries_from_file_to_file(scripts: Path) -> None:
+    done = run("exec", "a.py", "b.py", cwd=scripts)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "a ran\n42\n"
+
+
+def test_json_prints_one_result_per_file(scripts: Path) -> None:
+    done = run("exec", "--json", "a.py", "b.py", cwd=scripts)
+    assert done.returncode == 0
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["output"] for r in results] == ["a ran\n", "42\n"]
+    assert results[1]["kernel"]["reused"] is True
+    assert results[0]["kernel"]["id"] == results[1]["kernel"]["id"]
+    assert {"status", "tool_calls_made", "duration_seconds", "stdout_truncated", "exec_id"} <= set(results[0])
+
+
+def test_failure_exits_1_and_stops_unless_keep_going(scripts: Path) -> None:
+    stopped = run("exec", "a.py", "bad.py", "b.py", cwd=scripts)
+    assert stopped.returncode == 1
+    assert stopped.stdout.startswith("a ran\n--- stderr ---\nTraceback")
+    assert "42" not in stopped.stdout
+    assert "bad.py: error: RuntimeError: bad file" in stopped.stderr
+    assert "1 file(s) not run" in stopped.stderr
+    going = run("exec", "--keep-going", "a.py", "bad.py", "b.py", cwd=scripts)
+    assert going.returncode == 1 and going.stdout.endswith("42\n")
+
+
+def test_stdin_and_reset_and_timeout(scripts: Path) -> None:
+    done = run("exec", "-", stdin="print(sum(range(10)))\n")
+    assert done.returncode == 0 and done.stdout == "45\n"
+    slow = run("exec", "--timeout", "1", "-", stdin="import time\ntime.sleep(30)\n")
+    assert slow.returncode == 1
+    assert "timeout: Script timed out after 1s and was killed." in slow.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["exec", "missing.py"], "hermes-tui: exec: no such file: missing.py"),
+        (["exec", "."], "hermes-tui: exec: . is a directory, not a Python file"),
+        (["exec", "--timeout", "0", "a.py"], "'0' is not allowed: must be a number of seconds > 0"),
+        (["exec", "--timeout", "soon", "a.py"], "'soon' is not a number of seconds"),
+        (["exec", "-", "-"], "'-' (standard input) can be given only once"),
+        (["exec"], "the following arguments are required: FILE"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(scripts: Path, argv: list[str], message: str) -> None:
+    done = run(*argv, cwd=scripts, stdin="")
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_big_output_names_the_spill_file(scripts: Path, hermes_home: Path) -> None:
+    done = run("exec", "-", stdin="print('y' * 100_000)\n")
+    assert done.returncode == 0
+    assert "OUTPUT TRUNCATED" in done.stdout
+    assert f"full output (100001 bytes): {hermes_home}/cache/exec/" in done.stderr

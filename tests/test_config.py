@@ -1,0 +1,93 @@
+"""config.yaml: defaults, Hermes Agent's keys, unknown keys, and one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.config import ConfigError, load_config, parse_config
+
+
+def test_missing_file_gives_spec_defaults(hermes_home: Path) -> None:
+    config = load_config()
+    assert config.code_execution.mode == "project"
+    assert config.code_execution.timeout == 300
+    assert config.code_execution.max_tool_calls == 50
+    assert config.code_execution.kernel_idle_timeout == 1800
+    assert config.code_execution.max_session_kernels == 4
+    assert config.terminal.env_passthrough == []
+    assert config.terminal.timeout == 180
+    assert config.approvals.mode == "manual"
+    assert config.approvals.timeout == 60
+    assert config.command_allowlist == []
+    assert config.model.provider is None
+
+
+def test_reads_hermes_home_config_and_keeps_unknown_keys(hermes_home: Path) -> None:
+    (hermes_home / "config.yaml").write_text(
+        "# Hermes Agent's own file\n"
+        "model:\n  default: anthropic/claude-sonnet-4\n  provider: openrouter\n"
+        "toolsets: [web, terminal]\n"
+        "terminal:\n  backend: local\n  env_passthrough: [GITHUB_TOKEN]\n"
+        "code_execution:\n  timeout: 12.5\n  max_session_kernels: 2\n"
+        "command_allowlist:\n  - git status\n"
+    )
+    config = load_config()
+    assert config.source == hermes_home / "config.yaml"
+    assert config.model.default == "anthropic/claude-sonnet-4"
+    assert config.code_execution.timeout == 12.5
+    assert config.code_execution.max_session_kernels == 2
+    assert config.terminal.env_passthrough == ["GITHUB_TOKEN"]
+    assert config.command_allowlist == ["git status"]
+    # Unknown keys are kept (the file is shared) and ignored.
+    assert config.model_extra["toolsets"] == ["web", "terminal"]
+    assert config.terminal.model_extra["backend"] == "local"
+
+
+def test_empty_sections_and_bare_model_name() -> None:
+    config = parse_config("terminal:\ncode_execution:\ncommand_allowlist:\nmodel: hermes-4-70b\n")
+    assert config.terminal.timeout == 180
+    assert config.code_execution.timeout == 300
+    assert config.command_allowlist == []
+    assert config.model.default == "hermes-4-70b"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("code_execution:\n  timeout: -5\n", "code_execution.timeout = -5 is not allowed: must be greater than 0"),
+        ("code_execution:\n  mode: fast\n", "code_execution.mode = 'fast' is not allowed: must be 'project' or 'strict'"),
+        ("code_execution:\n  max_session_kernels: 0\n", "code_execution.max_session_kernels = 0 is not allowed"),
+        ("approvals:\n  mode: sometimes\n", "approvals.mode = 'sometimes' is not allowed: must be 'manual', 'dangerous' or 'off'"),
+        ("terminal:\n  env_passthrough: GITHUB_TOKEN\n", "terminal.env_passthrough = 'GITHUB_TOKEN' is not allowed: must be a list"),
+        ("code_execution: 5\n", "code_execution = 5 is not allowed: must be a mapping of keys"),
+        ("- a\n- b\n", "the top level must be a mapping of keys, got a list"),
+        ("code_execution: [\n", "invalid YAML at line 2"),
+    ],
+)
+def test_bad_values_give_one_clear_line(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, source=Path("/x/config.yaml"))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("/x/config.yaml: ")
+    assert expected in message
+
+
+def test_cli_exits_2_with_one_line_for_a_bad_value(hermes_home: Path, tmp_path: Path) -> None:
+    (hermes_home / "config.yaml").write_text("code_execution:\n  timeout: soon\n")
+    script = tmp_path / "a.py"
+    script.write_text("print('never runs')\n")
+    for argv in (["exec", str(script)], []):
+        done = subprocess.run(
+            [sys.executable, "-m", "hermes_tui", *argv], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2
+        assert done.stdout == ""
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert "code_execution.timeout = 'soon' is not allowed" in lines[0]
+        assert "Traceback" not in done.stderr

@@ -1,0 +1,42 @@
+"""The engine stays free of the UI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import hermes_tui.runtime
+
+RUNTIME = Path(hermes_tui.runtime.__file__).parent
+
+
+def test_importing_the_runtime_loads_no_textual() -> None:
+    code = (
+        "import sys, hermes_tui.runtime, hermes_tui.runtime.executor, hermes_tui.runtime.pool;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_no_runtime_module_mentions_textual() -> None:
+    offenders = [
+        str(path.relative_to(RUNTIME))
+        for path in RUNTIME.rglob("*.py")
+        if re.search(r"^\s*(from|import)\s+textual", path.read_text(), re.MULTILINE)
+    ]
+    assert offenders == []
+
+
+def test_driver_is_stdlib_only_and_python38_syntax() -> None:
+    driver = RUNTIME / "child" / "driver.py"
+    source = driver.read_text()
+    imported = set(re.findall(r"^\s*import (\w+)", source, re.MULTILINE))
+    imported |= set(re.findall(r"^\s*from (\w+)", source, re.MULTILINE))
+    assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
+    import ast
+
+    ast.parse(source, feature_version=(3, 8))
