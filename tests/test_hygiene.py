@@ -40,3 +40,13 @@ def test_driver_is_stdlib_only_and_python38_syntax() -> None:
     import ast
 
     ast.parse(source, feature_version=(3, 8))
+
+
+def test_widgets_and_themes_install_inside_the_package() -> None:
+    import hermes_tui.themes
+    import hermes_tui.widgets
+
+    package = Path(hermes_tui.runtime.__file__).parent.parent
+    assert Path(hermes_tui.widgets.__file__).parent == package / "widgets"
+    assert Path(hermes_tui.themes.__file__).parent == package / "themes"
+    assert (package / "runtime" / "child" / "driver.py").is_file()
