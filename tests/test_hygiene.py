@@ -43,10 +43,14 @@ def test_driver_is_stdlib_only_and_python38_syntax() -> None:
 
 
 def test_widgets_and_themes_install_inside_the_package() -> None:
+    import importlib.util
+
     import hermes_tui.themes
     import hermes_tui.widgets
 
-    package = Path(hermes_tui.runtime.__file__).parent.parent
-    assert Path(hermes_tui.widgets.__file__).parent == package / "widgets"
-    assert Path(hermes_tui.themes.__file__).parent == package / "themes"
-    assert (package / "runtime" / "child" / "driver.py").is_file()
+    assert Path(hermes_tui.widgets.__file__).parent.name == "widgets"
+    assert Path(hermes_tui.themes.__file__).parent.name == "themes"
+    # Nothing generic lands at the top level of site-packages.
+    assert importlib.util.find_spec("widgets") is None
+    assert importlib.util.find_spec("themes") is None
+    assert (RUNTIME / "child" / "driver.py").is_file()
