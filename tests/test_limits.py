@@ -55,7 +55,7 @@ async def test_timeout_takes_sleeping_grandchildren_too(runtime: Runtime) -> Non
     assert result.status == "timeout"
     assert "timed out after 1.5s" in result.error
     for pid in map(int, result.output.split("\n")[0].split()):
-        assert wait_for(lambda: not pid_running(pid), timeout=2), f"grandchild {pid} survived"
+        assert wait_for(lambda pid=pid: not pid_running(pid), timeout=2), f"grandchild {pid} survived"
 
 
 async def test_a_quick_sigterm_death_is_not_held_for_the_grace(runtime: Runtime) -> None:
@@ -97,7 +97,7 @@ def test_kill_9_of_the_host_leaves_no_process_behind(hermes_home: Path) -> None:
         os.kill(host.pid, signal.SIGKILL)
         host.wait(10)
         for pid in pids:
-            assert wait_for(lambda: not pid_running(pid), timeout=5), f"pid {pid} outlived the host"
+            assert wait_for(lambda pid=pid: not pid_running(pid), timeout=5), f"pid {pid} outlived the host"
     finally:
         if host.poll() is None:
             host.kill()

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tui.runtime.capture import STDERR_HEAD, STDERR_MARKER, STDERR_TAIL, HeadTailCapture
-from hermes_tui.runtime.events import RuntimeEvent
 from hermes_tui.runtime.process import CellCapture, CellOutcome, Pump, group_alive, kill_group
 
 DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
