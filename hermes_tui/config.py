@@ -47,6 +47,8 @@ class CodeExecutionConfig(_Section):
     """Idle seconds before a kernel is reaped."""
     max_session_kernels: Annotated[int, Field(ge=1)] = 4
     """Live top-level kernels; one more evicts the least recently used idle one."""
+    rpc_transport: Literal["socket", "file"] = "socket"
+    """How scripts reach the tools: a Unix socket, or request/response files (remote backends)."""
 
 
 class TerminalConfig(_Section):
@@ -64,6 +66,27 @@ class ApprovalsConfig(_Section):
     mode: Literal["manual", "dangerous", "off"] = "manual"
     timeout: Seconds = 60
     """Seconds an approval waits; no answer is a deny."""
+
+
+class WebConfig(_Section):
+    """``web``: backends for web_search and web_extract (both off until configured)."""
+
+    search_backend: Literal["none", "searxng"] = "none"
+    """`searxng`: a SearXNG instance's JSON API at `searxng_url`."""
+    searxng_url: str | None = None
+    extract_backend: Literal["none", "http"] = "none"
+    """`http`: fetch pages directly and convert HTML to Markdown."""
+    timeout: Seconds = 20
+    """Seconds per web request."""
+    max_chars: Annotated[int, Field(ge=100)] = 20_000
+    """Characters of one page web_extract returns unless the call asks otherwise."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_backends(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {k: ("none" if k.endswith("_backend") and v is None else v) for k, v in data.items()}
+        return data
 
 
 class ModelConfig(_Section):
@@ -88,6 +111,7 @@ class Config(_Section):
     terminal: TerminalConfig = Field(default_factory=TerminalConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     command_allowlist: list[str] = Field(default_factory=list)
+    web: WebConfig = Field(default_factory=WebConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     source: Path | None = Field(default=None, exclude=True)
     """The file this was read from (None for built-in defaults)."""

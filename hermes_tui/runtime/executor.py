@@ -11,18 +11,22 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from hermes_tui.config import Config
+from hermes_tui.runtime.approvals import ApprovalGate
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.events import EventBus, ExecFinished, ExecStarted
 from hermes_tui.runtime.kernel import KILL_GRACE, STAGING_CWD, ChildProcess, Kernel, KernelGone, KernelKey, KernelStartError, WorkingDirError
 from hermes_tui.runtime.models import ExecResult, KernelRef, parent_session
 from hermes_tui.runtime.pool import KernelPool, Lease, describe_exit
 from hermes_tui.runtime.process import CellOutcome
+from hermes_tui.runtime.rpc import ExecBudget, RpcServer
+from hermes_tui.runtime.tools import ToolContext
 from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, spill_path
 
 INTERRUPT_NOTICE = "[execution interrupted — user sent a new message]"
@@ -50,7 +54,9 @@ class Executor:
         bus: where exec events go.
         cache_dir: ``$HERMES_HOME/cache/exec`` (records and spills).
         staging_root: private temp dir for standalone scripts.
-        env_for: the frozen environment for a key.
+        config: the runtime's config (tools read their settings from it).
+        gate: the approval gate terminal() calls pass.
+        prepare_standalone: gives a standalone process its environment and tool channel.
     """
 
     def __init__(
@@ -60,13 +66,17 @@ class Executor:
         bus: EventBus,
         cache_dir: Path,
         staging_root: Path,
-        env_for: Callable[[KernelKey], dict[str, str]],
+        config: Config,
+        gate: ApprovalGate,
+        prepare_standalone: Callable[[ChildProcess, KernelKey, Path, Callable[[], ExecBudget | None]], Awaitable[RpcServer]],
     ) -> None:
         self.pool = pool
         self.bus = bus
         self.cache_dir = cache_dir
         self.staging_root = staging_root
-        self.env_for = env_for
+        self.config = config
+        self.gate = gate
+        self.prepare_standalone = prepare_standalone
         self.running: dict[str, Running] = {}
         self.records = RecordWriter()
 
@@ -78,8 +88,13 @@ class Executor:
         reset: bool,
         timeout: float,
         max_tool_calls: int,
+        start_warning: str | None = None,
     ) -> ExecResult:
-        """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`."""
+        """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`.
+
+        ``start_warning`` is said in the result when the script runs in a new kernel (or a
+        standalone process): e.g. which interpreter it fell back to.
+        """
         exec_id = new_exec_id()
         started = time.perf_counter()
         started_at = time.time()
@@ -88,6 +103,7 @@ class Executor:
         self.running[exec_id] = running
         lease: Lease | None = None
         warnings: list[str] = []
+        budget: ExecBudget | None = None
         try:
             try:
                 lease = await self.pool.acquire(key, reset=reset)
@@ -102,17 +118,28 @@ class Executor:
                 )
             self._started(exec_id, key, lease, code, timeout, max_tool_calls)
             if lease is not None:
-                running.kernel = lease.kernel
+                kernel = running.kernel = lease.kernel
                 warnings[:0] = lease.warnings
-                outcome, ended_by = await self._run_in_kernel(lease.kernel, code, exec_id, capture, timeout, running)
+                if start_warning and kernel.execution_count == 0:
+                    warnings.append(start_warning)
+                budget = kernel.budget = self._budget(exec_id, key, kernel.cwd, kernel.env, kernel.id, max_tool_calls)
+                outcome, ended_by = await self._run_in_kernel(kernel, code, exec_id, capture, timeout, running)
             else:
-                outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running)
+                if start_warning:
+                    warnings.append(start_warning)
+                budget = self._budget(exec_id, key, key.cwd, {}, None, max_tool_calls)
+                outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running, budget)
+            if budget.limit_hit:
+                warnings.append(f"The script reached the tool call limit ({budget.limit}, "
+                                "code_execution.max_tool_calls): later tool calls returned an error.")
             result = self._result(
-                exec_id, outcome, ended_by, running, lease, warnings, timeout, time.perf_counter() - started
+                exec_id, outcome, ended_by, running, lease, warnings, timeout, time.perf_counter() - started,
+                budget.calls,
             )
         finally:
             self.running.pop(exec_id, None)
             if lease is not None:
+                lease.kernel.budget = None
                 self.pool.release(lease)
         self._finish(result, key, code, started_at)
         return result
@@ -146,19 +173,38 @@ class Executor:
             self.pool._background(kernel.terminate(1.0))  # it is exiting; make sure it does
         return outcome, ended_by
 
+    def _budget(
+        self, exec_id: str, key: KernelKey, cwd: str, env: dict[str, str], kernel_id: str | None, limit: int
+    ) -> ExecBudget:
+        context = ToolContext(
+            cwd=cwd, env=env, config=self.config, gate=self.gate, session=key.session,
+            cache_dir=self.cache_dir, kernel_id=kernel_id, exec_id=exec_id,
+        )
+        return ExecBudget(exec_id, limit, context)
+
     async def _run_standalone(
-        self, code: str, key: KernelKey, exec_id: str, capture: HeadTailCapture, timeout: float, running: Running
+        self,
+        code: str,
+        key: KernelKey,
+        exec_id: str,
+        capture: HeadTailCapture,
+        timeout: float,
+        running: Running,
+        budget: ExecBudget,
     ) -> tuple[CellOutcome, EndedBy]:
         loop = asyncio.get_running_loop()
         folder = self.staging_root / f"standalone-{exec_id}"
         script = folder / "script.py"
         child = ChildProcess(None, loop=loop, publish=self.bus.publish)
+        cwd = str(folder) if key.cwd == STAGING_CWD else key.cwd
+        budget.context.cwd = cwd
+        await asyncio.to_thread(folder.mkdir, mode=0o700, parents=True)
+        server = await self.prepare_standalone(child, key, folder, lambda: budget)
+        budget.context.env = child.env
 
         def spawn() -> None:
-            folder.mkdir(mode=0o700, parents=True)
             script.write_text(code, encoding="utf-8")
-            cwd = str(folder) if key.cwd == STAGING_CWD else key.cwd
-            child._spawn([key.interpreter, str(script)], cwd=cwd, env=self.env_for(key))
+            child._spawn([key.interpreter, str(script)], cwd=cwd, env=child.env)
 
         try:
             try:
@@ -176,7 +222,8 @@ class Executor:
                 raise
             return await future, ended_by
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            await server.close()
+            await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def _wait(
         self, child: ChildProcess, future: asyncio.Future[CellOutcome], timeout: float, running: Running
@@ -227,6 +274,7 @@ class Executor:
         warnings: list[str],
         timeout: float,
         duration: float,
+        tool_calls: int = 0,
     ) -> ExecResult:
         stdout, stderr, reply = outcome.stdout, outcome.stderr, outcome.reply
         exit_code: int | None
@@ -272,7 +320,7 @@ class Executor:
         return ExecResult(
             status=status,
             output=output,
-            tool_calls_made=0,
+            tool_calls_made=tool_calls,
             duration_seconds=round(duration, 6),
             exit_code=exit_code,
             error=error,

@@ -23,6 +23,8 @@ from typing import Any
 
 from hermes_tui.runtime.capture import STDERR_HEAD, STDERR_MARKER, STDERR_TAIL, HeadTailCapture
 from hermes_tui.runtime.process import CellCapture, CellOutcome, Pump, group_alive, kill_group
+from hermes_tui.runtime.rpc import ExecBudget, RpcServer, new_token
+from hermes_tui.runtime.stub import stage_tools_module
 
 DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
 STARTUP_TIMEOUT = 20.0
@@ -74,6 +76,8 @@ class ChildProcess:
         self.publish = publish
         self.proc: subprocess.Popen[bytes] | None = None
         self.pump: Pump | None = None
+        self.env: dict[str, str] = {}
+        """The environment the process starts with (frozen)."""
         self.exited: asyncio.Future[int | None] = loop.create_future()
 
     @property
@@ -92,13 +96,14 @@ class ChildProcess:
         env: dict[str, str],
         pass_fds: tuple[int, ...] = (),
         ctrl_fd: int | None = None,
+        merge_stderr: bool = False,
     ) -> None:
         """Start the process (blocking: run it in a thread) and its pump."""
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             cwd=cwd,
             env=env,
             start_new_session=True,  # own group: a timeout kills grandchildren too
@@ -194,6 +199,14 @@ class Kernel(ChildProcess):
         self.end_reason: str | None = None
         """Why the kernel was taken out of service (set by the pool's ``retire``)."""
         self.lock = asyncio.Lock()
+        self.token = new_token()
+        """The secret this kernel's tool requests must carry."""
+        self.rpc: RpcServer | None = None
+        """The tool channel (started by the pool before the process)."""
+        self.budget: ExecBudget | None = None
+        """Tool-call budget of the script running now (None between scripts)."""
+        self.allowed_names: frozenset[str] = frozenset()
+        """Environment names let in by exact name when the kernel started (stale-env check)."""
         self._ready: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._ctrl_in = -1
         self._lifeline = -1
@@ -237,6 +250,9 @@ class Kernel(ChildProcess):
     def _spawn_driver(self) -> None:
         driver = self.staging_dir / "hermes_kernel_driver.py"
         shutil.copyfile(DRIVER_SOURCE, driver)
+        if self.rpc is not None:  # `import hermes_tools` finds it beside the driver (sys.path[0])
+            stage_tools_module(self.staging_dir, {**self.rpc.stub_config(), "token": self.token,
+                                                  "tools": list(self.key.tools)})
         child_in, self._ctrl_in = os.pipe()
         ctrl_out, child_out = os.pipe()
         child_life, self._lifeline = os.pipe()
@@ -309,6 +325,12 @@ class Kernel(ChildProcess):
                     self.loop.remove_writer(fd)
                 if self.exited.done():
                     raise BrokenPipeError
+
+    async def close_rpc(self) -> None:
+        """Stop the tool channel (requests in flight are cancelled)."""
+        server, self.rpc = self.rpc, None
+        if server is not None:
+            await server.close()
 
     async def shutdown(self) -> None:
         """End the kernel (and its group) now."""

@@ -67,6 +67,10 @@ class KernelInfo(BaseModel):
     """A sub-agent's kernel (session ``PARENT::child::NAME``): not counted against the cap."""
     next_to_evict: bool = False
     """The one a new kernel would evict now, if the cap is reached."""
+    stale_env: bool = False
+    """The names let into kernels changed after this one started: reset it to see them."""
+    tools: list[str] = []
+    """The tools its ``hermes_tools`` module offers."""
 
 
 SUBAGENT_SEPARATOR = "::child::"

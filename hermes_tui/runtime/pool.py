@@ -16,7 +16,7 @@ import itertools
 import signal
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -52,7 +52,7 @@ class KernelPool:
 
     Args:
         config: the ``code_execution`` section (read on each decision, so changes apply).
-        env_for: builds the frozen environment of a new kernel.
+        prepare: readies a new kernel before its process starts (environment, tool channel).
         staging_root: private directory under which each kernel gets its own.
         bus: where kernel events go.
     """
@@ -61,12 +61,12 @@ class KernelPool:
         self,
         config: CodeExecutionConfig,
         *,
-        env_for: Callable[[KernelKey], dict[str, str]],
+        prepare: Callable[[Kernel], Awaitable[None]],
         staging_root: Path,
         bus: EventBus,
     ) -> None:
         self.config = config
-        self.env_for = env_for
+        self.prepare = prepare
         self.staging_root = staging_root
         self.bus = bus
         self.loop = asyncio.get_running_loop()
@@ -75,6 +75,8 @@ class KernelPool:
         self._idle_timers: dict[str, asyncio.TimerHandle] = {}
         self._lost: OrderedDict[KernelKey, tuple[str, bool]] = OrderedDict()
         self._spawn_lock = asyncio.Lock()
+        self.allowed_names: frozenset[str] = frozenset()
+        """Names let into new kernels by exact name now (kernels started with others are stale)."""
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self.closed = False
@@ -138,12 +140,17 @@ class KernelPool:
         kernel = Kernel(
             kernel_id,
             key,
-            env=self.env_for(key),
+            env={},
             staging_dir=self.staging_root / kernel_id,
             loop=self.loop,
             publish=self.bus.publish,
         )
-        await kernel.start()  # KernelStartError goes to the caller (who falls back)
+        await self.prepare(kernel)
+        try:
+            await kernel.start()  # KernelStartError goes to the caller (who falls back)
+        except BaseException:
+            await kernel.close_rpc()
+            raise
         self._kernels[kernel_id] = kernel
         self._by_key[key] = kernel
         kernel.exited.add_done_callback(lambda _: self._on_exit(kernel))
@@ -213,6 +220,7 @@ class KernelPool:
                     self._lost.popitem(last=False)
 
     def _on_exit(self, kernel: Kernel) -> None:
+        self._background(kernel.close_rpc())
         returncode = kernel.exited.result()
         self.retire(kernel, describe_exit(returncode))
         self._kernels.pop(kernel.id, None)
@@ -254,6 +262,8 @@ class KernelPool:
             idle_deadline=datetime.fromtimestamp(kernel.idle_deadline) if kernel.idle_deadline else None,
             subagent=is_subagent_session(key.session),
             next_to_evict=next_to_evict,
+            stale_env=kernel.allowed_names != self.allowed_names,
+            tools=list(key.tools),
         )
 
     def infos(self) -> list[KernelInfo]:

@@ -163,8 +163,9 @@ class Pump(threading.Thread):
         self._finish_lock = threading.Lock()
         self.recent_stderr = bytearray()
         """The last stray stderr bytes (for messages when a kernel fails to start)."""
-        assert proc.stdout is not None and proc.stderr is not None
-        self._fds = [proc.stdout.fileno(), proc.stderr.fileno()]
+        assert proc.stdout is not None
+        # stderr is None when the child's stderr goes into its stdout (terminal commands).
+        self._fds = [proc.stdout.fileno()] + ([proc.stderr.fileno()] if proc.stderr is not None else [])
         self._ctrl_fd = ctrl_fd
         self._ctrl_buffer = bytearray()
         self._held = [b"", b""]  # bytes that may be the start of an end marker
@@ -199,7 +200,7 @@ class Pump(threading.Thread):
             selector.register(fd, selectors.EVENT_READ, index)
         if self._ctrl_fd is not None:
             selector.register(self._ctrl_fd, selectors.EVENT_READ, "ctrl")
-        open_streams = 2
+        open_streams = len(self._fds)
         drain_deadline: float | None = None
         try:
             while True:
@@ -349,8 +350,9 @@ class Pump(threading.Thread):
         self._flush_live()
         # Close through the file objects (never by number: a number may be reused at once).
         for stream in (self.proc.stdout, self.proc.stderr):
-            with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
         if self._ctrl_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._ctrl_fd)

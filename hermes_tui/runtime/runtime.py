@@ -5,18 +5,24 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from hermes_tui.config import Config
+from hermes_tui.config import Config, load_config
 from hermes_tui.paths import exec_cache_dir, hermes_home
+from hermes_tui.runtime.approvals import ApprovalGate, Approver
 from hermes_tui.runtime.envs import build_child_env
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor
-from hermes_tui.runtime.kernel import STAGING_CWD, KernelKey
+from hermes_tui.runtime.interpreters import Choice, project_interpreter
+from hermes_tui.runtime.kernel import STAGING_CWD, ChildProcess, Kernel, KernelKey
 from hermes_tui.runtime.models import ExecResult, KernelInfo, parent_session
 from hermes_tui.runtime.pool import KernelPool
+from hermes_tui.runtime.rpc import ExecBudget, RpcServer, ToolHost, new_token, open_rpc
+from hermes_tui.runtime.skills import required_env_names
+from hermes_tui.runtime.stub import stage_tools_module
+from hermes_tui.runtime.tools import TOOL_NAMES
 
 
 class Runtime:
@@ -32,6 +38,7 @@ class Runtime:
         config: the loaded config (defaults if None).
         home: ``HERMES_HOME`` (default: the environment's, else ``~/.hermes``).
         host_env: the environment kernels are derived from (default ``os.environ``).
+        approver: answers approval requests (terminal commands); None denies them all.
     """
 
     def __init__(
@@ -40,15 +47,23 @@ class Runtime:
         *,
         home: Path | None = None,
         host_env: dict[str, str] | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.config = config or Config()
         self.home = home or hermes_home()
         self.cache_dir = exec_cache_dir(self.home)
         self.bus = EventBus()
+        self.gate = ApprovalGate(approver, self.config.approvals.timeout)
         self._host_env = host_env
         self._staging_root: Path | None = None
         self._pool: KernelPool | None = None
         self._executor: Executor | None = None
+        self._interpreters: dict[tuple[str | None, str | None], Choice] = {}
+
+    @property
+    def host_env(self) -> dict[str, str] | os._Environ[str]:
+        """The environment kernels are derived from."""
+        return os.environ if self._host_env is None else self._host_env
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -59,10 +74,12 @@ class Runtime:
         self._staging_root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="hermes-tui-"))
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
         self._pool = KernelPool(
-            self.config.code_execution, env_for=self._env_for, staging_root=self._staging_root, bus=self.bus
+            self.config.code_execution, prepare=self._prepare_kernel, staging_root=self._staging_root, bus=self.bus
         )
+        self._pool.allowed_names = await asyncio.to_thread(self._allowed_names)
         self._executor = Executor(
-            self._pool, bus=self.bus, cache_dir=self.cache_dir, staging_root=self._staging_root, env_for=self._env_for
+            self._pool, bus=self.bus, cache_dir=self.cache_dir, staging_root=self._staging_root,
+            config=self.config, gate=self.gate, prepare_standalone=self._prepare_standalone,
         )
         return self
 
@@ -86,6 +103,21 @@ class Runtime:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    async def reload(self, config: Config | None = None) -> None:
+        """Take a new config (default: re-read config.yaml) and re-read skills.
+
+        Running kernels keep the environment they started with; those whose allowed names
+        changed show ``stale_env`` until they are reset.
+        """
+        new = config or await asyncio.to_thread(load_config, self.config.source)
+        for section in ("code_execution", "terminal", "approvals", "web", "model"):
+            setattr(self.config, section, getattr(new, section))
+        self.config.command_allowlist = new.command_allowlist
+        self.gate.timeout = self.config.approvals.timeout
+        if self._pool is not None:
+            self._pool.config = self.config.code_execution
+            self._pool.allowed_names = await asyncio.to_thread(self._allowed_names)
+
     # -- the API --------------------------------------------------------------------------
 
     async def execute_code(
@@ -97,6 +129,7 @@ class Runtime:
         timeout: float | None = None,
         cwd: str | Path | None = None,
         mode: str | None = None,
+        tools: Iterable[str] | None = None,
     ) -> ExecResult:
         """Run ``code`` in the session's kernel and return its :class:`ExecResult`.
 
@@ -109,6 +142,10 @@ class Runtime:
             timeout: seconds (default ``code_execution.timeout``).
             cwd: working directory in project mode (default: the host's).
             mode: ``project`` or ``strict`` (default ``code_execution.mode``).
+            tools: the tools ``hermes_tools`` offers (default all seven).
+
+        Raises:
+            ValueError: for a bad ``mode``, ``timeout`` or tool name (the caller's mistake).
         """
         await self.start()
         assert self._executor is not None
@@ -118,9 +155,11 @@ class Runtime:
             raise ValueError(f"mode must be 'project' or 'strict', not {mode!r}")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
-        key = self._key(session, mode, cwd)
+        enabled = self._tool_set(tools)
+        key, warning = await self._key(session, mode, cwd, enabled)
         return await self._executor.execute(
-            code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls
+            code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
+            start_warning=warning,
         )
 
     def kernels(self) -> list[KernelInfo]:
@@ -137,16 +176,17 @@ class Runtime:
             return
         self._executor.interrupt(session, DISPOSED_NOTICE)
         await self._pool.end_kernels(self._pool.of_session(session), "was disposed with its session", remember=False)
+        self.gate.forget_session(session)
 
     async def kill_kernel(self, kernel_id: str, reason: str = "was killed by the user") -> bool:
         """End one kernel now (a running script on it ends as interrupted)."""
         kernel = self._pool.get(kernel_id) if self._pool else None
-        if kernel is None or self._executor is None:
+        if kernel is None or self._executor is None or self._pool is None:
             return False
         for running in self._executor.running.values():
             if running.kernel is kernel and not running.interrupt.done():
                 running.interrupt.set_result(f"[execution interrupted — kernel {reason}]")
-        await self._pool.end_kernels([kernel], reason)  # type: ignore[union-attr]
+        await self._pool.end_kernels([kernel], reason)
         return True
 
     async def flush_records(self) -> None:
@@ -158,26 +198,74 @@ class Runtime:
         """Receive runtime events from now on (bounded; close it when done)."""
         return self.bus.subscribe()
 
-    # -- helpers --------------------------------------------------------------------------
-
-    def _key(self, session: str, mode: str, cwd: str | Path | None) -> KernelKey:
-        if mode == "strict":
-            # Strict: a private temp dir as cwd (made per kernel) and the host's Python.
-            return KernelKey(session, mode, sys.executable, STAGING_CWD)
-        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
-        return KernelKey(session, mode, sys.executable, folder)
-
-    def _env_for(self, key: KernelKey) -> dict[str, str]:
-        inject = {"HERMES_HOME": str(self.home)}
-        if "TZ" in os.environ:
-            inject["TZ"] = os.environ["TZ"]
-        return build_child_env(
-            self._host_env,
-            passthrough=self.config.terminal.env_passthrough,
-            inject=inject,
-        )
-
     def session_of(self, kernel_id: str) -> str | None:
         """The top-level session a kernel belongs to."""
         kernel = self._pool.get(kernel_id) if self._pool else None
         return parent_session(kernel.key.session) if kernel else None
+
+    # -- kernels: key, environment, tool channel ------------------------------------------
+
+    @staticmethod
+    def _tool_set(tools: Iterable[str] | None) -> tuple[str, ...]:
+        if tools is None:
+            return TOOL_NAMES
+        chosen = set(tools)
+        unknown = chosen - set(TOOL_NAMES)
+        if unknown:
+            raise ValueError(f"unknown tool(s) {sorted(unknown)}; the tools are {', '.join(TOOL_NAMES)}")
+        return tuple(name for name in TOOL_NAMES if name in chosen)
+
+    async def _key(
+        self, session: str, mode: str, cwd: str | Path | None, tools: tuple[str, ...]
+    ) -> tuple[KernelKey, str | None]:
+        if mode == "strict":
+            # Strict: a private temp dir as cwd (made per kernel) and the host's Python.
+            import sys
+
+            return KernelKey(session, mode, sys.executable, STAGING_CWD, tools), None
+        env = self.host_env
+        which = (env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"))
+        choice = self._interpreters.get(which)
+        if choice is None:  # probed once per environment, in a thread
+            choice = self._interpreters[which] = await asyncio.to_thread(project_interpreter, dict(env))
+        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        return KernelKey(session, mode, choice.path, folder, tools), choice.warning
+
+    def _allowed_names(self) -> frozenset[str]:
+        """Names let in by exact name: env_passthrough and skills' requirements. Blocking."""
+        return frozenset(self.config.terminal.env_passthrough) | required_env_names(self.home)
+
+    def _child_env(self, allowed: frozenset[str]) -> dict[str, str]:
+        inject = {"HERMES_HOME": str(self.home), "HOME": os.path.expanduser("~")}
+        if "TZ" in self.host_env:
+            inject["TZ"] = self.host_env["TZ"]
+        return build_child_env(self.host_env, passthrough=allowed, inject=inject)
+
+    async def _open_tools(
+        self, folder: Path, token: str, tools: tuple[str, ...], current: Callable[[], ExecBudget | None]
+    ) -> RpcServer:
+        host = ToolHost(token, tools, current)
+        return await open_rpc(self.config.code_execution.rpc_transport, host, folder)
+
+    async def _prepare_kernel(self, kernel: Kernel) -> None:
+        """Environment (frozen now) and tool channel of a kernel about to start."""
+        assert self._pool is not None
+        allowed = await asyncio.to_thread(self._allowed_names)
+        self._pool.allowed_names = allowed  # older kernels may now be stale
+        kernel.allowed_names = allowed
+        await asyncio.to_thread(kernel.staging_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
+        kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
+                                            lambda: kernel.budget)
+        kernel.env = {**self._child_env(allowed), **kernel.rpc.env()}
+
+    async def _prepare_standalone(
+        self, child: ChildProcess, key: KernelKey, folder: Path, current: Callable[[], ExecBudget | None]
+    ) -> RpcServer:
+        """Environment and tool channel of a standalone process (when no kernel can start)."""
+        assert self._pool is not None
+        token = new_token()
+        server = await self._open_tools(folder / "rpc", token, key.tools, current)
+        child.env = {**self._child_env(self._pool.allowed_names), **server.env()}
+        await asyncio.to_thread(stage_tools_module, folder, {**server.stub_config(), "token": token,
+                                                             "tools": list(key.tools)})
+        return server

@@ -1,0 +1,74 @@
+"""Which Python a project-mode kernel runs: the active venv's, else conda's, else the host's.
+
+A candidate is probed (run once, with a timeout) and must be Python >= 3.8; results are
+cached per path and modification time, so the probe costs one process per interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+MIN_VERSION = (3, 8)
+PROBE_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The interpreter to use, and why the preferred one was not used (if it was not)."""
+
+    path: str
+    warning: str | None = None
+
+
+_probed: dict[tuple[str, float], str | None] = {}
+
+
+def probe(path: str) -> str | None:
+    """None if ``path`` is a working Python >= 3.8; otherwise what is wrong. Blocking."""
+    try:
+        key = (path, os.stat(path).st_mtime)
+    except OSError as exc:
+        return f"{path} does not exist ({exc.strerror})"
+    if key in _probed:
+        return _probed[key]
+    problem: str | None = None
+    try:
+        done = subprocess.run(
+            [path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
+        )
+        if done.returncode != 0:
+            problem = f"{path} does not run (exit {done.returncode})"
+        else:
+            version = tuple(int(p) for p in done.stdout.strip().split("."))
+            if version < MIN_VERSION:
+                problem = f"{path} is Python {done.stdout.strip()}, older than 3.8"
+    except subprocess.TimeoutExpired:
+        problem = f"{path} did not answer within {PROBE_TIMEOUT:g}s"
+    except (OSError, ValueError) as exc:
+        problem = f"{path} cannot run: {exc}"
+    _probed[key] = problem
+    return problem
+
+
+def project_interpreter(env: Mapping[str, str]) -> Choice:
+    """The interpreter for project mode, given the host's environment. Blocking (probes)."""
+    problems = []
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = env.get(variable)
+        if not prefix:
+            continue
+        candidate = os.path.join(prefix, "bin", "python")
+        problem = probe(candidate)
+        if problem is None:
+            return Choice(candidate)
+        problems.append(f"{variable}={prefix}: {problem}")
+    if problems:
+        return Choice(sys.executable, "This kernel runs the host's Python (" + sys.executable + ") because "
+                      + "; ".join(problems) + ".")
+    # Nothing active is the ordinary case: the host's Python, said in KernelInfo, no warning.
+    return Choice(sys.executable)

@@ -1,0 +1,59 @@
+"""Environment names that skills ask for (``required_environment_variables``).
+
+Skills live under ``$HERMES_HOME/skills/`` as folders with a ``SKILL.md`` whose YAML front
+matter may list the variables the skill needs; those names are let into kernels by exact
+name, like ``terminal.env_passthrough``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+
+def front_matter(text: str) -> dict[str, Any]:
+    """The YAML between the leading ``---`` lines of a Markdown file ({} if none)."""
+    if not text.startswith("---"):
+        return {}
+    end = text.find("\n---", 3)
+    if end < 0:
+        return {}
+    try:
+        data = yaml.safe_load(text[3:end])
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _names(value: Any) -> set[str]:
+    names = set()
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, str):
+            names.add(item)
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            names.add(item["name"])
+    return names
+
+
+def required_env_names(home: Path) -> frozenset[str]:
+    """Every variable name the skills under ``home/skills`` require. Blocking (reads files)."""
+    names: set[str] = set()
+    root = home / "skills"
+    if not root.is_dir():
+        return frozenset()
+    for skill in sorted(root.rglob("SKILL.md")):
+        try:
+            meta = front_matter(skill.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            log.debug("skipping %s: %s", skill, exc)
+            continue
+        names |= _names(meta.get("required_environment_variables"))
+        hermes = (meta.get("metadata") or {}).get("hermes") if isinstance(meta.get("metadata"), dict) else None
+        if isinstance(hermes, dict):
+            names |= _names(hermes.get("required_environment_variables"))
+    return frozenset(n for n in names if n)

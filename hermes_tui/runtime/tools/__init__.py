@@ -1,0 +1,104 @@
+"""The seven tools a script may call, and the one function that runs any of them.
+
+Each tool is an async handler taking a :class:`ToolContext` and a validated pydantic args
+model, returning a dict. A failure is a dict with ``error``: :func:`call_tool` turns invalid
+arguments and unexpected exceptions into one, so nothing a script sends can crash the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from hermes_tui.config import Config
+    from hermes_tui.runtime.approvals import ApprovalGate
+
+TOOL_NAMES: tuple[str, ...] = (
+    "web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal",
+)
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Where and for whom a tool runs."""
+
+    cwd: str
+    """Relative paths and terminal() commands start here (the kernel's working dir)."""
+    env: dict[str, str]
+    """The kernel's frozen environment (terminal() commands get it too)."""
+    config: Config
+    gate: ApprovalGate
+    session: str
+    cache_dir: Path
+    kernel_id: str | None = None
+    exec_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str) -> Path:
+        """``path`` made absolute against the working dir (``~`` expanded)."""
+        candidate = Path(path).expanduser()
+        return candidate if candidate.is_absolute() else Path(self.cwd) / candidate
+
+
+Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool's name, argument model and handler."""
+
+    name: str
+    args: type[BaseModel]
+    handler: Handler
+
+
+def registry() -> dict[str, Tool]:
+    """Every tool by name (imported lazily: the web tools pull in httpx)."""
+    from hermes_tui.runtime.tools import files, patching, search, terminal, web
+
+    tools = [*files.TOOLS, *search.TOOLS, *patching.TOOLS, *terminal.TOOLS, *web.TOOLS]
+    return {tool.name: tool for tool in tools}
+
+
+_REGISTRY: dict[str, Tool] | None = None
+
+
+async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Validate ``args`` and run tool ``name``; always returns a dict."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = registry()
+    tool = _REGISTRY.get(name)
+    if tool is None:
+        return {"error": f"unknown tool {name!r}; the tools are: {', '.join(TOOL_NAMES)}"}
+    try:
+        parsed = tool.args.model_validate(args)
+    except ValidationError as exc:
+        return {"error": f"{name}(): invalid arguments: {describe_validation(exc)}"}
+    try:
+        return await tool.handler(ctx, parsed)
+    except Exception as exc:  # a bug or an OS error in a tool is the script's error dict
+        return {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """'path: Field required; limit: Input should be greater than 0' in one line."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "not an argument of this tool"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+class Args(BaseModel):
+    """Base of tool argument models: unknown arguments are an error."""
+
+    model_config = {"extra": "forbid"}

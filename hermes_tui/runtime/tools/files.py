@@ -1,0 +1,137 @@
+"""read_file and write_file. Blocking file work runs in a thread, never on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from hermes_tui.runtime.tools import Args, Tool, ToolContext
+
+LINE_CHARS = 2000
+"""A longer line is cut (read_file is for reading, not for dumping minified files)."""
+BINARY_PROBE = 8192
+
+
+class ReadFileArgs(Args):
+    path: str = Field(min_length=1)
+    offset: int = Field(1, ge=1, description="first line, 1-based")
+    limit: int = Field(2000, ge=1, le=100_000, description="lines to return")
+
+
+class WriteFileArgs(Args):
+    path: str = Field(min_length=1)
+    content: str
+
+
+def os_error(path: Path | str, exc: OSError) -> dict[str, Any]:
+    """A clear error dict for an OSError on ``path``."""
+    if isinstance(exc, FileNotFoundError):
+        return {"error": f"File not found: {path}"}
+    if isinstance(exc, PermissionError):
+        return {"error": f"Permission denied: {path}"}
+    if isinstance(exc, IsADirectoryError):
+        return {"error": f"{path} is a directory, not a file (list it with search_files(target='files'))"}
+    if isinstance(exc, NotADirectoryError):
+        return {"error": f"A part of {path} is not a directory"}
+    return {"error": f"{path}: {exc.strerror or exc}"}
+
+
+def is_binary(head: bytes) -> bool:
+    """True when the first bytes of a file hold a NUL (how git and ripgrep decide)."""
+    return b"\0" in head
+
+
+def _read(path: Path, offset: int, limit: int) -> dict[str, Any]:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        return os_error(path, exc)
+    with handle:
+        if is_binary(handle.read(BINARY_PROBE)):
+            size = os.fstat(handle.fileno()).st_size
+            return {"error": f"{path} is a binary file ({size} bytes); read_file shows text files only"}
+        handle.seek(0)
+        lines: list[str] = []
+        total = 0
+        last = offset + limit - 1
+        for total, raw in enumerate(handle, start=1):  # streams: a huge file is never held whole
+            if offset <= total <= last:
+                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if len(text) > LINE_CHARS:
+                    text = text[:LINE_CHARS] + f" … [line cut at {LINE_CHARS} of {len(text)} chars]"
+                lines.append(f"{total:>6}|{text}")
+    result: dict[str, Any] = {
+        "path": str(path),
+        "content": "\n".join(lines) + ("\n" if lines else ""),
+        "total_lines": total,
+        "offset": offset,
+        "lines_returned": len(lines),
+        "truncated": offset + len(lines) - 1 < total,
+    }
+    if offset > total:
+        result["note"] = f"offset {offset} is past the end: the file has {total} lines"
+    return result
+
+
+async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
+    """Numbered lines ``offset``..``offset+limit-1`` of a text file, and its line count."""
+    return await asyncio.to_thread(_read, ctx.resolve(args.path), args.offset, args.limit)
+
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def atomic_write(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` via a temp file and rename; keeps an existing file's mode.
+
+    Returns True when the file was created. Blocking.
+    """
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        created = False
+    except FileNotFoundError:
+        mode = 0o666 & ~_UMASK
+        created = True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    return created
+
+
+def _write(path: Path, content: str) -> dict[str, Any]:
+    data = content.encode("utf-8")
+    if path.is_dir():
+        return {"error": f"{path} is a directory, not a file"}
+    try:
+        created = atomic_write(path, data)
+    except OSError as exc:
+        return os_error(path, exc)
+    return {"path": str(path), "bytes_written": len(data), "created": created}
+
+
+async def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict[str, Any]:
+    """Write text to a file atomically (temp + rename), creating parent directories."""
+    return await asyncio.to_thread(_write, ctx.resolve(args.path), args.content)
+
+
+TOOLS = (
+    Tool("read_file", ReadFileArgs, read_file),
+    Tool("write_file", WriteFileArgs, write_file),
+)

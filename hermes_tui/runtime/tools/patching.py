@@ -1,0 +1,141 @@
+"""patch: exact text replacement in one file, or a unified diff over one or more files.
+
+Replacement errors when the old text is missing, or appears more than once without
+``replace_all``. A unified diff is parsed and applied with ``whatthepatch``, all or nothing:
+every file's new text is computed before any file is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from pathlib import Path
+from typing import Any
+
+from pydantic import model_validator
+
+from hermes_tui.runtime.tools import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.files import atomic_write, os_error
+
+
+class PatchArgs(Args):
+    path: str | None = None
+    old_string: str | None = None
+    new_string: str | None = None
+    replace_all: bool = False
+    patch: str | None = None
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> PatchArgs:
+        if self.patch is not None:
+            if self.old_string is not None or self.new_string is not None:
+                raise ValueError("give either patch= (a unified diff) or path/old_string/new_string, not both")
+            return self
+        missing = [n for n in ("path", "old_string", "new_string") if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"replacement needs path, old_string and new_string (missing: {', '.join(missing)}); "
+                             "or give patch= with a unified diff")
+        if self.old_string == "":
+            raise ValueError("old_string is empty; give the exact text to replace")
+        if self.old_string == self.new_string:
+            raise ValueError("old_string and new_string are the same: nothing to change")
+        return self
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """A unified diff of one file's change."""
+    return "".join(difflib.unified_diff(
+        before.splitlines(True), after.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}"
+    ))
+
+
+def _read_text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")
+
+
+def _replace(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+    assert args.path is not None and args.old_string is not None and args.new_string is not None
+    path = ctx.resolve(args.path)
+    try:
+        before = _read_text(path)
+    except OSError as exc:
+        return os_error(path, exc)
+    except UnicodeDecodeError:
+        return {"error": f"{path} is not UTF-8 text; patch edits text files only"}
+    count = before.count(args.old_string)
+    if count == 0:
+        return {"error": f"old_string not found in {path}; read the file and copy the exact text (whitespace counts)"}
+    if count > 1 and not args.replace_all:
+        return {"error": f"old_string appears {count} times in {path}; add surrounding lines to make it unique, "
+                         "or pass replace_all=True"}
+    after = before.replace(args.old_string, args.new_string)
+    try:
+        atomic_write(path, after.encode("utf-8"))
+    except OSError as exc:
+        return os_error(path, exc)
+    return {"path": str(path), "replacements": count if args.replace_all else 1,
+            "diff": unified_diff(args.path, before, after)}
+
+
+def _strip_prefix(name: str | None) -> str | None:
+    if name is None or name == "/dev/null":
+        return None
+    return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+    import whatthepatch
+    from whatthepatch.exceptions import HunkApplyException, WhatThePatchException
+
+    try:
+        diffs = [d for d in whatthepatch.parse_patch(args.patch or "") if d.header is not None]
+    except WhatThePatchException as exc:
+        return {"error": f"patch is not a valid unified diff: {exc}"}
+    if not diffs:
+        return {"error": "patch holds no file changes; expected a unified diff with ---/+++ headers and @@ hunks"}
+    planned: list[tuple[Path, str | None, str]] = []  # (path, new text or None to delete, action)
+    for diff in diffs:
+        old = _strip_prefix(diff.header.old_path)
+        new = _strip_prefix(diff.header.new_path)
+        target = new or old
+        if target is None:
+            return {"error": "a file in the patch has no path"}
+        path = ctx.resolve(target)
+        if old is None:
+            lines: list[str] = []
+            action = "created"
+            if path.exists():
+                return {"error": f"the patch creates {target}, which already exists"}
+        else:
+            source = ctx.resolve(old)
+            try:
+                lines = _read_text(source).splitlines()
+            except OSError as exc:
+                return os_error(source, exc)
+            except UnicodeDecodeError:
+                return {"error": f"{source} is not UTF-8 text"}
+            action = "deleted" if new is None else "modified"
+        try:
+            result = whatthepatch.apply_diff(diff, lines)
+        except HunkApplyException as exc:
+            return {"error": f"the patch does not apply to {target}: {exc}; nothing was changed"}
+        text = "\n".join(result) + ("\n" if result else "")
+        planned.append((path, None if action == "deleted" else text, action))
+    for path, text, _ in planned:
+        try:
+            if text is None:
+                path.unlink()
+            else:
+                atomic_write(path, text.encode("utf-8"))
+        except OSError as exc:
+            return os_error(path, exc)
+    return {"files": [{"path": str(p), "action": a} for p, _, a in planned], "diff": args.patch}
+
+
+async def patch(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+    """Edit files by exact replacement or by a unified diff; returns the diff."""
+    work = _apply if args.patch is not None else _replace
+    return await asyncio.to_thread(work, ctx, args)
+
+
+TOOLS = (Tool("patch", PatchArgs, patch),)

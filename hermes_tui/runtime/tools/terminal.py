@@ -1,0 +1,83 @@
+"""terminal: one shell command in the foreground, after the approval gate says yes.
+
+The command runs in its own process group with the kernel's (scrubbed) environment, stdout
+and stderr interleaved as in a terminal, the same 50,000-byte head/tail cap as scripts (the
+full output spilled to the cache dir), and ``terminal.timeout`` seconds before the group is
+killed. There is no background or pty mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from typing import Any
+
+from pydantic import Field
+
+from hermes_tui.runtime.approvals import blocked
+from hermes_tui.runtime.capture import HeadTailCapture
+from hermes_tui.runtime.kernel import KILL_GRACE, ChildProcess
+from hermes_tui.runtime.records import new_exec_id, spill_path
+from hermes_tui.runtime.tools import Args, Tool, ToolContext
+
+
+class TerminalArgs(Args):
+    command: str = Field(min_length=1)
+    timeout: float | None = Field(None, gt=0, le=86_400)
+    workdir: str | None = None
+
+
+def shell() -> str:
+    """The shell commands run under (bash when there is one)."""
+    return shutil.which("bash") or "/bin/sh"
+
+
+async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
+    """Run ``command`` (after approval); returns output, exit_code and error."""
+    cwd = str(ctx.resolve(args.workdir)) if args.workdir else ctx.cwd
+    if not await asyncio.to_thread(os.path.isdir, cwd):
+        return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}
+    refusal = await ctx.gate.check_terminal(
+        args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id
+    )
+    if refusal is not None:
+        return blocked(refusal)
+    return await run_command(args.command, cwd=cwd, env=ctx.env, timeout=args.timeout or ctx.config.terminal.timeout,
+                             ctx=ctx)
+
+
+async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext) -> dict[str, Any]:
+    """Run an approved command and collect its capped output."""
+    run_id = new_exec_id()
+    capture = HeadTailCapture(spill_path=spill_path(ctx.cache_dir, run_id))
+    child = ChildProcess(None, loop=asyncio.get_running_loop(), publish=_ignore)
+    try:
+        await asyncio.to_thread(child._spawn, [shell(), "-c", command], cwd=cwd, env=env, merge_stderr=True)
+    except OSError as exc:
+        return {"output": "", "exit_code": -1, "error": f"cannot start {shell()}: {exc.strerror or exc}"}
+    future = child.begin(run_id, None, capture)
+    try:
+        done, _ = await asyncio.wait({future}, timeout=timeout)
+    except asyncio.CancelledError:  # the script that asked is gone: so is its command
+        await asyncio.shield(child.terminate(1.0))
+        raise
+    error = None
+    if not done:
+        await child.terminate(KILL_GRACE)
+        error = f"Command timed out after {timeout:g}s and was killed."
+    outcome = await future
+    out = outcome.stdout
+    result: dict[str, Any] = {"output": out.text, "exit_code": outcome.returncode, "error": error}
+    if out.truncated:
+        result["output_truncated"] = True
+        result["output_bytes_total"] = out.total_bytes
+        result["output_spill_path"] = str(out.spill_path) if out.spill_path else None
+    return result
+
+
+def _ignore(_event: object) -> None:
+    """Terminal output is returned to the script, not streamed as script output."""
+
+
+TOOLS = (Tool("terminal", TerminalArgs, terminal),)
