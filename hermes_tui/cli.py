@@ -128,8 +128,10 @@ def _exec_command(args: argparse.Namespace) -> int:
 async def _run_scripts(config, scripts: list[tuple[str, str]], args: argparse.Namespace) -> int:
     from hermes_tui.runtime import Runtime
 
+    from hermes_tui.tty_approver import tty_approver
+
     failed = False
-    async with Runtime(config) as runtime:
+    async with Runtime(config, approver=tty_approver()) as runtime:
         for index, (name, code) in enumerate(scripts):
             result = await runtime.execute_code(
                 code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout

@@ -99,3 +99,45 @@ def test_big_output_names_the_spill_file(scripts: Path, hermes_home: Path) -> No
     assert done.returncode == 0
     assert "OUTPUT TRUNCATED" in done.stdout
     assert f"full output (100001 bytes): {hermes_home}/cache/exec/" in done.stderr
+
+
+def test_exec_without_a_terminal_denies_terminal_commands(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("from hermes_tools import terminal\nprint(terminal('touch made-it'))\n")
+    done = subprocess.run([*CLI, "exec", "t.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, start_new_session=True)  # no controlling terminal
+    assert done.returncode == 0
+    assert "'status': 'blocked'" in done.stdout and "no one to approve" in done.stdout
+    assert not (tmp_path / "made-it").exists()
+
+
+@pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d\nnot today", False)])
+def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
+    import os
+    import pty
+    import select
+
+    (tmp_path / "t.py").write_text("from hermes_tools import terminal\nr = terminal('touch made-it')\n"
+                                   "print(r.get('status'), r.get('error'))\n")
+    master, slave = pty.openpty()
+    process = subprocess.Popen([*CLI, "exec", "t.py"], cwd=tmp_path, stdin=slave, stdout=subprocess.PIPE,
+                               stderr=slave, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        while b"> " not in seen:
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, f"no prompt; saw {seen!r}"
+            seen += os.read(master, 4096)
+        assert b"approve this terminal command?" in seen and b"touch made-it" in seen
+        assert b"[o]nce [s]ession [a]lways [d]eny" in seen
+        os.write(master, answer.encode() + b"\n")
+        out, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+        os.close(master)
+    assert (tmp_path / "made-it").exists() == ran
+    if ran:
+        assert out.decode() == "None None\n"
+    else:
+        assert out.decode() == "blocked BLOCKED: denied by the user: not today\n"

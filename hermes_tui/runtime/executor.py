@@ -207,6 +207,7 @@ class Executor:
             child._spawn([key.interpreter, str(script)], cwd=cwd, env=child.env)
 
         try:
+            future = child.begin(exec_id, None, capture)
             try:
                 await asyncio.to_thread(spawn)
             except OSError as exc:
@@ -214,7 +215,6 @@ class Executor:
                 capture_err = HeadTailCapture()
                 capture_err.feed(message)
                 return CellOutcome(capture.finish(), capture_err.finish(), None, 127), None
-            future = child.begin(exec_id, None, capture)
             try:
                 ended_by = await self._wait(child, future, timeout, running)
             except asyncio.CancelledError:

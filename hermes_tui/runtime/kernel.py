@@ -78,6 +78,7 @@ class ChildProcess:
         self.pump: Pump | None = None
         self.env: dict[str, str] = {}
         """The environment the process starts with (frozen)."""
+        self._first_cell: CellCapture | None = None
         self.exited: asyncio.Future[int | None] = loop.create_future()
 
     @property
@@ -110,7 +111,7 @@ class ChildProcess:
             pass_fds=pass_fds,
             bufsize=0,
         )
-        self.pump = Pump(
+        pump = Pump(
             self.proc,
             loop=self.loop,
             kernel_id=self.label,
@@ -119,7 +120,10 @@ class ChildProcess:
             on_reply=self._on_reply,
             on_exit=self._on_exit,
         )
-        self.pump.start()
+        if self._first_cell is not None:  # begun before the spawn: no early byte is lost
+            pump.cell = self._first_cell
+        self.pump = pump
+        pump.start()
 
     def _on_reply(self, message: dict[str, Any]) -> None:
         """A control reply that is not an execution's ``done`` (loop thread)."""
@@ -129,11 +133,17 @@ class ChildProcess:
             self.exited.set_result(returncode)
 
     def begin(self, exec_id: str, marker: bytes | None, stdout: HeadTailCapture) -> asyncio.Future[CellOutcome]:
-        """Credit output from now on to a new execution; its outcome arrives on the future."""
-        assert self.pump is not None
+        """Credit output from now on to a new execution; its outcome arrives on the future.
+
+        Called before the process is spawned, the execution gets its output from the first byte.
+        """
         future: asyncio.Future[CellOutcome] = self.loop.create_future()
         stderr = HeadTailCapture(STDERR_HEAD, STDERR_TAIL, marker=STDERR_MARKER)
-        self.pump.begin_cell(CellCapture(exec_id, marker, stdout, stderr, future))
+        cell = CellCapture(exec_id, marker, stdout, stderr, future)
+        if self.pump is None:
+            self._first_cell = cell
+        else:
+            self.pump.begin_cell(cell)
         return future
 
     async def terminate(self, grace: float = KILL_GRACE) -> int | None:

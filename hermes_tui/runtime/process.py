@@ -29,6 +29,7 @@ from hermes_tui.runtime.capture import Captured, HeadTailCapture
 from hermes_tui.runtime.events import ExecOutput, RuntimeEvent
 
 READ_CHUNK = 1 << 20
+SMALL_CHUNK = 1 << 16
 PIPE_SIZE = 1 << 20
 LIVE_INTERVAL = 0.016
 """Seconds live output is coalesced before it becomes an event."""
@@ -201,6 +202,7 @@ class Pump(threading.Thread):
         if self._ctrl_fd is not None:
             selector.register(self._ctrl_fd, selectors.EVENT_READ, "ctrl")
         open_streams = len(self._fds)
+        chunk: dict[int, int] = {}
         drain_deadline: float | None = None
         try:
             while True:
@@ -219,7 +221,11 @@ class Pump(threading.Thread):
                         drain_deadline = self._exited()
                         continue
                     try:
-                        data = os.read(key.fd, READ_CHUNK)
+                        # Small reads while output trickles (a 1 MiB buffer costs an mmap and
+                        # page faults per read); big ones once a read comes back full.
+                        size = chunk.get(key.fd, SMALL_CHUNK)
+                        data = os.read(key.fd, size)
+                        chunk[key.fd] = READ_CHUNK if len(data) == size else SMALL_CHUNK
                     except BlockingIOError:
                         continue
                     except OSError:

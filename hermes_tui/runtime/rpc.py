@@ -16,24 +16,29 @@ Two transports carry the same messages:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hmac
 import json
 import logging
 import os
 import secrets
+import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.runtime.tools import TOOL_NAMES, ToolContext, call_tool
+from hermes_tui.runtime.tools import TOOL_NAMES, ToolContext, call_tool, call_tool_blocking, get_tool
 
 log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 64 << 20
 """Largest request accepted (a write_file of a big file)."""
 FORBIDDEN = ("execute_code", "delegate_task")
+RECV_CHUNK = 1 << 16
+"""Under malloc's mmap threshold: a bigger buffer costs an mmap and page faults per call."""
 
 
 @dataclass(slots=True)
@@ -62,8 +67,8 @@ class ToolHost:
         self.tools = tools
         self.current = current
 
-    async def handle(self, raw: bytes | str) -> dict[str, Any]:
-        """One request in, one reply out (``{"id", "result"}``)."""
+    def check(self, raw: bytes | str) -> tuple[Any, str, dict[str, Any], ExecBudget] | dict[str, Any]:
+        """Authenticate and count a request: (id, tool, args, budget), or the error reply."""
         try:
             message = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
@@ -94,7 +99,19 @@ class ToolHost:
                                       "No more tool calls allowed in this execution.")
         budget.calls += 1
         args = {k: v for k, v in args.items() if v is not None}  # None = the tool's default
-        return {"id": request_id, "result": await call_tool(tool, args, budget.context)}
+        return request_id, tool, args, budget
+
+    async def handle(self, raw: bytes | str) -> dict[str, Any]:
+        """One request in, one reply out (``{"id", "result"}``), on the event loop."""
+        checked = self.check(raw)
+        if isinstance(checked, dict):
+            return checked
+        request_id, tool, args, budget = checked
+        if get_tool(tool) is not None and get_tool(tool).blocking is not None:  # type: ignore[union-attr]
+            result = await asyncio.to_thread(call_tool_blocking, tool, args, budget.context)
+        else:
+            result = await call_tool(tool, args, budget.context)
+        return {"id": request_id, "result": result}
 
 
 def _reply(request_id: Any, error: str) -> dict[str, Any]:
@@ -107,14 +124,24 @@ def new_token() -> str:
 
 
 class SocketRpcServer:
-    """Serves a :class:`ToolHost` on a Unix socket at ``folder/hermes.sock``."""
+    """Serves a :class:`ToolHost` on a Unix socket at ``folder/hermes.sock``.
+
+    Connections are read on their own threads, never the event loop's: a file tool runs right
+    there (one hand-off per call instead of three), while tools that need the loop (terminal
+    with its approval, web, search) are sent to it and answer when done, so a long call never
+    holds up the others.
+    """
 
     def __init__(self, host: ToolHost, folder: Path) -> None:
         self.host = host
         self.folder = folder
         self.path = folder / "hermes.sock"
-        self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._listener: socket.socket | None = None
+        self._connections: set[socket.socket] = set()
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
 
     def env(self) -> dict[str, str]:
         """What the child needs to find the server."""
@@ -124,57 +151,105 @@ class SocketRpcServer:
         return {"transport": "socket", "socket": str(self.path)}
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._listen)
+        self._spawn(self._accept, "hermes-rpc-accept")
+
+    def _listen(self) -> None:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.folder, 0o700)
-        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_REQUEST_BYTES)
+        os.chmod(self.folder, 0o700)  # the dir guards the socket between bind and chmod
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(self.path))
         os.chmod(self.path, 0o600)
+        listener.listen(8)
+        self._listener = listener
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        lock = asyncio.Lock()
+    def _spawn(self, target: Callable[..., None], name: str, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _accept(self) -> None:
+        while not self._closed and self._listener is not None:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self._connections.add(connection)
+            self._spawn(self._serve, "hermes-rpc", connection)
+
+    def _serve(self, connection: socket.socket) -> None:
+        send_lock = threading.Lock()
+        buffer = b""
         try:
-            while True:
+            while not self._closed:
                 try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError):
-                    await self._send(writer, lock, _reply(None, f"request too large (over {MAX_REQUEST_BYTES} bytes)"))
-                    break
-                except ConnectionError:
-                    break
-                if not line:
-                    break
-                if not line.strip():
-                    continue
-                task = asyncio.ensure_future(self._answer(line, writer, lock))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                    data = connection.recv(RECV_CHUNK)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buffer += data
+                if len(buffer) > MAX_REQUEST_BYTES and b"\n" not in buffer:
+                    self._send(connection, send_lock, _reply(None, f"request too large (over {MAX_REQUEST_BYTES} bytes)"))
+                    return
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        self._answer(line, connection, send_lock)
         finally:
-            with contextlib.suppress(Exception):
-                writer.close()
+            self._connections.discard(connection)
+            with contextlib.suppress(OSError):
+                connection.close()
 
-    async def _answer(self, line: bytes, writer: asyncio.StreamWriter, lock: asyncio.Lock) -> None:
+    def _answer(self, line: bytes, connection: socket.socket, send_lock: threading.Lock) -> None:
         try:
-            reply = await self.host.handle(line)
+            checked = self.host.check(line)
+            if isinstance(checked, dict):
+                return self._send(connection, send_lock, checked)
+            request_id, tool, args, budget = checked
+            result = call_tool_blocking(tool, args, budget.context)
+            if result is not None:
+                return self._send(connection, send_lock, {"id": request_id, "result": result})
+            assert self.loop is not None
+            future = asyncio.run_coroutine_threadsafe(call_tool(tool, args, budget.context), self.loop)
         except Exception as exc:  # never let a request take the host down
             log.exception("tool request failed")
-            reply = _reply(None, f"internal error: {exc}")
-        await self._send(writer, lock, reply)
+            return self._send(connection, send_lock, _reply(None, f"internal error: {exc}"))
+        self._pending.add(future)
+
+        def done(finished: concurrent.futures.Future[Any]) -> None:
+            self._pending.discard(finished)
+            if finished.cancelled():
+                reply = _reply(request_id, f"{tool}: cancelled (the script's execution ended)")
+            elif finished.exception() is not None:
+                reply = _reply(request_id, f"{tool} failed: {finished.exception()}")
+            else:
+                reply = {"id": request_id, "result": finished.result()}
+            self._send(connection, send_lock, reply)
+
+        future.add_done_callback(done)
 
     @staticmethod
-    async def _send(writer: asyncio.StreamWriter, lock: asyncio.Lock, reply: dict[str, Any]) -> None:
-        async with lock:
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                writer.write((json.dumps(reply) + "\n").encode("utf-8"))
-                await writer.drain()
+    def _send(connection: socket.socket, lock: threading.Lock, reply: dict[str, Any]) -> None:
+        data = (json.dumps(reply) + "\n").encode("utf-8")
+        with lock, contextlib.suppress(OSError):
+            connection.sendall(data)
 
     async def close(self) -> None:
         """Stop serving and cancel requests in flight (their commands are ended)."""
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._closed = True
+        for future in list(self._pending):
+            future.cancel()
+        listener, self._listener = self._listener, None
+        for sock in [listener, *self._connections]:
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                with contextlib.suppress(OSError):
+                    sock.close()
+        threads, self._threads = self._threads, []
+        await asyncio.to_thread(lambda: [t.join(5) for t in threads])
 
 
 class FileRpcServer:

@@ -21,64 +21,65 @@ _ALL_TOOLS = ("web_search", "web_extract", "read_file", "write_file", "search_fi
 
 
 class _SocketChannel(object):
-    """One connection for the kernel's life; threads may call at once (replies by id)."""
+    """One connection for the kernel's life. Threads may call at once: replies carry ids,
+    and whichever caller is waiting reads for everyone (no extra thread, no hand-off when a
+    script calls from one thread)."""
 
     def __init__(self, path):
         self.path = path
-        self.lock = threading.Lock()
+        self.send_lock = threading.Lock()
+        self.cond = threading.Condition()
         self.sock = None
         self.pid = None
-        self.waiting = {}
+        self.buffer = b""
+        self.replies = {}
+        self.reading = False
         self.next_id = 0
 
-    def _connect(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(self.path)
-        self.sock, self.pid = sock, os.getpid()
-        self.waiting = {}
-        reader = threading.Thread(target=self._read, args=(sock,), name="hermes-tools-rpc", daemon=True)
-        reader.start()
-
-    def _read(self, sock):
-        buffer = b""
-        while True:
-            try:
-                data = sock.recv(1 << 16)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            buffer += data
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                try:
-                    reply = json.loads(line.decode("utf-8"))
-                except ValueError:
-                    continue
-                slot = self.waiting.pop(reply.get("id"), None)
-                if slot is not None:
-                    slot[1].append(reply.get("result"))
-                    slot[0].set()
-        with self.lock:
-            if self.sock is sock:
-                self.sock = None
-            for event, box in list(self.waiting.values()):
-                box.append({"error": "hermes-tui closed the tool channel"})
-                event.set()
-            self.waiting = {}
-
     def call(self, tool, args):
-        event, box = threading.Event(), []
-        with self.lock:
+        with self.send_lock:
             if self.sock is None or self.pid != os.getpid():  # first call, or a forked child
-                self._connect()
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(self.path)
+                self.pid, self.buffer, self.replies, self.reading = os.getpid(), b"", {}, False
             self.next_id += 1
             request_id = self.next_id
-            self.waiting[request_id] = (event, box)
             message = {"id": request_id, "token": _CONFIG["token"], "tool": tool, "args": args}
             self.sock.sendall((json.dumps(message) + "\n").encode("utf-8"))
-        event.wait()
-        return box[0]
+        with self.cond:
+            while request_id not in self.replies:
+                if not self.reading:
+                    self.reading = True
+                    break
+                self.cond.wait()
+            else:
+                return self.replies.pop(request_id)
+        try:
+            return self._read_until(request_id)
+        finally:
+            with self.cond:
+                self.reading = False
+                self.cond.notify_all()  # someone still waiting takes over the reading
+
+    def _read_until(self, request_id):
+        sock = self.sock
+        while True:
+            while b"\n" not in self.buffer:
+                data = sock.recv(1 << 16)
+                if not data:
+                    self.sock = None
+                    raise ConnectionError("hermes-tui closed the tool channel")
+                self.buffer += data
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                reply = json.loads(line.decode("utf-8"))
+            except ValueError:
+                continue
+            with self.cond:
+                if reply.get("id") == request_id:
+                    return reply.get("result")
+                self.replies[reply.get("id")] = reply.get("result")
+                self.cond.notify_all()
 
 
 class _FileChannel(object):

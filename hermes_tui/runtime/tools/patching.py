@@ -83,12 +83,31 @@ def _strip_prefix(name: str | None) -> str | None:
     return name[2:] if name[:2] in ("a/", "b/") else name
 
 
+def _split_files(text: str) -> list[str]:
+    """One piece per file: a '--- ' line followed by '+++ ' starts a new file.
+
+    (whatthepatch reads a plain second '--- /dev/null' header as part of the first file.)
+    """
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines)
+              if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")]
+    for i, start in enumerate(starts):  # a 'diff --git' or 'Index:' line just before belongs to it
+        while start > 0 and lines[start - 1].startswith(("diff ", "index ", "Index:", "====", "new file", "deleted file")):
+            start -= 1
+        starts[i] = start
+    if not starts:
+        return [text]
+    bounds = starts[1:] + [len(lines)]
+    return ["".join(lines[a:b]) for a, b in zip(starts, bounds)]
+
+
 def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
     import whatthepatch
     from whatthepatch.exceptions import HunkApplyException, WhatThePatchException
 
     try:
-        diffs = [d for d in whatthepatch.parse_patch(args.patch or "") if d.header is not None]
+        diffs = [d for part in _split_files(args.patch or "") for d in whatthepatch.parse_patch(part)
+                 if d.header is not None]
     except WhatThePatchException as exc:
         return {"error": f"patch is not a valid unified diff: {exc}"}
     if not diffs:
@@ -132,10 +151,14 @@ def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
     return {"files": [{"path": str(p), "action": a} for p, _, a in planned], "diff": args.patch}
 
 
+def patch_blocking(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+    """Edit files by exact replacement or by a unified diff; returns the diff. Blocking."""
+    return _apply(ctx, args) if args.patch is not None else _replace(ctx, args)
+
+
 async def patch(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
-    """Edit files by exact replacement or by a unified diff; returns the diff."""
-    work = _apply if args.patch is not None else _replace
-    return await asyncio.to_thread(work, ctx, args)
+    """Edit files by exact replacement or by a unified diff (in a thread); returns the diff."""
+    return await asyncio.to_thread(patch_blocking, ctx, args)
 
 
-TOOLS = (Tool("patch", PatchArgs, patch),)
+TOOLS = (Tool("patch", PatchArgs, patch, patch_blocking),)

@@ -52,11 +52,11 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
     run_id = new_exec_id()
     capture = HeadTailCapture(spill_path=spill_path(ctx.cache_dir, run_id))
     child = ChildProcess(None, loop=asyncio.get_running_loop(), publish=_ignore)
+    future = child.begin(run_id, None, capture)
     try:
         await asyncio.to_thread(child._spawn, [shell(), "-c", command], cwd=cwd, env=env, merge_stderr=True)
     except OSError as exc:
         return {"output": "", "exit_code": -1, "error": f"cannot start {shell()}: {exc.strerror or exc}"}
-    future = child.begin(run_id, None, capture)
     try:
         done, _ = await asyncio.wait({future}, timeout=timeout)
     except asyncio.CancelledError:  # the script that asked is gone: so is its command

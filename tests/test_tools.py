@@ -1,0 +1,222 @@
+"""The file, search, patch and terminal tools, called from scripts in real kernels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.runtime import Runtime
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.runtime.tools import search as search_module
+
+
+async def call(rt: Runtime, project: Path, expr: str, session: str = "t") -> object:
+    """Evaluate `expr` (using hermes_tools) in a kernel and return its JSON value."""
+    result = await rt.execute_code(
+        f"import json\nfrom hermes_tools import *\nprint(json.dumps({expr}))", session=session, cwd=project
+    )
+    assert result.status == "success", result.output
+    return json.loads(result.output)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "README.md").write_text("# Demo\nHello world\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "core.py").write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")
+    (root / "pkg" / "data.bin").write_bytes(b"\x00\x01binary def add\x00")
+    (root / ".hidden.py").write_text("def add_hidden(): pass\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("def add in git\n")
+    return root
+
+
+class Recorder:
+    """An approver that answers from a list and records what it was asked."""
+
+    def __init__(self, *answers: ApprovalDecision) -> None:
+        self.answers = list(answers)
+        self.asked: list[ApprovalRequest] = []
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+# -- read_file / write_file -------------------------------------------------------------------
+
+
+async def test_read_file_numbers_lines_and_pages(runtime: Runtime, project: Path) -> None:
+    whole = await call(runtime, project, "read_file('pkg/core.py')")
+    assert whole["content"].splitlines()[0] == "     1|def add(a, b):"
+    assert whole["total_lines"] == 6 and whole["truncated"] is False
+    page = await call(runtime, project, "read_file('pkg/core.py', offset=5, limit=1)")
+    assert page["content"] == "     5|def sub(a, b):\n" and page["truncated"] is True
+    past = await call(runtime, project, "read_file('pkg/core.py', offset=50)")
+    assert past["content"] == "" and "past the end" in past["note"]
+
+
+async def test_read_file_errors(runtime: Runtime, project: Path) -> None:
+    locked = project / "locked.txt"
+    locked.write_text("secret")
+    locked.chmod(0)
+    results = await call(runtime, project, "[read_file('missing.txt'), read_file('pkg'), read_file('pkg/data.bin'),"
+                                           " read_file('locked.txt'), read_file('x', offset=0), read_file(5)]")
+    missing, folder, binary, denied, bad_offset, bad_type = results
+    assert missing == {"error": f"File not found: {project / 'missing.txt'}"}
+    assert "is a directory" in folder["error"]
+    assert "binary file" in binary["error"]
+    import os
+
+    if os.geteuid() != 0:  # root reads anything
+        assert denied == {"error": f"Permission denied: {locked}"}
+    assert "offset" in bad_offset["error"] and "greater than or equal to 1" in bad_offset["error"]
+    assert bad_type["error"].startswith("read_file(): invalid arguments: path")
+
+
+async def test_write_file_is_atomic_and_makes_parents(runtime: Runtime, project: Path) -> None:
+    target = project / "deep" / "er" / "out.txt"
+    created = await call(runtime, project, "write_file('deep/er/out.txt', 'héllo\\n')")
+    assert created == {"path": str(target), "bytes_written": 7, "created": True}
+    assert target.read_text() == "héllo\n"
+    target.chmod(0o640)
+    again = await call(runtime, project, "write_file('deep/er/out.txt', 'second')")
+    assert again["created"] is False and target.read_text() == "second"
+    assert oct(target.stat().st_mode & 0o777) == "0o640"  # the existing mode is kept
+    assert [p.name for p in target.parent.iterdir()] == ["out.txt"]  # no temp file left
+    bad = await call(runtime, project, "write_file('pkg', 'x')")
+    assert "is a directory" in bad["error"]
+
+
+# -- search_files -----------------------------------------------------------------------------
+
+SEARCHES = [
+    "search_files('def add')",
+    "search_files('def (add|sub)', file_glob='*.py', context=1)",
+    "search_files('def', limit=2, offset=1)",
+    "search_files('*.py', target='files')",
+    "search_files('core*', target='files', path='pkg')",
+]
+
+
+async def test_search_files_content_and_files(runtime: Runtime, project: Path) -> None:
+    found = await call(runtime, project, SEARCHES[0])
+    assert [(m["path"], m["line"]) for m in found["matches"]] == [(".hidden.py", 1), ("pkg/core.py", 1)]
+    assert found["total"] == 2  # not in .git, not in the binary file
+    ctx = await call(runtime, project, SEARCHES[1])
+    assert [(m["path"], m["line"]) for m in ctx["matches"]] == [(".hidden.py", 1), ("pkg/core.py", 1), ("pkg/core.py", 5)]
+    sub = ctx["matches"][2]
+    assert sub["line"] == 5 and sub["before"] == [""] and sub["after"] == ["    return a - b"]
+    paged = await call(runtime, project, SEARCHES[2])
+    assert paged["total"] == 3 and len(paged["matches"]) == 2 and paged["offset"] == 1
+    files = await call(runtime, project, SEARCHES[3])
+    assert files["files"] == [".hidden.py", "pkg/__init__.py", "pkg/core.py"]
+    bad = await call(runtime, project, "search_files('(unclosed')")
+    assert "invalid regular expression" in bad["error"]
+    nowhere = await call(runtime, project, "search_files('x', path='nope')")
+    assert "Path not found" in nowhere["error"]
+
+
+@pytest.mark.skipif(search_module.ripgrep() is None, reason="ripgrep is not installed (CI installs it)")
+async def test_ripgrep_and_python_fallback_give_the_same_results(
+    runtime: Runtime, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_rg = [await call(runtime, project, s) for s in SEARCHES]
+    monkeypatch.setattr(search_module, "ripgrep", lambda: None)
+    with_python = [await call(runtime, project, s) for s in SEARCHES]
+    assert {r["engine"] for r in with_rg} == {"ripgrep"}
+    assert {r["engine"] for r in with_python} == {"python"}
+    for a, b in zip(with_rg, with_python):
+        a.pop("engine"), b.pop("engine")
+        assert a == b
+
+
+# -- patch ------------------------------------------------------------------------------------
+
+
+async def test_patch_replaces_exactly(runtime: Runtime, project: Path) -> None:
+    done = await call(runtime, project, "patch('pkg/core.py', 'return a + b', 'return a + b  # sum')")
+    assert done["replacements"] == 1
+    assert "-    return a + b\n+    return a + b  # sum\n" in done["diff"]
+    assert "return a + b  # sum" in (project / "pkg" / "core.py").read_text()
+    missing = await call(runtime, project, "patch('pkg/core.py', 'return a * b', 'x')")
+    assert "old_string not found" in missing["error"]
+    twice = await call(runtime, project, "patch('pkg/core.py', 'a, b', 'x, y')")
+    assert "appears 2 times" in twice["error"] and "replace_all" in twice["error"]
+    both = await call(runtime, project, "patch('pkg/core.py', 'a, b', 'x, y', replace_all=True)")
+    assert both["replacements"] == 2 and (project / "pkg" / "core.py").read_text().count("x, y") == 2
+    incomplete = await call(runtime, project, "patch('pkg/core.py', 'x')")
+    assert "missing: new_string" in incomplete["error"]
+
+
+async def test_patch_applies_a_unified_diff(runtime: Runtime, project: Path) -> None:
+    diff = (
+        "--- a/README.md\n+++ b/README.md\n@@ -1,2 +1,3 @@\n # Demo\n-Hello world\n+Hello there\n+More\n"
+        "--- /dev/null\n+++ b/NEW.txt\n@@ -0,0 +1 @@\n+brand new\n"
+    )
+    (project / "diff.txt").write_text(diff)
+    done = await call(runtime, project, "patch(patch=open('diff.txt').read())")
+    assert [f["action"] for f in done["files"]] == ["modified", "created"]
+    assert (project / "README.md").read_text() == "# Demo\nHello there\nMore\n"
+    assert (project / "NEW.txt").read_text() == "brand new\n"
+    stale = await call(runtime, project, "patch(patch=open('diff.txt').read().split('--- /dev/null')[0])")
+    assert "does not apply" in stale["error"] and "nothing was changed" in stale["error"]
+    garbage = await call(runtime, project, "patch(patch='not a diff')")
+    assert "no file changes" in garbage["error"]
+
+
+# -- terminal ---------------------------------------------------------------------------------
+
+
+async def test_terminal_asks_and_runs_in_the_foreground(runtime_factory, project: Path) -> None:
+    approver = Recorder(ApprovalDecision(choice="once"), ApprovalDecision(choice="session"))
+    rt = await runtime_factory(approver=approver)
+    first = await call(rt, project, "terminal('echo out; echo err >&2; exit 3')")
+    assert first == {"output": "out\nerr\n", "exit_code": 3, "error": None}
+    request = approver.asked[0]
+    assert request.kind == "terminal" and request.text == "echo out; echo err >&2; exit 3"
+    assert request.cwd == str(project) and request.session == "t" and request.kernel
+    sub = project / "pkg"
+    assert (await call(rt, project, "terminal('pwd', workdir='pkg')"))["output"] == f"{sub}\n"
+    again = await call(rt, project, "terminal('pwd', workdir='pkg')")  # "session": not asked again
+    assert again["exit_code"] == 0 and len(approver.asked) == 2
+    refused = await call(rt, project, "terminal('sleep 1 &', background=True)")
+    assert "foreground only" in refused["error"] and len(approver.asked) == 2
+
+
+async def test_terminal_denied_and_unanswered(runtime_factory, project: Path) -> None:
+    approver = Recorder(ApprovalDecision(choice="deny", reason="not on my machine"))
+    rt = await runtime_factory(approver=approver)
+    denied = await call(rt, project, "terminal('touch made-it')")
+    assert denied == {"output": "", "exit_code": -1, "status": "blocked",
+                      "error": "BLOCKED: denied by the user: not on my machine"}
+    assert not (project / "made-it").exists()
+    nobody = await runtime_factory()
+    blocked = await call(nobody, project, "terminal('touch made-it')")
+    assert blocked["status"] == "blocked" and "no one to approve" in blocked["error"]
+
+    async def silent(request: ApprovalRequest) -> ApprovalDecision:
+        await asyncio.sleep(60)
+        raise AssertionError("unreachable")
+
+    slow = await runtime_factory("approvals:\n  timeout: 0.5\n", approver=silent)
+    late = await call(slow, project, "terminal('touch made-it')")
+    assert late["status"] == "blocked" and "no answer within 0.5s" in late["error"]
+    assert not (project / "made-it").exists()
+
+
+async def test_terminal_timeout_and_output_cap(runtime_factory, project: Path, hermes_home: Path) -> None:
+    rt = await runtime_factory("terminal:\n  timeout: 1\n", approver=Recorder(*[ApprovalDecision(choice="once")] * 2))
+    slow = await call(rt, project, "terminal('echo started; sleep 30')")
+    assert slow["error"] == "Command timed out after 1s and was killed." and slow["output"] == "started\n"
+    big = await call(rt, project, "(lambda r: {**r, 'output': None, 'marked': 'OUTPUT TRUNCATED' in r['output'],"
+                                  " 'end': r['output'][-7:], 'size': len(r['output'])})(terminal('seq 1 100000'))")
+    assert big["output_truncated"] is True and big["output_bytes_total"] == len(
+        "".join(f"{i}\n" for i in range(1, 100001)))
+    assert big["marked"] and big["end"] == "100000\n" and big["size"] < 50_200
+    assert Path(big["output_spill_path"]).parent == hermes_home / "cache" / "exec"
