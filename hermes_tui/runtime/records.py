@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import queue
 import secrets
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from hermes_tui.runtime.fsutil import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +44,7 @@ def spill_path(cache_dir: Path, exec_id: str) -> Path:
 def write_record(path: Path, record: dict[str, Any]) -> None:
     """Write ``record`` as JSON atomically (temp file + rename), mode 0600. Blocking."""
     data = json.dumps({"format": RECORD_FORMAT, **record}, ensure_ascii=False, indent=1)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=RECORD_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, data.encode("utf-8"), mode=0o600)
 
 
 class RecordWriter:

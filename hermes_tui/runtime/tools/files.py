@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools import Args, Tool, ToolContext
 
 LINE_CHARS = 2000
@@ -109,37 +108,6 @@ def _read(path: Path, offset: int, limit: int) -> dict[str, Any]:
 async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
     """Numbered lines ``offset``..``offset+limit-1`` of a text file, and its line count."""
     return await asyncio.to_thread(_read, ctx.resolve(args.path), args.offset, args.limit)
-
-
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
-
-
-def atomic_write(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` via a temp file and rename; keeps an existing file's mode.
-
-    Returns True when the file was created. Blocking.
-    """
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-        created = False
-    except FileNotFoundError:
-        mode = 0o666 & ~_UMASK
-        created = True
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-    return created
 
 
 def _write(path: Path, content: str) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import model_validator
 
 from hermes_tui.runtime.tools import Args, Tool, ToolContext
-from hermes_tui.runtime.tools.files import atomic_write, os_error
+from hermes_tui.runtime.fsutil import atomic_write
+from hermes_tui.runtime.tools.files import os_error
 
 
 class PatchArgs(Args):
