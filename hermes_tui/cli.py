@@ -58,7 +58,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_seconds, metavar="N", help="seconds per file (default: code_execution.timeout)")
     run.add_argument("--json", action="store_true", help="print one ExecResult JSON object per line")
     run.add_argument("--keep-going", action="store_true", help="run the remaining files after a failure")
+    run.add_argument("--yolo", action="store_true",
+                     help="approvals off for this run: terminal commands run without asking (hard-blocked ones never run)")
+    run.add_argument("--origin", choices=("user", "injected", "automation"), default="user",
+                     help="who the turn comes from; injected and automation turns have each whole script approved first")
     run.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
+
+    approvals = commands.add_parser("approvals", help="review and change approval rules, read the approvals log")
+    what = approvals.add_subparsers(dest="approvals_command", metavar="ACTION", required=True)
+    what.add_parser("rules", help="list every active allow rule and the file it lives in")
+    revoke = what.add_parser("revoke", help="remove a rule stored by an \"always\" answer")
+    revoke.add_argument("rule", metavar="RULE", help="the rule's exact text, as `approvals rules` shows it")
+    log = what.add_parser("log", help="requests and decisions, oldest first")
+    log.add_argument("--json", action="store_true", help="the raw JSON lines")
+    log.add_argument("--limit", type=int, default=50, metavar="N", help="the last N entries (default 50; 0 = all)")
     return parser
 
 
@@ -69,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "exec":
             return _exec_command(args)
+        if args.command == "approvals":
+            from hermes_tui.approvals_cli import approvals_command
+
+            return approvals_command(args, _load_config(args))
         return _app_command(args)
     except UsageError as exc:
         print(f"hermes-tui: {exc}", file=sys.stderr)
@@ -119,6 +136,10 @@ def _read_scripts(files: list[str]) -> list[tuple[str, str]]:
 
 def _exec_command(args: argparse.Namespace) -> int:
     config = _load_config(args)
+    if args.yolo:
+        config.approvals.mode = "off"
+        print("hermes-tui: YOLO: approvals are off for this run; terminal commands run without asking "
+              "(hard-blocked ones are still refused)", file=sys.stderr)
     if args.files.count("-") > 1:
         raise UsageError("exec: '-' (standard input) can be given only once")
     scripts = _read_scripts(args.files)
@@ -134,7 +155,7 @@ async def _run_scripts(config, scripts: list[tuple[str, str]], args: argparse.Na
     async with Runtime(config, approver=tty_approver()) as runtime:
         for index, (name, code) in enumerate(scripts):
             result = await runtime.execute_code(
-                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout
+                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout, origin=args.origin
             )
             if args.json:
                 print(result.model_dump_json(), flush=True)

@@ -39,10 +39,17 @@ def tty_approver() -> Approver | None:
     lock = asyncio.Lock()  # one question at a time
 
     def ask(request: ApprovalRequest) -> ApprovalDecision:
-        writer.write(f"\nhermes-tui: approve this {request.kind} command?\n")
-        writer.write(f"  {request.text}\n  in {request.cwd}  (session {request.session})\n")
+        if request.kind == "script":
+            writer.write(f"\nhermes-tui: approve this whole script ({request.origin} turn)?\n")
+            for number, line in enumerate(request.text.splitlines(), start=1):
+                writer.write(f"  {number:>4} | {line}\n")
+        else:
+            writer.write(f"\nhermes-tui: approve this terminal command?\n  {request.text}\n")
+        writer.write(f"  in {request.cwd}  (session {request.session})\n")
         for reason in request.reasons:
-            writer.write(f"  flagged: {reason}\n")
+            writer.write(f"  why it asks: {reason}\n")
+        if request.always_rule:
+            writer.write(f"  [a]lways stores the exact rule {request.always_rule!r} in {request.always_file}\n")
         options = " ".join(f"[{c[0]}]{c[1:]}" for c in request.choices)
         while True:
             writer.write(f"  {options} > ")

@@ -1,22 +1,49 @@
-"""The approval gate every terminal() call passes through.
+"""Approvals: who must allow what (SPEC §4), and the gate every terminal() call passes.
 
-An :data:`Approver` is an async callable the runtime is given: it receives an
-:class:`ApprovalRequest` and returns an :class:`ApprovalDecision`. The app's approver shows a
-dialog; the CLI's asks on the terminal; without one, everything that needs asking is denied.
-No answer within ``approvals.timeout`` seconds is a deny.
+The policy, by session kind and turn origin:
+
+=========  ======================  ========================  ==================
+session    turn                    whole script asked first  terminal() calls
+=========  ======================  ========================  ==================
+local      typed by the user       no                        ask (per mode)
+local      injected / automation   yes                       ask (per mode)
+gateway    any                     yes                       ask (per mode)
+=========  ======================  ========================  ==================
+
+``approvals.mode``: ``manual`` asks for every terminal() call no rule allows; ``dangerous``
+asks only for flagged ones; ``off`` (YOLO) asks for nothing. The hard floor
+(:mod:`hermes_tui.runtime.danger`) is refused in every mode, with no dialog, and no rule can
+allow it. An :data:`Approver` (the app's dialog, the CLI's prompt) answers once / session /
+always / deny; no answer within ``approvals.timeout`` is a deny. Every request and decision is
+appended to ``$HERMES_HOME/tui/approvals.jsonl``.
+
+Rules are read when the runtime starts and when the host reloads them on purpose: a script
+that edits allowlist.yaml or config.yaml changes nothing in the running session (and writing
+those files is itself flagged).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from hermes_tui.runtime.danger import analyze
+from hermes_tui.runtime.rules import Rule, add_rule, allowlist_path, load_allowlist, rule_from_config
+
+if TYPE_CHECKING:
+    from hermes_tui.config import Config
+
 Choice = Literal["once", "session", "always", "deny"]
+Origin = Literal["user", "injected", "automation"]
+SessionKind = Literal["local", "gateway"]
 
 
 class ApprovalRequest(BaseModel):
@@ -30,13 +57,19 @@ class ApprovalRequest(BaseModel):
     session: str
     kernel: str | None = None
     exec_id: str | None = None
-    origin: Literal["user", "injected", "automation"] = "user"
+    origin: Origin = "user"
     reasons: list[str] = Field(default_factory=list)
-    """Why it is flagged (empty when it only asks because of the mode)."""
+    """Why it is flagged, or why it asks at all."""
     choices: list[Choice] = Field(default_factory=lambda: ["once", "session", "always", "deny"])
     created_at: float = Field(default_factory=time.time)
     deadline: float
     """``time.time()`` after which no answer means deny."""
+    session_rule: str | None = None
+    """What "session" allows: this exact text, for the rest of the session."""
+    always_rule: str | None = None
+    """What "always" stores (an exact rule), when it is offered ..."""
+    always_file: str | None = None
+    """... and the file it is stored in."""
 
 
 class ApprovalDecision(BaseModel):
@@ -55,43 +88,171 @@ def blocked(error: str) -> dict[str, object]:
     return {"output": "", "exit_code": -1, "status": "blocked", "error": f"BLOCKED: {error}"}
 
 
+class AuditLog:
+    """Appends one JSON line per request and decision to ``approvals.jsonl``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    async def write(self, **entry: Any) -> None:
+        line = json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}, ensure_ascii=False) + "\n"
+        await asyncio.to_thread(self._append, line)
+
+    def _append(self, line: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
+            handle.write(line)
+
+
+def audit_path(home: Path) -> Path:
+    """``$HERMES_HOME/tui/approvals.jsonl``."""
+    return home / "tui" / "approvals.jsonl"
+
+
 class ApprovalGate:
-    """Asks the approver about terminal commands and remembers "session" answers.
+    """Decides, asks, remembers and records.
 
     Args:
-        approver: who answers (None: nobody; every request is denied).
-        timeout: seconds to wait for an answer.
+        approver: who answers (None: nobody; everything that must ask is denied).
+        config: approvals.mode / timeout and command_allowlist are read from it.
+        home: HERMES_HOME (allowlist.yaml and the audit log live under ``tui/``).
+        session_kind: ``local`` (CLI, TUI) or ``gateway`` (messaging platforms).
     """
 
-    def __init__(self, approver: Approver | None, timeout: float) -> None:
+    def __init__(
+        self, approver: Approver | None, config: Config, home: Path, session_kind: SessionKind = "local"
+    ) -> None:
         self.approver = approver
-        self.timeout = timeout
+        self.config = config
+        self.home = home
+        self.session_kind = session_kind
+        self.mode = config.approvals.mode
+        self.timeout = config.approvals.timeout
+        self.rules: list[Rule] = []
+        self.rules_problem: str | None = None
+        self.audit = AuditLog(audit_path(home))
         self._session_allowed: dict[str, set[str]] = {}
 
-    async def check_terminal(
-        self, command: str, *, cwd: str, session: str, kernel: str | None, exec_id: str | None
-    ) -> str | None:
-        """None if ``command`` may run; otherwise the ``BLOCKED:`` reason (without prefix)."""
-        if command in self._session_allowed.get(session, set()):
-            return None
-        if self.approver is None:
-            return "no one to approve this command (no approver / no terminal to ask on); it was not run"
-        request = ApprovalRequest(
-            kind="terminal", text=command, cwd=cwd, session=session, kernel=kernel, exec_id=exec_id,
-            deadline=time.time() + self.timeout,
-        )
-        try:
-            decision = await asyncio.wait_for(self.approver(request), self.timeout)
-        except TimeoutError:
-            return f"no answer within {self.timeout:g}s (approvals.timeout); denied"
-        except Exception as exc:  # a broken approver denies; it never runs the command
-            return f"the approver failed ({exc}); denied"
-        if decision.choice == "deny":
-            return "denied by the user" + (f": {decision.reason}" if decision.reason else "")
-        if decision.choice in ("session", "always"):
-            self._session_allowed.setdefault(session, set()).add(command)
-        return None
+    @property
+    def yolo(self) -> bool:
+        """True when approvals are off (the UI shows a permanent badge)."""
+        return self.mode == "off"
+
+    async def load_rules(self) -> None:
+        """(Re)read approvals settings and rules. Only the host calls this, on purpose."""
+        self.mode = self.config.approvals.mode
+        self.timeout = self.config.approvals.timeout
+        source = self.config.source or (self.home / "config.yaml")
+        stored, problem = await asyncio.to_thread(load_allowlist, allowlist_path(self.home))
+        self.rules = [rule_from_config(text, source) for text in self.config.command_allowlist if text.strip()]
+        self.rules += stored
+        self.rules_problem = problem
 
     def forget_session(self, session: str) -> None:
         """Drop the "session" answers of ``session``."""
         self._session_allowed.pop(session, None)
+
+    # -- scripts --------------------------------------------------------------------------
+
+    async def check_script(
+        self, code: str, *, cwd: str, session: str, origin: Origin, exec_id: str | None
+    ) -> str | None:
+        """None if the script may run; else the reason it is blocked (no ``BLOCKED:`` prefix)."""
+        if self.session_kind == "local" and origin == "user":
+            return None  # typed by the user: file and process work in Python runs unprompted
+        if self.yolo:
+            await self.audit.write(event="auto", kind="script", session=session, origin=origin, decision="allow",
+                                   why="approvals.mode is off", text=code)
+            return None
+        if code in self._session_allowed.get(session, set()):
+            return None
+        why = "a gateway session" if self.session_kind == "gateway" else f"an {origin} turn"
+        request = self._request("script", code, cwd, session, None, exec_id, origin,
+                                [f"{why}: the whole script is asked first"], ["once", "session", "deny"])
+        return await self._ask(request)
+
+    # -- terminal commands ----------------------------------------------------------------
+
+    async def check_terminal(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        session: str,
+        kernel: str | None,
+        exec_id: str | None,
+        origin: Origin = "user",
+        what: str | None = None,
+        extra_reasons: list[str] | None = None,
+    ) -> str | None:
+        """None if ``command`` may run; else the reason it is blocked (no ``BLOCKED:`` prefix)."""
+        analysis = analyze(command, os.path.expanduser("~"), str(self.home))
+        reasons = [*(extra_reasons or []), *analysis.flags]
+        base = dict(kind="terminal", session=session, origin=origin, text=command)
+        if analysis.hard:
+            await self.audit.write(event="auto", decision="refused", why=analysis.hard, **base)
+            return (f"refused: this command {'; '.join(analysis.hard)}. Such commands are never run "
+                    "and cannot be allowed")
+        if self.yolo:
+            await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
+            return None
+        if command in self._session_allowed.get(session, set()):
+            await self.audit.write(event="auto", decision="allow", why="allowed for this session", **base)
+            return None
+        rule = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not reasons)), None)
+        if rule is not None:
+            await self.audit.write(event="auto", decision="allow", why=f"rule {rule.kind}: {rule.pattern} ({rule.source})",
+                                   **base)
+            return None
+        if self.mode == "dangerous" and not reasons:
+            await self.audit.write(event="auto", decision="allow", why="not flagged (approvals.mode dangerous)", **base)
+            return None
+        choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
+        request = self._request("terminal", what or command, cwd, session, kernel, exec_id, origin, reasons, choices)
+        request.session_rule = command
+        if "always" in choices:
+            request.always_rule = command
+            request.always_file = str(allowlist_path(self.home))
+        return await self._ask(request, command)
+
+    def _request(
+        self, kind: Literal["script", "terminal"], text: str, cwd: str, session: str, kernel: str | None,
+        exec_id: str | None, origin: Origin, reasons: list[str], choices: list[Choice],
+    ) -> ApprovalRequest:
+        return ApprovalRequest(
+            kind=kind, text=text, cwd=cwd, session=session, kernel=kernel, exec_id=exec_id, origin=origin,
+            reasons=reasons, choices=choices, deadline=time.time() + self.timeout,
+        )
+
+    async def _ask(self, request: ApprovalRequest, allow_key: str | None = None) -> str | None:
+        key = allow_key or request.text
+        await self.audit.write(event="request", id=request.id, kind=request.kind, session=request.session,
+                               origin=request.origin, reasons=request.reasons, cwd=request.cwd, text=request.text)
+        if self.approver is None:
+            refusal = "no one to approve this (no approver / no terminal to ask on); it was not run"
+            await self.audit.write(event="decision", id=request.id, decision="deny", why=refusal)
+            return refusal
+        try:
+            decision = await asyncio.wait_for(self.approver(request), self.timeout)
+        except TimeoutError:
+            decision, refusal = None, f"no answer within {self.timeout:g}s (approvals.timeout); denied"
+        except Exception as exc:  # a broken approver denies; it never runs the command
+            decision, refusal = None, f"the approver failed ({exc}); denied"
+        else:
+            refusal = None
+            if decision.choice not in request.choices:
+                refusal = f"the answer {decision.choice!r} was not offered; denied"
+            elif decision.choice == "deny":
+                refusal = "denied by the user" + (f": {decision.reason}" if decision.reason else "")
+        stored = None
+        if refusal is None and decision is not None:
+            if decision.choice in ("session", "always"):
+                self._session_allowed.setdefault(request.session, set()).add(key)
+            if decision.choice == "always":
+                rule = await asyncio.to_thread(add_rule, allowlist_path(self.home), key)
+                self.rules = [r for r in self.rules if not (r.kind == "exact" and r.pattern == key)] + [rule]
+                stored = str(rule.source)
+        await self.audit.write(event="decision", id=request.id, decision=decision.choice if refusal is None and decision
+                               else "deny", why=refusal or (decision.reason if decision else None), stored_in=stored)
+        return refusal

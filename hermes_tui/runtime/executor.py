@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_tui.config import Config
-from hermes_tui.runtime.approvals import ApprovalGate
+from hermes_tui.runtime.approvals import ApprovalGate, Origin
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.events import EventBus, ExecFinished, ExecStarted
 from hermes_tui.runtime.kernel import KILL_GRACE, STAGING_CWD, ChildProcess, Kernel, KernelGone, KernelKey, KernelStartError, WorkingDirError
@@ -89,6 +89,7 @@ class Executor:
         timeout: float,
         max_tool_calls: int,
         start_warning: str | None = None,
+        origin: Origin = "user",
     ) -> ExecResult:
         """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`.
 
@@ -99,6 +100,12 @@ class Executor:
         started = time.perf_counter()
         started_at = time.time()
         capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id))
+        cwd = str(self.staging_root) if key.cwd == STAGING_CWD else key.cwd
+        refusal = await self.gate.check_script(code, cwd=cwd, session=key.session, origin=origin, exec_id=exec_id)
+        if refusal is not None:  # never starts a kernel
+            result = self.refused(exec_id, f"BLOCKED: {refusal}", time.perf_counter() - started)
+            self._finish(result, key, code, started_at)
+            return result
         running = Running(exec_id, key.session, None)
         self.running[exec_id] = running
         lease: Lease | None = None
@@ -122,12 +129,13 @@ class Executor:
                 warnings[:0] = lease.warnings
                 if start_warning and kernel.execution_count == 0:
                     warnings.append(start_warning)
-                budget = kernel.budget = self._budget(exec_id, key, kernel.cwd, kernel.env, kernel.id, max_tool_calls)
+                budget = kernel.budget = self._budget(exec_id, key, kernel.cwd, kernel.env, kernel.id, max_tool_calls,
+                                                      origin)
                 outcome, ended_by = await self._run_in_kernel(kernel, code, exec_id, capture, timeout, running)
             else:
                 if start_warning:
                     warnings.append(start_warning)
-                budget = self._budget(exec_id, key, key.cwd, {}, None, max_tool_calls)
+                budget = self._budget(exec_id, key, key.cwd, {}, None, max_tool_calls, origin)
                 outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running, budget)
             if budget.limit_hit:
                 warnings.append(f"The script reached the tool call limit ({budget.limit}, "
@@ -174,11 +182,12 @@ class Executor:
         return outcome, ended_by
 
     def _budget(
-        self, exec_id: str, key: KernelKey, cwd: str, env: dict[str, str], kernel_id: str | None, limit: int
+        self, exec_id: str, key: KernelKey, cwd: str, env: dict[str, str], kernel_id: str | None, limit: int,
+        origin: Origin,
     ) -> ExecBudget:
         context = ToolContext(
             cwd=cwd, env=env, config=self.config, gate=self.gate, session=key.session,
-            cache_dir=self.cache_dir, kernel_id=kernel_id, exec_id=exec_id,
+            cache_dir=self.cache_dir, kernel_id=kernel_id, exec_id=exec_id, origin=origin,
         )
         return ExecBudget(exec_id, limit, context)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hermes_tui.config import Config, load_config
 from hermes_tui.paths import exec_cache_dir, hermes_home
-from hermes_tui.runtime.approvals import ApprovalGate, Approver
+from hermes_tui.runtime.approvals import ApprovalGate, Approver, Origin, SessionKind
 from hermes_tui.runtime.envs import build_child_env
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor
@@ -38,7 +38,8 @@ class Runtime:
         config: the loaded config (defaults if None).
         home: ``HERMES_HOME`` (default: the environment's, else ``~/.hermes``).
         host_env: the environment kernels are derived from (default ``os.environ``).
-        approver: answers approval requests (terminal commands); None denies them all.
+        approver: answers approval requests; None denies everything that must ask.
+        session_kind: ``local`` (CLI, TUI, desktop) or ``gateway`` (every script is asked first).
     """
 
     def __init__(
@@ -48,12 +49,15 @@ class Runtime:
         home: Path | None = None,
         host_env: dict[str, str] | None = None,
         approver: Approver | None = None,
+        session_kind: SessionKind = "local",
     ) -> None:
+        if session_kind not in ("local", "gateway"):
+            raise ValueError(f"session_kind must be 'local' or 'gateway', not {session_kind!r}")
         self.config = config or Config()
         self.home = home or hermes_home()
         self.cache_dir = exec_cache_dir(self.home)
         self.bus = EventBus()
-        self.gate = ApprovalGate(approver, self.config.approvals.timeout)
+        self.gate = ApprovalGate(approver, self.config, self.home, session_kind)
         self._host_env = host_env
         self._staging_root: Path | None = None
         self._pool: KernelPool | None = None
@@ -71,6 +75,7 @@ class Runtime:
         """Prepare directories; kernels start lazily on first use."""
         if self._pool is not None:
             return self
+        await self.gate.load_rules()
         self._staging_root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="hermes-tui-"))
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
         self._pool = KernelPool(
@@ -103,20 +108,29 @@ class Runtime:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    @property
+    def yolo(self) -> bool:
+        """True when approvals are off: the UI shows a permanent YOLO badge."""
+        return self.gate.yolo
+
     async def reload(self, config: Config | None = None) -> None:
         """Take a new config (default: re-read config.yaml) and re-read skills.
 
         Running kernels keep the environment they started with; those whose allowed names
-        changed show ``stale_env`` until they are reset.
+        changed show ``stale_env`` until they are reset. Approval settings and rules are NOT
+        taken from a reload (a script may have written the file): see :meth:`reload_approvals`.
         """
         new = config or await asyncio.to_thread(load_config, self.config.source)
         for section in ("code_execution", "terminal", "approvals", "web", "model"):
             setattr(self.config, section, getattr(new, section))
         self.config.command_allowlist = new.command_allowlist
-        self.gate.timeout = self.config.approvals.timeout
         if self._pool is not None:
             self._pool.config = self.config.code_execution
             self._pool.allowed_names = await asyncio.to_thread(self._allowed_names)
+
+    async def reload_approvals(self) -> None:
+        """Apply approvals.mode/timeout and re-read the allow rules: a deliberate user action."""
+        await self.gate.load_rules()
 
     # -- the API --------------------------------------------------------------------------
 
@@ -130,6 +144,7 @@ class Runtime:
         cwd: str | Path | None = None,
         mode: str | None = None,
         tools: Iterable[str] | None = None,
+        origin: Origin = "user",
     ) -> ExecResult:
         """Run ``code`` in the session's kernel and return its :class:`ExecResult`.
 
@@ -143,6 +158,8 @@ class Runtime:
             cwd: working directory in project mode (default: the host's).
             mode: ``project`` or ``strict`` (default ``code_execution.mode``).
             tools: the tools ``hermes_tools`` offers (default all seven).
+            origin: ``user`` (typed), ``injected`` or ``automation``: in a local session the
+                last two have the whole script approved first (always, in a gateway session).
 
         Raises:
             ValueError: for a bad ``mode``, ``timeout`` or tool name (the caller's mistake).
@@ -153,13 +170,15 @@ class Runtime:
         mode = mode or settings.mode
         if mode not in ("project", "strict"):
             raise ValueError(f"mode must be 'project' or 'strict', not {mode!r}")
+        if origin not in ("user", "injected", "automation"):
+            raise ValueError(f"origin must be 'user', 'injected' or 'automation', not {origin!r}")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         enabled = self._tool_set(tools)
         key, warning = await self._key(session, mode, cwd, enabled)
         return await self._executor.execute(
             code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
-            start_warning=warning,
+            start_warning=warning, origin=origin,
         )
 
     def kernels(self) -> list[KernelInfo]:

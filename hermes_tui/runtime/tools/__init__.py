@@ -8,7 +8,7 @@ arguments and unexpected exceptions into one, so nothing a script sends can cras
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,8 @@ class ToolContext:
     cache_dir: Path
     kernel_id: str | None = None
     exec_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    origin: str = "user"
+    """Who started the turn: user, injected or automation (shown in approval requests)."""
 
     def resolve(self, path: str) -> Path:
         """``path`` made absolute against the working dir (``~`` expanded)."""
@@ -60,6 +61,9 @@ class Tool:
     args: type[BaseModel]
     handler: Handler
     blocking: Callable[[ToolContext, Any], dict[str, Any]] | None = None
+    writes: Callable[[ToolContext, Any], list[str]] | None = None
+    """The files a call would write: one that holds keys, rules or start-up code must be
+    approved first (like a terminal command writing it)."""
 
 
 def registry() -> dict[str, Tool]:
@@ -103,9 +107,33 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
         return prepared
     tool, parsed = prepared
     try:
+        reasons = _guarded(tool, ctx, parsed)
+        if reasons:
+            what = f"{name} {' '.join(reasons)}"
+            refusal = await ctx.gate.check_terminal(
+                what, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
+                origin=ctx.origin, extra_reasons=[r for r in reasons.values()],  # type: ignore[arg-type]
+            )
+            if refusal is not None:
+                return {"error": f"BLOCKED: {refusal}"}
         return await tool.handler(ctx, parsed)
     except Exception as exc:
         return _failed(name, exc)
+
+
+def _guarded(tool: Tool, ctx: ToolContext, parsed: Any) -> dict[str, str]:
+    """Protected files this call would write, with why each is protected."""
+    if tool.writes is None:
+        return {}
+    from hermes_tui.runtime.danger import protected_write
+
+    hermes_home = str(ctx.gate.home) if ctx.gate is not None else None
+    found = {}
+    for path in tool.writes(ctx, parsed):
+        reason = protected_write(path, hermes_home=hermes_home)
+        if reason:
+            found[path] = reason
+    return found
 
 
 def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
@@ -117,6 +145,8 @@ def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dic
     if isinstance(prepared, dict):
         return prepared
     try:
+        if _guarded(tool, ctx, prepared[1]):
+            return None  # needs an approval: that is the event loop's work
         return tool.blocking(ctx, prepared[1])
     except Exception as exc:
         return _failed(name, exc)

@@ -128,5 +128,6 @@ async def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict[str, Any]:
 
 TOOLS = (
     Tool("read_file", ReadFileArgs, read_file, lambda ctx, a: _read(ctx.resolve(a.path), a.offset, a.limit)),
-    Tool("write_file", WriteFileArgs, write_file, lambda ctx, a: _write(ctx.resolve(a.path), a.content)),
+    Tool("write_file", WriteFileArgs, write_file, lambda ctx, a: _write(ctx.resolve(a.path), a.content),
+         writes=lambda ctx, a: [str(ctx.resolve(a.path))]),
 )

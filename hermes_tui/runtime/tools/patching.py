@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -162,4 +163,11 @@ async def patch(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
     return await asyncio.to_thread(patch_blocking, ctx, args)
 
 
-TOOLS = (Tool("patch", PatchArgs, patch, patch_blocking),)
+def _targets(ctx: ToolContext, args: PatchArgs) -> list[str]:
+    if args.patch is None:
+        return [str(ctx.resolve(args.path or ""))]
+    names = re.findall(r"^(?:\+\+\+|---) (?:[ab]/)?(\S+)", args.patch, re.MULTILINE)
+    return [str(ctx.resolve(n)) for n in names if n != "/dev/null"]
+
+
+TOOLS = (Tool("patch", PatchArgs, patch, patch_blocking, writes=_targets),)

@@ -39,7 +39,8 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     if not await asyncio.to_thread(os.path.isdir, cwd):
         return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}
     refusal = await ctx.gate.check_terminal(
-        args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id
+        args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
+        origin=ctx.origin,  # type: ignore[arg-type]
     )
     if refusal is not None:
         return blocked(refusal)

@@ -1,0 +1,102 @@
+"""Allow rules: what runs without asking.
+
+Two places hold permanent rules: ``command_allowlist`` in config.yaml (the user's own file,
+read, never written) and ``$HERMES_HOME/tui/allowlist.yaml`` (where "always" answers go). A
+rule is an exact command, or a glob (``git log *``). A glob never matches a command that
+contains shell operators (``;``, ``&&``, ``|``, ``$(``, redirections, ...), so ``git *`` can not
+be stretched into ``git status; rm -rf ~``. Rules are read by the host when the runtime starts
+or reloads — never because a script changed the files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from hermes_tui.runtime.fsutil import atomic_write
+
+OPERATOR_RE = re.compile(r"[;&|<>`\n]|\$\(")
+GLOB_CHARS = set("*?[")
+HEADER = (
+    "# hermes-tui approval rules: commands you answered \"always\" to.\n"
+    "# Each rule is `exact: COMMAND` or `glob: PATTERN`. Remove one with `hermes-tui approvals revoke`.\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One allow rule and where it lives."""
+
+    pattern: str
+    kind: Literal["exact", "glob"]
+    source: Path
+    """config.yaml or allowlist.yaml."""
+    added_at: str | None = None
+
+    def matches(self, command: str) -> bool:
+        """True if ``command`` is allowed by this rule."""
+        command = command.strip()
+        if self.kind == "exact":
+            return command == self.pattern.strip()
+        return not OPERATOR_RE.search(command) and fnmatch.fnmatchcase(command, self.pattern.strip())
+
+
+def allowlist_path(home: Path) -> Path:
+    """``$HERMES_HOME/tui/allowlist.yaml``."""
+    return home / "tui" / "allowlist.yaml"
+
+
+def rule_from_config(text: str, source: Path) -> Rule:
+    """A ``command_allowlist`` entry: a glob when it has ``* ? [``, else exact."""
+    kind: Literal["exact", "glob"] = "glob" if GLOB_CHARS & set(text) else "exact"
+    return Rule(text, kind, source)
+
+
+def load_allowlist(path: Path) -> tuple[list[Rule], str | None]:
+    """Rules stored in ``allowlist.yaml``, and a problem with the file if it has one. Blocking."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [], None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return [], f"{path} cannot be read ({str(exc).splitlines()[0]}); its rules are ignored"
+    rules = []
+    for item in (data or {}).get("rules", []) if isinstance(data, dict) else []:
+        if isinstance(item, dict):
+            for kind in ("exact", "glob"):
+                if isinstance(item.get(kind), str) and item[kind].strip():
+                    rules.append(Rule(item[kind], kind, path, str(item.get("added_at") or "") or None))
+    return rules, None
+
+
+def _save(path: Path, rules: list[Rule]) -> None:
+    data = {"rules": [{r.kind: r.pattern, "added_at": r.added_at} for r in rules]}
+    text = HEADER + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    atomic_write(path, text.encode("utf-8"), mode=0o600)
+
+
+def add_rule(path: Path, command: str) -> Rule:
+    """Store ``command`` as an exact rule in ``allowlist.yaml`` (kept if present). Blocking."""
+    rules, _ = load_allowlist(path)
+    for rule in rules:
+        if rule.kind == "exact" and rule.pattern == command:
+            return rule
+    rule = Rule(command, "exact", path, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    _save(path, [*rules, rule])
+    return rule
+
+
+def remove_rule(path: Path, pattern: str) -> bool:
+    """Remove the rule(s) with this pattern from ``allowlist.yaml``; False if none. Blocking."""
+    rules, _ = load_allowlist(path)
+    kept = [r for r in rules if r.pattern != pattern]
+    if len(kept) == len(rules):
+        return False
+    _save(path, kept)
+    return True
