@@ -67,6 +67,12 @@ class ApprovalsConfig(_Section):
     timeout: Seconds = 60
     """Seconds an approval waits; no answer is a deny."""
 
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare `mode: off` as the boolean false.
+        return "off" if value is False else value
+
 
 class WebConfig(_Section):
     """``web``: backends for web_search and web_extract (both off until configured)."""

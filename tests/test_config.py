@@ -47,6 +47,12 @@ def test_reads_hermes_home_config_and_keeps_unknown_keys(hermes_home: Path) -> N
     assert config.terminal.model_extra["backend"] == "local"
 
 
+def test_bare_off_in_yaml_means_approvals_off() -> None:
+    assert parse_config("approvals:\n  mode: off\n").approvals.mode == "off"
+    with pytest.raises(ConfigError, match="approvals.mode = True is not allowed"):
+        parse_config("approvals:\n  mode: on\n")
+
+
 def test_empty_sections_and_bare_model_name() -> None:
     config = parse_config("terminal:\ncode_execution:\ncommand_allowlist:\nmodel: hermes-4-70b\n")
     assert config.terminal.timeout == 180
