@@ -3,31 +3,96 @@
 Prompts on the controlling terminal: standard input when it is a TTY, else ``/dev/tty``
 (so ``hermes-tui exec -`` with a piped script can still ask). With no terminal at all there
 is no approver, and the gate denies with a clear message.
+
+One daemon thread reads the terminal and hands each line to the question being asked now, so
+a question abandoned at its deadline never swallows the answer meant for the next one, and
+never keeps the process from exiting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import sys
 import threading
 from typing import TextIO
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver
 
-ANSWERS = {"o": "once", "once": "once", "s": "session", "session": "session",
-           "a": "always", "always": "always", "d": "deny", "deny": "deny", "": "deny"}
+ANSWERS = {"o": "once", "once": "once", "1": "once", "s": "session", "session": "session", "2": "session",
+           "a": "always", "always": "always", "3": "always", "d": "deny", "deny": "deny", "4": "deny", "": "deny"}
 
 
-def _open_terminal() -> tuple[TextIO, TextIO] | None:
+class _Terminal:
+    def __init__(self, reader: TextIO, writer: TextIO) -> None:
+        self.reader, self.writer = reader, writer
+        self.current: queue.SimpleQueue[str | None] | None = None
+        self._thread: threading.Thread | None = None
+
+    def start_reading(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._read, name="hermes-tty", daemon=True)
+            self._thread.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                line = self.reader.readline()
+            except (OSError, ValueError):
+                line = ""
+            target = self.current
+            if target is not None:
+                target.put(line if line else None)
+            if not line:
+                return
+
+    def write(self, text: str) -> None:
+        self.writer.write(text)
+        self.writer.flush()
+
+
+def _open_terminal() -> _Terminal | None:
     if sys.stdin.isatty():
-        return sys.stdin, sys.stderr
+        return _Terminal(sys.stdin, sys.stderr)
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return None
     handle = os.fdopen(fd, "r+", buffering=1, encoding="utf-8", errors="replace")
-    return handle, handle
+    return _Terminal(handle, handle)
+
+
+def _describe(request: ApprovalRequest) -> str:
+    lines = []
+    if request.kind == "script":
+        lines.append(f"\nhermes-tui: approve this whole script ({request.origin} turn)?")
+        lines += [f"  {number:>4} | {line}" for number, line in enumerate(request.text.splitlines(), start=1)]
+    else:
+        lines.append(f"\nhermes-tui: approve this terminal command?\n  {request.text}")
+    lines.append(f"  in {request.cwd}  (session {request.session})")
+    lines += [f"  why it asks: {reason}" for reason in request.reasons]
+    if request.always_rule:
+        lines.append(f"  [a]lways stores the exact rule {request.always_rule!r} in {request.always_file}")
+    return "\n".join(lines) + "\n"
+
+
+def _ask(terminal: _Terminal, lines: queue.SimpleQueue[str | None], request: ApprovalRequest) -> ApprovalDecision:
+    terminal.write(_describe(request))
+    options = " ".join(f"[{c[0]}]{c[1:]}" for c in request.choices)
+    while True:
+        terminal.write(f"  {options} > ")
+        line = lines.get()
+        if line is None:
+            return ApprovalDecision(choice="deny", reason="no answer (end of input)")
+        choice = ANSWERS.get(line.strip().lower())
+        if choice in request.choices:
+            reason = None
+            if choice == "deny":
+                terminal.write("  reason (optional, Enter to skip) > ")
+                reason = (lines.get() or "").strip() or None
+            return ApprovalDecision(choice=choice, reason=reason)  # type: ignore[arg-type]
+        terminal.write(f"  please answer one of: {', '.join(request.choices)}\n")
 
 
 def tty_approver() -> Approver | None:
@@ -35,53 +100,32 @@ def tty_approver() -> Approver | None:
     terminal = _open_terminal()
     if terminal is None:
         return None
-    reader, writer = terminal
     lock = asyncio.Lock()  # one question at a time
-
-    def ask(request: ApprovalRequest) -> ApprovalDecision:
-        if request.kind == "script":
-            writer.write(f"\nhermes-tui: approve this whole script ({request.origin} turn)?\n")
-            for number, line in enumerate(request.text.splitlines(), start=1):
-                writer.write(f"  {number:>4} | {line}\n")
-        else:
-            writer.write(f"\nhermes-tui: approve this terminal command?\n  {request.text}\n")
-        writer.write(f"  in {request.cwd}  (session {request.session})\n")
-        for reason in request.reasons:
-            writer.write(f"  why it asks: {reason}\n")
-        if request.always_rule:
-            writer.write(f"  [a]lways stores the exact rule {request.always_rule!r} in {request.always_file}\n")
-        options = " ".join(f"[{c[0]}]{c[1:]}" for c in request.choices)
-        while True:
-            writer.write(f"  {options} > ")
-            writer.flush()
-            line = reader.readline()
-            if not line:
-                return ApprovalDecision(choice="deny", reason="no answer (end of input)")
-            choice = ANSWERS.get(line.strip().lower())
-            if choice in request.choices:
-                reason = None
-                if choice == "deny":
-                    writer.write("  reason (optional, Enter to skip) > ")
-                    writer.flush()
-                    reason = reader.readline().strip() or None
-                return ApprovalDecision(choice=choice, reason=reason)  # type: ignore[arg-type]
-            writer.write(f"  please answer one of: {', '.join(request.choices)}\n")
 
     async def approver(request: ApprovalRequest) -> ApprovalDecision:
         async with lock:
-            # A blocking read on a daemon thread: one abandoned at the deadline never keeps
-            # the process from exiting (a to_thread worker would).
             loop = asyncio.get_running_loop()
             answer: asyncio.Future[ApprovalDecision] = loop.create_future()
+            lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+            terminal.current = lines
+            terminal.start_reading()
 
             def work() -> None:
                 try:
-                    result = ask(request)
+                    result = _ask(terminal, lines, request)
                 except Exception as exc:  # the terminal went away: deny
                     result = ApprovalDecision(choice="deny", reason=f"terminal error: {exc}")
                 loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(result))
 
-            threading.Thread(target=work, name="hermes-tty-approval", daemon=True).start()
-            return await answer
+            threading.Thread(target=work, name="hermes-tty-question", daemon=True).start()
+            try:
+                return await answer
+            except asyncio.CancelledError:
+                terminal.write("\n  (no answer in time: denied)\n")
+                raise
+            finally:
+                if terminal.current is lines:
+                    terminal.current = None
+                lines.put(None)  # release the question's thread
 
     return approver

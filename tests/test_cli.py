@@ -141,3 +141,32 @@ def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None
         assert out.decode() == "None None\n"
     else:
         assert out.decode() == "blocked BLOCKED: denied by the user: not today\n"
+
+
+def test_an_unanswered_question_does_not_eat_the_next_answer(tmp_path: Path, hermes_home: Path) -> None:
+    import os
+    import pty
+    import select
+
+    (hermes_home / "config.yaml").write_text("approvals:\n  timeout: 1\n")
+    (tmp_path / "t.py").write_text("from hermes_tools import terminal\nprint(terminal('touch first').get('status'))\n"
+                                   "print(terminal('touch second').get('status'))\n")
+    master, slave = pty.openpty()
+    process = subprocess.Popen([*CLI, "exec", "t.py"], cwd=tmp_path, stdin=slave, stdout=subprocess.PIPE,
+                               stderr=slave, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        while seen.count(b"> ") < 2:  # the first question times out, the second one is asked
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, f"saw {seen!r}"
+            seen += os.read(master, 4096)
+        assert b"no answer in time: denied" in seen and b"touch second" in seen
+        os.write(master, b"o\n")
+        out, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+        os.close(master)
+    assert out.decode() == "blocked\nNone\n"
+    assert not (tmp_path / "first").exists() and (tmp_path / "second").exists()

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import hermes_tui.runtime
 
 RUNTIME = Path(hermes_tui.runtime.__file__).parent
@@ -31,15 +33,17 @@ def test_no_runtime_module_mentions_textual() -> None:
     assert offenders == []
 
 
-def test_driver_is_stdlib_only_and_python38_syntax() -> None:
-    driver = RUNTIME / "child" / "driver.py"
-    source = driver.read_text()
-    imported = set(re.findall(r"^\s*import (\w+)", source, re.MULTILINE))
-    imported |= set(re.findall(r"^\s*from (\w+)", source, re.MULTILINE))
-    assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
+@pytest.mark.parametrize("name", ["driver.py", "hermes_tools.py"])
+def test_child_files_are_stdlib_only_and_python38_syntax(name: str) -> None:
     import ast
 
-    ast.parse(source, feature_version=(3, 8))
+    source = (RUNTIME / "child" / name).read_text()
+    tree = ast.parse(source, feature_version=(3, 8))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
 
 
 def test_widgets_and_themes_install_inside_the_package() -> None:
