@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", metavar="PATH", help="config file (default: $HERMES_HOME/config.yaml)"
     )
+    parser.add_argument("--session", dest="app_session", default="tui", metavar="NAME",
+                        help="the app's session name (default: tui)")
+    parser.add_argument("--yolo", dest="app_yolo", action="store_true",
+                        help="approvals off in the app (a permanent YOLO badge shows it)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser(
@@ -106,11 +110,14 @@ def _load_config(args: argparse.Namespace):  # -> Config
 
 
 def _app_command(args: argparse.Namespace) -> int:
-    _load_config(args)  # a broken config is reported now, not inside the app
-    print(
-        "hermes-tui: the full-screen workstation is not built yet in this version.\n"
-        "Run scripts headless with:  hermes-tui exec FILE...   (see hermes-tui exec --help)"
-    )
+    config = _load_config(args)  # a broken config is reported now, one line, not inside the app
+    if args.app_yolo:
+        config.approvals.mode = "off"
+    if not sys.stdout.isatty() or not sys.stdin.isatty():
+        raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
+    from hermes_tui.app import HermesApp
+
+    HermesApp(config, session=args.app_session).run()
     return EXIT_OK
 
 

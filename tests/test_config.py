@@ -87,7 +87,7 @@ def test_cli_exits_2_with_one_line_for_a_bad_value(hermes_home: Path, tmp_path: 
     (hermes_home / "config.yaml").write_text("code_execution:\n  timeout: soon\n")
     script = tmp_path / "a.py"
     script.write_text("print('never runs')\n")
-    for argv in (["exec", str(script)], []):
+    for argv in (["exec", str(script)], [], ["approvals", "rules"]):
         done = subprocess.run(
             [sys.executable, "-m", "hermes_tui", *argv], capture_output=True, text=True, timeout=60
         )

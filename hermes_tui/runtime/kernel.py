@@ -218,6 +218,7 @@ class Kernel(ChildProcess):
         self.allowed_names: frozenset[str] = frozenset()
         """Environment names let in by exact name when the kernel started (stale-env check)."""
         self._ready: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._inspections: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}
         self._ctrl_in = -1
         self._lifeline = -1
 
@@ -285,6 +286,23 @@ class Kernel(ChildProcess):
     def _on_reply(self, message: dict[str, Any]) -> None:
         if message.get("op") == "ready" and not self._ready.done():
             self._ready.set_result(message)
+        elif message.get("op") == "inspect":
+            waiter = self._inspections.pop(str(message.get("id")), None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(message.get("variables") or [])
+
+    async def inspect(self, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The kernel's variables (name, type, repr, size, len); call only while it is idle."""
+        if not self.alive or self._ctrl_in < 0:
+            raise KernelGone(self.id)
+        request_id = secrets.token_hex(6)
+        waiter: asyncio.Future[list[dict[str, Any]]] = self.loop.create_future()
+        self._inspections[request_id] = waiter
+        try:
+            await self._send((json.dumps({"op": "inspect", "id": request_id}) + "\n").encode())
+            return await asyncio.wait_for(waiter, timeout)
+        finally:
+            self._inspections.pop(request_id, None)
 
     def _on_exit(self, returncode: int | None) -> None:
         self.state = "dead"

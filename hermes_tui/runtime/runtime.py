@@ -208,6 +208,55 @@ class Runtime:
         await self._pool.end_kernels([kernel], reason)
         return True
 
+    async def inspect_kernel(self, kernel_id: str) -> list[dict[str, object]]:
+        """The variables of an idle kernel: name, type, short repr, size, len.
+
+        Asked of the kernel without touching its namespace. Raises ``LookupError`` for an
+        unknown kernel and ``RuntimeError`` while it runs a script.
+        """
+        kernel = self._pool.get(kernel_id) if self._pool else None
+        if kernel is None or not kernel.alive:
+            raise LookupError(f"no live kernel {kernel_id}")
+        if kernel.lock.locked():
+            raise RuntimeError(f"kernel {kernel_id} is running a script; try again when it is idle")
+        async with kernel.lock:
+            return await kernel.inspect()
+
+    async def kernel_memory(self) -> dict[str, int]:
+        """Resident memory in bytes of each live kernel (read off /proc in a thread)."""
+        pids = {k.id: k.pid for k in self.kernels() if k.pid}
+
+        def read() -> dict[str, int]:
+            page = os.sysconf("SC_PAGE_SIZE")
+            sizes = {}
+            for kernel_id, pid in pids.items():
+                try:
+                    with open(f"/proc/{pid}/statm") as handle:
+                        sizes[kernel_id] = int(handle.read().split()[1]) * page
+                except (OSError, ValueError, IndexError):
+                    continue
+            return sizes
+
+        return await asyncio.to_thread(read)
+
+    async def terminal(
+        self, command: str, *, session: str = "default", cwd: str | Path | None = None, timeout: float | None = None
+    ) -> dict[str, object]:
+        """Run one shell command at the top level (the ``!cmd`` of the input), through the
+        same approval gate as ``terminal()`` in scripts. Returns the tool's dict."""
+        await self.start()
+        from hermes_tui.runtime.tools import ToolContext, call_tool
+
+        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        context = ToolContext(
+            cwd=folder, env=self._child_env(self._pool.allowed_names if self._pool else frozenset()),
+            config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
+        )
+        args: dict[str, object] = {"command": command}
+        if timeout is not None:
+            args["timeout"] = timeout
+        return await call_tool("terminal", args, context)
+
     async def flush_records(self) -> None:
         """Wait until the records of every execution so far are written to the cache dir."""
         if self._executor is not None:

@@ -94,6 +94,37 @@ class Driver(object):
                 exit_code = self.run_cell(request)
                 if exit_code is not None:
                     return exit_code
+            elif request.get("op") == "inspect":
+                self.reply(op="inspect", id=request.get("id"), variables=self.inspect())
+
+    def inspect(self, limit=500):
+        """Names, types, short reprs and sizes of the namespace, without changing it."""
+        found = []
+        for name, value in list(self.module.__dict__.items()):
+            if name.startswith("__") or len(found) >= limit:
+                continue
+            kind = type(value)
+            try:
+                text = repr(value)
+            except Exception as exc:
+                text = "<repr failed: %s>" % type(exc).__name__
+            if len(text) > 120:
+                text = text[:117] + "..."
+            try:
+                size = sys.getsizeof(value)
+            except Exception:
+                size = None
+            length = None
+            if not isinstance(value, (type, types.ModuleType)):
+                try:
+                    length = len(value)
+                except Exception:
+                    length = None
+            found.append({"name": name, "type": "%s.%s" % (kind.__module__, kind.__qualname__)
+                          if kind.__module__ not in ("builtins",) else kind.__qualname__,
+                          "repr": text, "size": size, "len": length})
+        found.sort(key=lambda item: item["name"])
+        return found
 
     def run_cell(self, request):
         """Run one script; returns an exit code when the script asked the kernel to end."""

@@ -1,0 +1,409 @@
+"""The Textual app: wires runtime events to the panes. No business logic lives here.
+
+Runtime events arrive on one subscription read by an async worker on the app's loop; the
+approval dialog is the runtime's Approver; anything that touches a file or /proc runs in a
+worker thread or through the runtime, so no frame waits on a kernel, a file or the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from hermes_tui import __version__
+from hermes_tui.config import Config
+from hermes_tui.paths import exec_cache_dir, hermes_home, tui_dir
+from hermes_tui.runtime import (
+    ExecFinished,
+    ExecOutput,
+    ExecStarted,
+    KernelDied,
+    KernelStarted,
+    KernelStateChanged,
+    Runtime,
+)
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.themes import DEFAULT_THEME, THEMES
+from hermes_tui.widgets.approval import ApprovalScreen
+from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
+from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
+from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.widgets.output import OutputPane
+
+INPUT_HINT = "No model configured: type Python for the session kernel · !cmd runs a command · /help"
+
+HELP = {
+    "conversation": """# Conversation
+
+Type **Python**: it runs in this session's kernel, where variables and imports persist.
+Enter runs the input once it is a complete statement (as in the Python REPL); an empty line
+ends a block. A new input while a script runs interrupts that script first.
+
+* `!cmd` runs a shell command (asks for approval, like `terminal()` in scripts)
+* `/reset` starts a fresh kernel · `/kernels` · `/cache` · `/help` · `/quit`
+* Select a run (click, or Tab to it and Enter) to show its output in the output pane.
+
+No model is configured: add `model:` to `$HERMES_HOME/config.yaml` to talk to one.""",
+    "output": """# execute_code output
+
+Live output of the running script (batched, the last 5,000 lines), then the result: at most
+the first 20,000 and last 30,000 bytes, with a marker where output was cut.
+
+* `o` opens the full output (in `$EDITOR`, or `less`) · `y` copies its path""",
+    "kernels": """# Kernels
+
+○ idle · ● busy · ◍ starting · ⨂ dead · ☹ error. *reaped in* counts down to the idle reaper
+(`code_execution.kernel_idle_timeout`); *next-evicted* marks the kernel a new one would replace
+at `max_session_kernels`; *stale-env* means allowed variables changed since it started.
+
+* `r` reset · `i` interrupt · `k` kill · `v` variables (asked of an idle kernel)""",
+}
+
+
+class HermesApp(App[None]):
+    """hermes-tui: conversation, live output, kernels, and the approval dialog."""
+
+    TITLE = "hermes-tui"
+    CSS = """
+    Screen { layout: vertical; }
+    #topbar { height: 1; background: $panel; color: $text; padding: 0 1; }
+    #topbar .yolo { color: $error; text-style: bold reverse; }
+    #main { height: 1fr; }
+    ConversationPane { width: 2fr; min-width: 30; }
+    #right { width: 3fr; }
+    OutputPane { height: 2fr; }
+    KernelsPane { height: 1fr; min-height: 6; }
+    """
+
+    BINDINGS = [
+        Binding("f1", "help", "Help", id="help"),
+        Binding("f2", "focus_pane('conversation')", "Input", id="focus-conversation"),
+        Binding("f3", "focus_pane('output')", "Output", id="focus-output"),
+        Binding("f4", "focus_pane('kernels')", "Kernels", id="focus-kernels"),
+        Binding("f6", "toggle_maximize", "Maximise", id="maximize"),
+        Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
+        Binding("ctrl+r", "reset_session", "Reset kernel", id="reset-session"),
+        Binding("ctrl+q", "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        session: str = "tui",
+        cwd: str | None = None,
+        home: Path | None = None,
+        host_env: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config or Config()
+        self.session = session
+        self.cwd = cwd or os.getcwd()
+        self.home = home or hermes_home()
+        self.runtime = Runtime(self.config, home=self.home, host_env=host_env, approver=self.approve)
+        self._approval_lock = asyncio.Lock()
+        self._waiting_approvals = 0
+        self._dialogs: dict[str, ApprovalScreen] = {}
+        self._running = 0
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="topbar")
+        with Horizontal(id="main"):
+            yield ConversationPane(INPUT_HINT, id="conversation")
+            with Vertical(id="right"):
+                yield OutputPane(id="output")
+                yield KernelsPane(id="kernels")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = await asyncio.to_thread(self._remembered_theme)
+        await self.runtime.start()
+        self._update_topbar()
+        self.query_one(PromptInput).focus()
+        self.follow_events()
+        self.set_interval(1.0, self.refresh_kernels)
+
+    async def on_unmount(self) -> None:
+        await self.runtime.aclose()
+
+    def _update_topbar(self) -> None:
+        yolo = " [reverse bold red] YOLO: approvals off [/]" if self.runtime.yolo else ""
+        self.query_one("#topbar", Static).update(
+            f"[bold]hermes-tui[/] {__version__} · session [b]{self.session}[/] · {self.cwd}"
+            f" · approvals {self.config.approvals.mode}{yolo}"
+        )
+
+    # -- runtime events -------------------------------------------------------------------
+
+    @work(exclusive=True, group="events", exit_on_error=False)
+    async def follow_events(self) -> None:
+        """Read runtime events and hand them to the panes."""
+        subscription = self.runtime.subscribe()
+        output = self.query_one(OutputPane)
+        try:
+            async for event in subscription:
+                if isinstance(event, ExecStarted):
+                    if event.session == self.session:
+                        output.begin(event.exec_id, event.kernel_id, event.timeout, event.max_tool_calls)
+                elif isinstance(event, ExecOutput):
+                    output.feed(event.exec_id, event.text, event.skipped_bytes)
+                elif isinstance(event, ExecFinished):
+                    output.finish(event.result)
+                elif isinstance(event, (KernelStarted, KernelStateChanged, KernelDied)):
+                    self.refresh_kernels()
+        finally:
+            subscription.close()
+
+    @work(exclusive=True, group="kernels", exit_on_error=False)
+    async def refresh_kernels(self) -> None:
+        """Kernel rows and their memory (read off /proc by the runtime, in a thread)."""
+        memory = await self.runtime.kernel_memory()
+        self.query_one(KernelsPane).update_kernels(self.runtime.kernels(), memory)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    class ApprovalNeeded(Message):
+        """From the runtime's approver (any task) to the app: ask, and set ``answer``."""
+
+        def __init__(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
+            super().__init__()
+            self.request = request
+            self.answer = answer
+
+    class ApprovalWithdrawn(Message):
+        """The gate stopped waiting (approvals.timeout): close that dialog."""
+
+        def __init__(self, request_id: str) -> None:
+            super().__init__()
+            self.request_id = request_id
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The runtime's Approver. It runs in the runtime's tasks, so it only posts messages:
+        the dialog is opened by the app itself (one at a time; the others queue)."""
+        answer: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self.post_message(self.ApprovalNeeded(request, answer))
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            self.post_message(self.ApprovalWithdrawn(request.id))
+            raise
+
+    @on(ApprovalNeeded)
+    def _approval_needed(self, message: ApprovalNeeded) -> None:
+        self._waiting_approvals += 1
+        self.ask_approval(message.request, message.answer)
+
+    @work(group="approvals", exit_on_error=False)
+    async def ask_approval(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
+        async with self._approval_lock:
+            self._waiting_approvals -= 1
+            if answer.done():  # withdrawn while it waited in line
+                return
+            screen = ApprovalScreen(request, waiting=self._waiting_approvals)
+            self._dialogs[request.id] = screen
+            try:
+                decision = await self.push_screen_wait(screen)
+            finally:
+                self._dialogs.pop(request.id, None)
+            if not answer.done():
+                answer.set_result(decision or ApprovalDecision(choice="deny"))
+
+    @on(ApprovalWithdrawn)
+    def _approval_withdrawn(self, message: ApprovalWithdrawn) -> None:
+        screen = self._dialogs.get(message.request_id)
+        if screen is not None and screen.is_current:
+            screen.dismiss(None)
+            self.notify("No answer in time: the request was denied.", severity="warning")
+
+    # -- the input ------------------------------------------------------------------------
+
+    @on(PromptInput.Submitted)
+    async def _submitted(self, event: PromptInput.Submitted) -> None:
+        text = event.text
+        if text.startswith("/"):
+            await self._command(text[1:].strip())
+        elif text.startswith("!"):
+            self.run_command(text[1:].strip())
+        else:
+            if self._running:
+                await self.runtime.interrupt(self.session)  # a new message ends the running script
+            self.run_code(text)
+
+    @work(group="exec", exit_on_error=False)
+    async def run_code(self, code: str) -> None:
+        """Run typed Python in the session kernel (a user turn)."""
+        block = self.query_one(ConversationPane).add_run(code)
+        self._running += 1
+        try:
+            result = await self.runtime.execute_code(code, session=self.session, cwd=self.cwd, origin="user")
+        finally:
+            self._running -= 1
+        block.set_result(result)
+
+    @work(group="exec", exit_on_error=False)
+    async def run_command(self, command: str) -> None:
+        """Run ``!cmd`` through the approval gate."""
+        conversation = self.query_one(ConversationPane)
+        if not command:
+            conversation.add_note("Type a command after ! (for example: !git status).")
+            return
+        block = conversation.add_run(command, kind="shell")
+        result = await self.runtime.terminal(command, session=self.session, cwd=self.cwd)
+        status = "success" if result.get("exit_code") == 0 else "error"
+        if result.get("status") == "blocked":
+            status = "interrupted"
+        summary = result.get("error") or f"exit {result.get('exit_code')}"
+        block.set_summary(status, str(summary))
+        output = str(result.get("output") or "")
+        if output:
+            conversation.add_note(output if len(output) <= 4000 else output[:2000] + "\n…\n" + output[-2000:])
+
+    async def _command(self, text: str) -> None:
+        conversation = self.query_one(ConversationPane)
+        name = text.split()[0].lower() if text else "help"
+        if name == "reset":
+            await self.action_reset_session()
+        elif name == "kernels":
+            self.action_focus_pane("kernels")
+        elif name == "cache":
+            conversation.add_note(f"Saved outputs and records are in {exec_cache_dir(self.home)}. "
+                                  "Select a run to see its output; `o` in the output pane opens the full file.")
+        elif name == "help":
+            self.action_help("conversation")
+        elif name in ("quit", "exit"):
+            self.exit()
+        else:
+            conversation.add_note(f"Unknown command /{name}. Commands: /reset /kernels /cache /help /quit")
+
+    # -- pane messages --------------------------------------------------------------------
+
+    @on(RunBlock.Selected)
+    def _show_run(self, event: RunBlock.Selected) -> None:
+        if event.block.result is not None:
+            self.query_one(OutputPane).show(event.block.result)
+
+    @on(KernelsPane.Action)
+    async def _kernel_action(self, event: KernelsPane.Action) -> None:
+        kernel_id = event.kernel_id
+        if event.action in ("reset", "kill"):
+            reason = "was reset by the user" if event.action == "reset" else "was killed by the user"
+            if await self.runtime.kill_kernel(kernel_id, reason):
+                self.notify(f"Kernel {kernel_id} {reason.split(' by ')[0].replace('was ', '')}.")
+        elif event.action == "interrupt":
+            session = self.runtime.session_of(kernel_id)
+            count = await self.runtime.interrupt(session) if session else 0
+            self.notify(f"Interrupted {count} running script(s)." if count else "Nothing is running there.")
+        elif event.action == "variables":
+            self.show_variables(kernel_id)
+        self.refresh_kernels()
+
+    @work(exclusive=True, group="variables", exit_on_error=False)
+    async def show_variables(self, kernel_id: str) -> None:
+        try:
+            variables = await self.runtime.inspect_kernel(kernel_id)
+        except (LookupError, RuntimeError, Exception) as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        await self.push_screen(VariablesScreen(kernel_id, variables))
+
+    @on(OutputPane.OpenPath)
+    def _open_path(self, event: OutputPane.OpenPath) -> None:
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "less"
+        try:
+            with self.suspend():
+                subprocess.call([*shlex.split(editor), event.path])
+        except Exception as exc:  # no terminal to suspend to (tests), or no such editor
+            self.notify(f"Could not open {event.path} with {editor}: {exc}", severity="error")
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_focus_pane(self, pane: str) -> None:
+        if pane == "conversation":
+            self.query_one(PromptInput).focus()
+        elif pane == "output":
+            self.query_one("#output-log").focus()
+        else:
+            self.query_one("#kernel-table").focus()
+
+    def action_toggle_maximize(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        focused = self.focused
+        pane = next((w for w in (focused, *(focused.ancestors if focused else ()))
+                     if isinstance(w, (ConversationPane, OutputPane, KernelsPane))), None)
+        if pane is not None:
+            screen.maximize(pane, container=False)
+
+    def action_help(self, pane: str | None = None) -> None:
+        if pane is None:
+            focused = self.focused
+            owner = next((w for w in (focused, *(focused.ancestors if focused else ()))
+                          if isinstance(w, (ConversationPane, OutputPane, KernelsPane))), None)
+            pane = {OutputPane: "output", KernelsPane: "kernels"}.get(type(owner), "conversation")
+        keys = "\n".join(f"* `{b.key}` {b.description}" for b in self.BINDINGS)
+        self.push_screen(HelpScreen(HELP[pane] + "\n\n## Everywhere\n\n" + keys + "\n* `ctrl+p` command palette"))
+
+    def action_cycle_theme(self) -> None:
+        names = [t.name for t in THEMES]
+        current = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(current + 1) % len(names)]
+        self.notify(f"Theme: {self.theme}")
+
+    async def action_reset_session(self) -> None:
+        await self.runtime.dispose_session(self.session)
+        self.query_one(ConversationPane).add_note("Kernel reset: the next input starts a fresh one.")
+        self.refresh_kernels()
+
+    def watch_theme(self, theme: str) -> None:
+        if theme in {t.name for t in THEMES}:
+            self.run_worker(asyncio.to_thread(self._remember_theme, theme), group="settings", exit_on_error=False)
+
+    def get_system_commands(self, screen: Screen) -> object:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Reset kernel", "Start a fresh kernel for this session", self.action_reset_session)
+        yield SystemCommand("Focus kernels", "Show and act on kernels", lambda: self.action_focus_pane("kernels"))
+        yield SystemCommand("Focus output", "The execute_code output pane", lambda: self.action_focus_pane("output"))
+        yield SystemCommand("Next theme", "Switch between dark, light and high contrast", self.action_cycle_theme)
+        yield SystemCommand("Help", "Keys and commands of the focused pane", self.action_help)
+
+    # -- settings -------------------------------------------------------------------------
+
+    def _settings_path(self) -> Path:
+        return tui_dir(self.home) / "settings.json"
+
+    def _remembered_theme(self) -> str:
+        try:
+            name = json.loads(self._settings_path().read_text()).get("theme")
+        except (OSError, ValueError, AttributeError):
+            name = None
+        return name if name in {t.name for t in THEMES} else DEFAULT_THEME
+
+    def _remember_theme(self, theme: str) -> None:
+        path = self._settings_path()
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        if data.get("theme") == theme:
+            return
+        data["theme"] = theme
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1))

@@ -1,0 +1,104 @@
+"""The kernels pane: every kernel, its state, memory, idle time and countdown to reaping."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable
+
+from hermes_tui.runtime.models import KernelInfo
+
+GLYPHS = {"idle": "○", "busy": "●", "starting": "◍", "dead": "⨂", "error": "☹"}
+COLUMNS = ("", "id", "session", "mode", "pid", "memory", "runs", "idle", "reaped in", "flags", "cwd", "python")
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def _memory(size: int | None) -> str:
+    if size is None:
+        return "—"
+    return f"{size / (1 << 20):.0f} MB" if size < (10 << 30) else f"{size / (1 << 30):.1f} GB"
+
+
+class KernelsPane(Vertical):
+    """A table of kernels, fed by the app every second (it never reads processes itself)."""
+
+    DEFAULT_CSS = """
+    KernelsPane { border: round $panel-lighten-2; border-title-color: $primary; }
+    KernelsPane:focus-within { border: round $primary; }
+    KernelsPane DataTable { height: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("r", "act('reset')", "Reset", id="kernel-reset"),
+        Binding("i", "act('interrupt')", "Interrupt", id="kernel-interrupt"),
+        Binding("k", "act('kill')", "Kill", id="kernel-kill"),
+        Binding("v", "act('variables')", "Variables", id="kernel-variables"),
+    ]
+
+    class Action(Message):
+        """The user asked for ``action`` (reset, interrupt, kill, variables) on a kernel."""
+
+        def __init__(self, kernel_id: str, action: str) -> None:
+            super().__init__()
+            self.kernel_id = kernel_id
+            self.action = action
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.border_title = "kernels"
+        self.kernels: list[KernelInfo] = []
+        self.memory: dict[str, int] = {}
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="kernel-table")
+        table.add_columns(*COLUMNS)
+        yield table
+
+    def update_kernels(self, kernels: list[KernelInfo], memory: dict[str, int], now: datetime | None = None) -> None:
+        """Show these kernels (``now`` fixes the clock, for tests)."""
+        self.kernels, self.memory = kernels, memory
+        now = now or datetime.now()
+        table = self.query_one(DataTable)
+        selected = self.selected_id()
+        table.clear()
+        for info in kernels:
+            idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
+            countdown = _duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
+            flags = " ".join(f for f, on in (("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
+                                             ("sub-agent", info.subagent)) if on)
+            table.add_row(
+                GLYPHS.get(info.state, "?"), info.id, info.session, info.mode, str(info.pid or "—"),
+                _memory(memory.get(info.id)), str(info.execution_count), _duration(idle) if idle else "—",
+                countdown, flags, info.cwd, info.interpreter, key=info.id,
+            )
+        if selected is not None and selected in {k.id for k in kernels}:
+            table.move_cursor(row=table.get_row_index(selected))
+        self.border_subtitle = f"{len(kernels)} live"
+
+    def selected_id(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        try:
+            return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        except Exception:
+            return None
+
+    def action_act(self, action: str) -> None:
+        kernel_id = self.selected_id()
+        if kernel_id is None:
+            self.notify("No kernel is selected.")
+            return
+        self.post_message(self.Action(kernel_id, action))

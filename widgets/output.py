@@ -1,0 +1,171 @@
+"""The execute_code output pane: live output of the running script, or of a chosen run."""
+
+from __future__ import annotations
+
+import time
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Log, Static
+
+from hermes_tui.runtime.models import ExecResult
+
+MAX_LINES = 5_000
+"""Lines the pane keeps (the full output is in the record and the spill file)."""
+FLUSH_SECONDS = 0.016
+PENDING_LIMIT = 1 << 20
+"""Characters waiting for the next flush at most; a burst beyond that is counted, not kept."""
+STATUS_STYLE = {"running": "bold $warning", "success": "bold $success", "error": "bold $error",
+                "timeout": "bold $error", "interrupted": "bold $warning"}
+
+
+class OutputPane(Vertical):
+    """Streams output in batches (one ``Log.write`` per ~16 ms), bounded to MAX_LINES lines."""
+
+    DEFAULT_CSS = """
+    OutputPane { border: round $panel-lighten-2; border-title-color: $primary; }
+    OutputPane:focus-within { border: round $primary; }
+    OutputPane #output-header { height: 1; padding: 0 1; background: $panel; }
+    OutputPane #output-spill { height: auto; padding: 0 1; color: $text-muted; }
+    OutputPane Log { height: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("o", "open_spill", "Open full output", id="output-open"),
+        Binding("y", "copy_spill", "Copy path", id="output-copy"),
+    ]
+
+    class OpenPath(Message):
+        """Asks the app to open a file (the full output) in the pager or $EDITOR."""
+
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.border_title = "execute_code output"
+        self.exec_id: str | None = None
+        self.status = "idle"
+        self.started = 0.0
+        self.finished: float | None = None
+        self.kernel_id: str | None = None
+        self.tool_calls = 0
+        self.max_tool_calls = 0
+        self.timeout = 0.0
+        self.spill_path: str | None = None
+        self._pending: list[str] = []
+        self._pending_size = 0
+        self._skipped = 0
+        self._flush_scheduled = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("no script has run yet", id="output-header")
+        yield Log(max_lines=MAX_LINES, auto_scroll=True, id="output-log")
+        yield Static("", id="output-spill")
+
+    def on_mount(self) -> None:
+        self.set_interval(0.25, self._refresh_header)
+
+    # -- live -----------------------------------------------------------------------------
+
+    def begin(self, exec_id: str, kernel_id: str | None, timeout: float, max_tool_calls: int) -> None:
+        """A new run starts: clear and follow it."""
+        self.exec_id, self.kernel_id = exec_id, kernel_id
+        self.status, self.started, self.finished = "running", time.monotonic(), None
+        self.timeout, self.max_tool_calls, self.tool_calls = timeout, max_tool_calls, 0
+        self.spill_path = None
+        self._pending.clear()
+        self._pending_size = self._skipped = 0
+        self.query_one(Log).clear()
+        self.query_one("#output-spill", Static).update("")
+        self._refresh_header()
+
+    def feed(self, exec_id: str | None, text: str, skipped: int = 0) -> None:
+        """Live output of ``exec_id``; shown at most every 16 ms."""
+        if exec_id is not None and exec_id != self.exec_id:
+            return
+        self._skipped += skipped
+        if self._pending_size + len(text) > PENDING_LIMIT:
+            self._skipped += len(text.encode())
+            return
+        self._pending.append(text)
+        self._pending_size += len(text)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.set_timer(FLUSH_SECONDS, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        log = self.query_one(Log)
+        if self._skipped:
+            log.write(f"\n… [{self._skipped} bytes not shown live: see the full output] …\n")
+            self._skipped = 0
+        if self._pending:
+            log.write("".join(self._pending))
+            self._pending.clear()
+            self._pending_size = 0
+
+    def finish(self, result: ExecResult) -> None:
+        """The run ended: the result's capped output replaces the live view."""
+        if result.exec_id != self.exec_id:
+            return
+        self.show(result)
+
+    def show(self, result: ExecResult) -> None:
+        """Show a finished run (also one picked in the conversation)."""
+        self.exec_id, self.kernel_id = result.exec_id, result.kernel.id
+        self.status = result.status
+        self.tool_calls = result.tool_calls_made
+        self.finished = time.monotonic()
+        self.started = self.finished - result.duration_seconds
+        self.spill_path = result.stdout_spill_path
+        self._pending.clear()
+        self._pending_size = self._skipped = 0
+        log = self.query_one(Log)
+        log.clear()
+        log.write(result.output)
+        notes = []
+        if result.stdout_truncated:
+            notes.append(f"Output cut to head and tail ({result.stdout_bytes_total:,} bytes in all).")
+        if result.stdout_spill_path:
+            notes.append(f"Full output: {result.stdout_spill_path}   [o] open  [y] copy path")
+        if result.error and result.status != "success":
+            notes.append(f"{result.status}: {result.error}")
+        if result.warning:
+            notes.append(f"warning: {result.warning}")
+        self.query_one("#output-spill", Static).update("\n".join(notes))
+        self._refresh_header()
+
+    def _refresh_header(self) -> None:
+        if self.exec_id is None:
+            return
+        end = self.finished if self.finished is not None else time.monotonic()
+        elapsed = max(0.0, end - self.started)
+        style = STATUS_STYLE.get(self.status, "bold")
+        calls = f"tools {self.tool_calls}/{self.max_tool_calls}" if self.max_tool_calls else f"tools {self.tool_calls}"
+        limit = f" of {self.timeout:g}s" if self.status == "running" and self.timeout else ""
+        self.query_one("#output-header", Static).update(
+            f"[{style}]{self.status}[/] · {elapsed:.1f}s{limit} · {calls} · kernel {self.kernel_id or '—'}"
+            f" · {self.exec_id}"
+        )
+
+    def set_tool_calls(self, count: int) -> None:
+        self.tool_calls = count
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_open_spill(self) -> None:
+        if self.spill_path:
+            self.post_message(self.OpenPath(self.spill_path))
+        else:
+            self.notify("This run's output was not cut: everything is shown here.")
+
+    def action_copy_spill(self) -> None:
+        if self.spill_path:
+            self.app.copy_to_clipboard(self.spill_path)
+            self.notify(f"Copied {self.spill_path}")
+        else:
+            self.notify("No full-output file for this run.")
