@@ -92,7 +92,7 @@ class HermesApp(App[None]):
         Binding("f2", "focus_pane('conversation')", "Input", id="focus-conversation"),
         Binding("f3", "focus_pane('output')", "Output", id="focus-output"),
         Binding("f4", "focus_pane('kernels')", "Kernels", id="focus-kernels"),
-        Binding("f6", "toggle_maximize", "Maximise", id="maximize"),
+        Binding("f8", "toggle_maximize", "Maximise", id="maximize"),
         Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
         Binding("ctrl+r", "reset_session", "Reset kernel", id="reset-session"),
         Binding("ctrl+q", "quit", "Quit", id="quit"),

@@ -34,7 +34,8 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     #dialog #countdown { color: $error; text-style: bold; width: auto; }
     #dialog #code { height: auto; max-height: 20; border: round $panel-lighten-2; }
     #dialog .reason { color: $error; }
-    #dialog .meta { color: $text-muted; }
+    #dialog .meta { color: $text-muted; width: 1fr; }
+    #dialog .reason { width: 1fr; }
     #dialog #rules { color: $text; margin-top: 1; }
     #dialog #buttons { height: auto; margin-top: 1; }
     #dialog Button { margin-right: 1; min-width: 14; }

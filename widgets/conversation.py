@@ -35,7 +35,7 @@ def is_complete(text: str) -> bool:
     if stripped.startswith(("!", "/")) or text.endswith("\n"):
         return True  # a command, or Enter on an empty line after a block
     try:
-        return codeop.compile_command(text, "<input>", "exec") is not None
+        return codeop.compile_command(text, "<input>", "single") is not None
     except (SyntaxError, ValueError, OverflowError):
         return True  # let the kernel report the error
 
@@ -118,6 +118,7 @@ class RunBlock(Static, can_focus=True):
 class ConversationPane(Vertical):
     """Transcript of runs and notes, and the input."""
 
+    ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
     ConversationPane { border: round $panel-lighten-2; border-title-color: $primary; }
     ConversationPane:focus-within { border: round $primary; }

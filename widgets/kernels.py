@@ -34,6 +34,7 @@ def _memory(size: int | None) -> str:
 class KernelsPane(Vertical):
     """A table of kernels, fed by the app every second (it never reads processes itself)."""
 
+    ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
     KernelsPane { border: round $panel-lighten-2; border-title-color: $primary; }
     KernelsPane:focus-within { border: round $primary; }

@@ -24,6 +24,7 @@ STATUS_STYLE = {"running": "bold $warning", "success": "bold $success", "error":
 class OutputPane(Vertical):
     """Streams output in batches (one ``Log.write`` per ~16 ms), bounded to MAX_LINES lines."""
 
+    ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
     OutputPane { border: round $panel-lighten-2; border-title-color: $primary; }
     OutputPane:focus-within { border: round $primary; }

@@ -1,0 +1,212 @@
+"""The app's flows with the pilot: real runtime, real kernels, the dialog answered by keys."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.app import HermesApp
+from hermes_tui.widgets.approval import ApprovalScreen
+from hermes_tui.widgets.conversation import PromptInput, RunBlock, is_complete
+from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
+from hermes_tui.widgets.kernels import KernelsPane
+
+from conftest import make_config, pid_running
+
+SIZE = (140, 40)
+
+
+async def wait_until(pilot, predicate, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.05)
+
+
+def log_text(app: HermesApp) -> str:
+    return "\n".join(app.query_one("#output-log").lines)
+
+
+async def submit(pilot, app: HermesApp, code: str) -> None:
+    prompt = app.query_one(PromptInput)
+    prompt.focus()
+    prompt.insert(code)
+    prompt.move_cursor(prompt.document.end)
+    await pilot.press("enter")
+
+
+def blocks(app: HermesApp) -> list[RunBlock]:
+    return list(app.query(RunBlock))
+
+
+def make_app(hermes_home: Path, tmp_path: Path, yaml_text: str = "") -> HermesApp:
+    return HermesApp(make_config(yaml_text), cwd=str(tmp_path), home=hermes_home)
+
+
+def test_enter_runs_only_complete_input() -> None:
+    assert is_complete("x = 1") and is_complete("!ls") and is_complete("/help")
+    assert not is_complete("def f():") and not is_complete("for i in range(3):\n    print(i)")
+    assert is_complete("for i in range(3):\n    print(i)\n") and not is_complete("   ")
+
+
+async def test_run_code_shows_output_and_keeps_state(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "x = 41")
+        await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
+        await submit(pilot, app, "for i in range(3):\n    print(x + i)\n")
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success")
+        assert log_text(app).startswith("41\n42\n43")
+        assert "success" in str(app.query_one("#output-header").render())
+        await submit(pilot, app, "1 / 0")
+        await wait_until(pilot, lambda: len(blocks(app)) == 3 and blocks(app)[-1].status == "error")
+        assert "ZeroDivisionError" in log_text(app)
+        blocks(app)[1].focus()
+        await pilot.press("enter")  # a past run's output comes back
+        await pilot.pause(0.1)
+        assert log_text(app).startswith("41\n42\n43")
+
+
+async def test_live_output_streams_while_the_script_runs(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "import time\nprint('tick', flush=True)\ntime.sleep(2)\nprint('tock')\n")
+        await wait_until(pilot, lambda: "tick" in log_text(app))
+        assert blocks(app)[-1].status == "running" and "running" in str(app.query_one("#output-header").render())
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
+        assert log_text(app).startswith("tick\ntock")
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected", "asked_twice"),
+    [(["o"], "ran", True), (["2"], "ran", False), (["a"], "ran", False), (["d"], "blocked", True),
+     (["escape"], "blocked", True), (["r", "n", "o", "enter"], "blocked", True)],
+)
+async def test_terminal_in_a_script_asks_in_a_dialog(
+    hermes_home: Path, tmp_path: Path, keys: list[str], expected: str, asked_twice: bool
+) -> None:
+    app = make_app(hermes_home, tmp_path)
+    code = ("from hermes_tools import terminal\n"
+            "print([terminal('echo hi').get('status', 'ran') for _ in range(2)])\n")
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, code)
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert app.screen.request.text == "echo hi"
+        for key in keys:
+            await pilot.press(key)
+        if asked_twice:
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await pilot.press("1")
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
+        assert log_text(app).startswith(f"['{expected}', 'ran']")
+    if keys == ["a"]:
+        assert "exact: echo hi" in (hermes_home / "tui" / "allowlist.yaml").read_text()
+    if keys[0] == "r":
+        assert "denied by the user: no" in (hermes_home / "tui" / "approvals.jsonl").read_text()
+
+
+async def test_unanswered_dialog_is_denied_and_closed(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path, "approvals:\n  timeout: 1\n")
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "from hermes_tools import terminal\nprint(terminal('echo hi')['error'])\n")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "success", timeout=10)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert "no answer within 1s" in log_text(app)
+
+
+async def test_injected_turn_asks_for_the_whole_script(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        task = asyncio.create_task(app.runtime.execute_code("print('from outside')", session="tui",
+                                                             origin="injected", cwd=tmp_path))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert app.screen.request.kind == "script" and app.screen.request.text == "print('from outside')"
+        await pilot.press("o")
+        result = await asyncio.wait_for(task, 15)
+        assert result.output == "from outside\n"
+
+
+async def test_kernels_pane_actions_and_variables(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path, "code_execution:\n  kernel_idle_timeout: 60\n")
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "answer = 42\nitems = [1, 2, 3]\n")
+        await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
+        pane = app.query_one(KernelsPane)
+        await wait_until(pilot, lambda: pane.kernels and pane.kernels[0].idle_deadline is not None)
+        table = app.query_one("#kernel-table")
+        first = str(table.get_row_at(0)[8])
+        await pilot.pause(2.2)
+        second = str(table.get_row_at(0)[8])
+        assert first != second and int(second[:-1]) < int(first[:-1])  # the countdown goes down
+        await pilot.press("f4")
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(app.screen, VariablesScreen))
+        rows = [app.screen.query_one("DataTable").get_row_at(i) for i in range(2)]
+        assert [r[0] for r in rows] == ["answer", "items"] and rows[1][2] == "3"
+        await pilot.press("escape")
+        pid = pane.kernels[0].pid
+        await pilot.press("k")  # kill
+        await wait_until(pilot, lambda: not pane.kernels)
+        assert not pid_running(pid)
+        await submit(pilot, app, "import time\nprint('still', flush=True)\ntime.sleep(30)\n")
+        await wait_until(pilot, lambda: "still" in log_text(app))
+        await pilot.press("f4")
+        await wait_until(pilot, lambda: pane.kernels and pane.kernels[0].state == "busy")
+        await pilot.press("i")  # interrupt
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "interrupted")
+        assert "[execution interrupted" in log_text(app)
+
+
+async def test_commands_help_theme_and_maximise(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "/help")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await submit(pilot, app, "/nonsense")
+        await pilot.pause(0.1)
+        assert "Unknown command /nonsense" in str(app.query(".note").last().render())
+        theme = app.theme
+        await pilot.press("ctrl+t")
+        assert app.theme != theme
+        await pilot.press("f8")
+        assert app.screen.maximized is not None
+        await pilot.press("f8")
+        assert app.screen.maximized is None
+    await asyncio.sleep(0.2)
+    again = make_app(hermes_home, tmp_path)
+    async with again.run_test(size=SIZE) as pilot:
+        assert again.theme == app.theme  # remembered
+
+
+async def test_new_input_interrupts_the_running_script(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "import time\ntime.sleep(30)\n")
+        await wait_until(pilot, lambda: blocks(app) and app.runtime.kernels() and
+                         app.runtime.kernels()[0].state == "busy")
+        await submit(pilot, app, "print('next')")
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success")
+        assert blocks(app)[0].status == "interrupted"
+
+
+async def test_bang_runs_a_terminal_command_through_approvals(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "!echo from-the-shell")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("o")
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
+        assert "from-the-shell" in str(app.query(".note").last().render())
+
+
+async def test_yolo_badge(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path, "approvals:\n  mode: off\n")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "YOLO" in str(app.query_one("#topbar").render())
