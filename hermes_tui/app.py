@@ -42,7 +42,7 @@ from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.output import OutputPane
 
-INPUT_HINT = "No model configured: type Python for the session kernel · !cmd runs a command · /help"
+INPUT_HINT = "No model: type Python · !cmd · /help"
 
 HELP = {
     "conversation": """# Conversation
@@ -373,6 +373,8 @@ class HermesApp(App[None]):
         self.refresh_kernels()
 
     def watch_theme(self, theme: str) -> None:
+        for block in self.query(RunBlock):
+            block.refresh_theme()
         if theme in {t.name for t in THEMES}:
             self.run_worker(asyncio.to_thread(self._remember_theme, theme), group="settings", exit_on_error=False)
 

@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.widgets.conversation import code_theme
 
 
 class ApprovalScreen(ModalScreen[ApprovalDecision]):
@@ -68,7 +69,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
                 yield Label("", id="countdown")
             with VerticalScroll(id="code"):
                 yield Static(Syntax(request.text, language, word_wrap=True, line_numbers=request.kind == "script",
-                                    background_color="default"))
+                                    background_color="default", theme=code_theme(self)))
             where = f"in {request.cwd} · session {request.session}"
             if request.kernel:
                 where += f" · kernel {request.kernel}"

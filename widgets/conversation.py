@@ -40,6 +40,15 @@ def is_complete(text: str) -> bool:
         return True  # let the kernel report the error
 
 
+def code_theme(widget: object) -> str:
+    """A Pygments style that reads well on the app's current theme."""
+    try:
+        dark = widget.app.current_theme.dark  # type: ignore[attr-defined]
+    except Exception:
+        dark = True
+    return "monokai" if dark else "friendly"
+
+
 class PromptInput(TextArea):
     """A Python editor line: Enter runs a complete statement, otherwise adds a line."""
 
@@ -105,8 +114,12 @@ class RunBlock(Static, can_focus=True):
     def _render_block(self) -> None:
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
         code = Syntax(self.code, "bash" if self.kind == "shell" else "python", background_color="default",
-                      word_wrap=True)
+                      word_wrap=True, theme=code_theme(self))
         self.update(Group(code, Text.assemble((f"{mark} ", colour), (self.summary, "dim"))))
+
+    def refresh_theme(self) -> None:
+        """Re-highlight for the current theme (dark or light)."""
+        self._render_block()
 
     def on_click(self) -> None:
         self.post_message(self.Selected(self))
@@ -138,7 +151,7 @@ class ConversationPane(Vertical):
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="transcript")
         yield Label(self.label, id="hint")
-        yield PromptInput.code_editor(language="python", id="prompt", show_line_numbers=False)
+        yield PromptInput.code_editor(language="python", id="prompt", show_line_numbers=False, theme="css")
 
     def add_run(self, code: str, kind: str = "python") -> RunBlock:
         block = RunBlock(code, kind)

@@ -15,6 +15,9 @@ from hermes_tui.runtime.models import ExecResult
 MAX_LINES = 5_000
 """Lines the pane keeps (the full output is in the record and the spill file)."""
 FLUSH_SECONDS = 0.016
+FLOOD_FLUSH_SECONDS = 0.1
+FLUSH_CHARS = 8_000
+"""Characters written to the log per flush at most (~100 lines, every 16 ms)."""
 PENDING_LIMIT = 1 << 20
 """Characters waiting for the next flush at most; a burst beyond that is counted, not kept."""
 STATUS_STYLE = {"running": "bold $warning", "success": "bold $success", "error": "bold $error",
@@ -61,6 +64,9 @@ class OutputPane(Vertical):
         self._pending_size = 0
         self._skipped = 0
         self._flush_scheduled = False
+        self._skipping = False
+        self.skipped_total = 0
+        """Live characters not drawn in this run (too fast to show)."""
 
     def compose(self) -> ComposeResult:
         yield Static("no script has run yet", id="output-header")
@@ -79,7 +85,8 @@ class OutputPane(Vertical):
         self.timeout, self.max_tool_calls, self.tool_calls = timeout, max_tool_calls, 0
         self.spill_path = None
         self._pending.clear()
-        self._pending_size = self._skipped = 0
+        self._pending_size = self._skipped = self.skipped_total = 0
+        self._skipping = False
         self.query_one(Log).clear()
         self.query_one("#output-spill", Static).update("")
         self._refresh_header()
@@ -96,18 +103,31 @@ class OutputPane(Vertical):
         self._pending_size += len(text)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.set_timer(FLUSH_SECONDS, self._flush)
+            # In a flood, draw less often: the keyboard stays responsive.
+            self.set_timer(FLOOD_FLUSH_SECONDS if self._skipping else FLUSH_SECONDS, self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        if len(text) > FLUSH_CHARS:
+            # A flood: nobody reads 60 screens a second. Show its newest lines, count the rest.
+            keep = text[-FLUSH_CHARS:]
+            keep = keep[keep.find("\n") + 1:] if "\n" in keep[:-1] else keep
+            self._skipped += len(text) - len(keep)
+            text = keep
         log = self.query_one(Log)
         if self._skipped:
-            log.write(f"\n… [{self._skipped} bytes not shown live: see the full output] …\n")
+            if not self._skipping:
+                log.write("\n… [output too fast to show live: the newest lines follow; all of it is in the result] …\n")
+            self._skipping = True
+            self.skipped_total += self._skipped
             self._skipped = 0
-        if self._pending:
-            log.write("".join(self._pending))
-            self._pending.clear()
-            self._pending_size = 0
+        else:
+            self._skipping = False
+        if text:
+            log.write(text)
 
     def finish(self, result: ExecResult) -> None:
         """The run ended: the result's capped output replaces the live view."""
@@ -148,6 +168,8 @@ class OutputPane(Vertical):
         style = STATUS_STYLE.get(self.status, "bold")
         calls = f"tools {self.tool_calls}/{self.max_tool_calls}" if self.max_tool_calls else f"tools {self.tool_calls}"
         limit = f" of {self.timeout:g}s" if self.status == "running" and self.timeout else ""
+        if self.status == "running" and self.skipped_total:
+            limit += f" · {self.skipped_total / 1e6:.1f} MB too fast to show"
         self.query_one("#output-header", Static).update(
             f"[{style}]{self.status}[/] · {elapsed:.1f}s{limit} · {calls} · kernel {self.kernel_id or '—'}"
             f" · {self.exec_id}"

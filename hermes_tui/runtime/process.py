@@ -33,7 +33,7 @@ SMALL_CHUNK = 1 << 16
 PIPE_SIZE = 1 << 20
 LIVE_INTERVAL = 0.016
 """Seconds live output is coalesced before it becomes an event."""
-LIVE_MAX_BYTES = 64 << 10
+LIVE_MAX_BYTES = 16 << 10
 """Live bytes one event carries at most; the rest of a burst is counted as skipped."""
 DRAIN_SECONDS = 2.0
 """After the process ends and its group is killed: how long to wait for the pipes to close."""
@@ -103,6 +103,11 @@ class _Live:
             flush(self)
             self.exec_id = exec_id
             self.decoder.reset()
+        if len(data) >= LIVE_MAX_BYTES:  # a flood: keep only the newest bytes, copy nothing else
+            self.skipped += len(self.pending) + len(data) - LIVE_MAX_BYTES
+            self.pending = bytearray(data[-LIVE_MAX_BYTES:])
+            self.resync = True
+            return
         self.pending += data
         if len(self.pending) > LIVE_MAX_BYTES:
             cut = len(self.pending) - LIVE_MAX_BYTES

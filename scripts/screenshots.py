@@ -1,0 +1,99 @@
+"""Regenerate screenshots/ from the real app: SVG always, PNG when Chromium is installed.
+
+    python scripts/screenshots.py [--out screenshots]
+
+PNGs come from ../shared/tools/svg2png (headless Chromium; Debian packages chromium,
+fonts-firacode, fonts-symbola). Runs with a temporary HERMES_HOME, never your own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SVG2PNG = ROOT.parent / "shared" / "tools" / "svg2png"
+SIZE = (140, 40)
+
+DEMO = """import json, statistics
+samples = [12.5, 13.1, 12.9, 14.2, 13.3]
+print("mean", statistics.mean(samples))
+for i, s in enumerate(samples):
+    print(f"sample {i}: {s:5.1f} ms")
+"""
+FLAGGED = "from hermes_tools import terminal\nr = terminal('rm -rf ./build && git clean -fdx')\n"
+
+
+async def shoot(out: Path) -> list[Path]:
+    from hermes_tui.app import HermesApp
+    from hermes_tui.widgets.approval import ApprovalScreen
+    from hermes_tui.widgets.conversation import PromptInput, RunBlock
+
+    shots: list[Path] = []
+    project = Path(tempfile.mkdtemp(prefix="demo-project-"))
+    app = HermesApp(cwd=str(project), session="demo")
+
+    async def run(pilot, code: str, wait_done: bool = True) -> None:
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert(code)
+        prompt.move_cursor(prompt.document.end)
+        await pilot.press("enter")
+        count = len(app.query(RunBlock))
+        for _ in range(300):
+            await pilot.pause(0.05)
+            blocks = app.query(RunBlock)
+            if not wait_done and isinstance(app.screen, ApprovalScreen):
+                return
+            if wait_done and blocks and blocks.last().status != "running" and len(blocks) >= count:
+                return
+
+    def save(name: str) -> None:
+        app.query_one(PromptInput).cursor_blink = False
+        path = out / f"{name}.svg"
+        app.save_screenshot(filename=path.name, path=str(out))
+        shots.append(path)
+
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await run(pilot, "x = 41")
+        await run(pilot, DEMO)
+        await pilot.pause(1.1)
+        save("main")
+        await run(pilot, FLAGGED, wait_done=False)
+        await pilot.pause(0.3)
+        save("approval")
+        await pilot.press("d")
+        await pilot.pause(0.5)
+        await pilot.press("ctrl+t")
+        await pilot.pause(0.3)
+        save("light-theme")
+        await pilot.press("ctrl+t")
+        await pilot.press("ctrl+t")
+        await pilot.pause(0.3)
+    return shots
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "screenshots"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hermes-shots-") as home:
+        os.environ["HERMES_HOME"] = home
+        shots = asyncio.run(shoot(out))
+    chromium = shutil.which("chromium")
+    for svg in shots:
+        if chromium and SVG2PNG.exists():
+            subprocess.run([str(SVG2PNG), str(svg), str(svg.with_suffix(".png"))], check=True)
+        print(svg, "(+ png)" if chromium else "(no chromium: svg only)")
+
+
+if __name__ == "__main__":
+    main()
