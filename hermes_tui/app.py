@@ -138,6 +138,7 @@ class HermesApp(App[None]):
         self.query_one(PromptInput).focus()
         self.follow_events()
         self.set_interval(1.0, self.refresh_kernels)
+        self.set_interval(0.25, self._live_tool_calls)
 
     async def on_unmount(self) -> None:
         await self.runtime.aclose()
@@ -169,6 +170,13 @@ class HermesApp(App[None]):
                     self.refresh_kernels()
         finally:
             subscription.close()
+
+    def _live_tool_calls(self) -> None:
+        output = self.query_one(OutputPane)
+        if output.status == "running" and output.exec_id:
+            calls = self.runtime.tool_calls(output.exec_id)
+            if calls is not None:
+                output.set_tool_calls(calls)
 
     @work(exclusive=True, group="kernels", exit_on_error=False)
     async def refresh_kernels(self) -> None:

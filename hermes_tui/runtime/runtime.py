@@ -208,6 +208,12 @@ class Runtime:
         await self._pool.end_kernels([kernel], reason)
         return True
 
+    def tool_calls(self, exec_id: str) -> int | None:
+        """Tool calls made so far by a running execution (None once it has finished)."""
+        running = self._executor.running.get(exec_id) if self._executor else None
+        budget = running.kernel.budget if running and running.kernel else None
+        return budget.calls if budget is not None and budget.exec_id == exec_id else None
+
     async def inspect_kernel(self, kernel_id: str) -> list[dict[str, object]]:
         """The variables of an idle kernel: name, type, short repr, size, len.
 
