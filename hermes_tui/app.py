@@ -354,18 +354,18 @@ class HermesApp(App[None]):
         if screen.maximized is not None:
             screen.minimize()
             return
-        focused = self.focused
-        pane = next((w for w in (focused, *(focused.ancestors if focused else ()))
-                     if isinstance(w, (ConversationPane, OutputPane, KernelsPane))), None)
+        pane = self._focused_pane()
         if pane is not None:
             screen.maximize(pane, container=False)
 
+    def _focused_pane(self) -> ConversationPane | OutputPane | KernelsPane | None:
+        focused = self.focused
+        return next((w for w in (focused, *(focused.ancestors if focused else ()))
+                     if isinstance(w, (ConversationPane, OutputPane, KernelsPane))), None)
+
     def action_help(self, pane: str | None = None) -> None:
         if pane is None:
-            focused = self.focused
-            owner = next((w for w in (focused, *(focused.ancestors if focused else ()))
-                          if isinstance(w, (ConversationPane, OutputPane, KernelsPane))), None)
-            pane = {OutputPane: "output", KernelsPane: "kernels"}.get(type(owner), "conversation")
+            pane = {OutputPane: "output", KernelsPane: "kernels"}.get(type(self._focused_pane()), "conversation")
         keys = "\n".join(f"* `{b.key}` {b.description}" for b in self.BINDINGS)
         self.push_screen(HelpScreen(HELP[pane] + "\n\n## Everywhere\n\n" + keys + "\n* `ctrl+p` command palette"))
 

@@ -110,63 +110,50 @@ def test_exec_without_a_terminal_denies_terminal_commands(tmp_path: Path) -> Non
     assert not (tmp_path / "made-it").exists()
 
 
-@pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d\nnot today", False)])
-def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
+def on_a_terminal(cwd: Path, prompts: int, answer: str) -> tuple[bytes, str]:
+    """Run `hermes-tui exec t.py` on a pseudo-terminal; answer once `prompts` prompts showed.
+
+    Returns what the terminal showed and what the command printed on stdout.
+    """
     import os
     import pty
     import select
 
-    (tmp_path / "t.py").write_text("from hermes_tools import terminal\nr = terminal('touch made-it')\n"
-                                   "print(r.get('status'), r.get('error'))\n")
     master, slave = pty.openpty()
-    process = subprocess.Popen([*CLI, "exec", "t.py"], cwd=tmp_path, stdin=slave, stdout=subprocess.PIPE,
+    process = subprocess.Popen([*CLI, "exec", "t.py"], cwd=cwd, stdin=slave, stdout=subprocess.PIPE,
                                stderr=slave, start_new_session=True)
     os.close(slave)
     seen = b""
     try:
-        while b"> " not in seen:
+        while seen.count(b"> ") < prompts:
             ready, _, _ = select.select([master], [], [], 30)
             assert ready, f"no prompt; saw {seen!r}"
             seen += os.read(master, 4096)
-        assert b"approve this terminal command?" in seen and b"touch made-it" in seen
-        assert b"[o]nce [s]ession [a]lways [d]eny" in seen
         os.write(master, answer.encode() + b"\n")
         out, _ = process.communicate(timeout=30)
     finally:
         process.kill()
         process.wait()
         os.close(master)
+    return seen, out.decode()
+
+
+@pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d\nnot today", False)])
+def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
+    (tmp_path / "t.py").write_text("from hermes_tools import terminal\nr = terminal('touch made-it')\n"
+                                   "print(r.get('status'), r.get('error'))\n")
+    seen, out = on_a_terminal(tmp_path, 1, answer)
+    assert b"approve this terminal command?" in seen and b"touch made-it" in seen
+    assert b"[o]nce [s]ession [a]lways [d]eny" in seen
     assert (tmp_path / "made-it").exists() == ran
-    if ran:
-        assert out.decode() == "None None\n"
-    else:
-        assert out.decode() == "blocked BLOCKED: denied by the user: not today\n"
+    assert out == ("None None\n" if ran else "blocked BLOCKED: denied by the user: not today\n")
 
 
 def test_an_unanswered_question_does_not_eat_the_next_answer(tmp_path: Path, hermes_home: Path) -> None:
-    import os
-    import pty
-    import select
-
     (hermes_home / "config.yaml").write_text("approvals:\n  timeout: 1\n")
     (tmp_path / "t.py").write_text("from hermes_tools import terminal\nprint(terminal('touch first').get('status'))\n"
                                    "print(terminal('touch second').get('status'))\n")
-    master, slave = pty.openpty()
-    process = subprocess.Popen([*CLI, "exec", "t.py"], cwd=tmp_path, stdin=slave, stdout=subprocess.PIPE,
-                               stderr=slave, start_new_session=True)
-    os.close(slave)
-    seen = b""
-    try:
-        while seen.count(b"> ") < 2:  # the first question times out, the second one is asked
-            ready, _, _ = select.select([master], [], [], 30)
-            assert ready, f"saw {seen!r}"
-            seen += os.read(master, 4096)
-        assert b"no answer in time: denied" in seen and b"touch second" in seen
-        os.write(master, b"o\n")
-        out, _ = process.communicate(timeout=30)
-    finally:
-        process.kill()
-        process.wait()
-        os.close(master)
-    assert out.decode() == "blocked\nNone\n"
+    seen, out = on_a_terminal(tmp_path, 2, "o")  # the first question times out, the second is answered
+    assert b"no answer in time: denied" in seen and b"touch second" in seen
+    assert out == "blocked\nNone\n"
     assert not (tmp_path / "first").exists() and (tmp_path / "second").exists()
