@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
 
 from hermes_tui import __version__
 from hermes_tui.config import Config
@@ -298,6 +299,14 @@ class HermesApp(App[None]):
             self.exit()
         else:
             conversation.add_note(f"Unknown command /{name}. Commands: /reset /kernels /cache /help /quit")
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """A failed worker becomes a notice, never a crash or a silent loss."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            self.notify(f"{event.worker.name or 'task'} failed: {type(error).__name__}: {error}",
+                        severity="error", timeout=10)
 
     # -- pane messages --------------------------------------------------------------------
 

@@ -220,3 +220,16 @@ async def test_tool_calls_count_up_live_in_the_header(hermes_home: Path, tmp_pat
                                  "for _ in range(3):\n    read_file('f.txt')\ntime.sleep(2)\n")
         await wait_until(pilot, lambda: "tools 3/50" in str(app.query_one("#output-header").render()))
         assert blocks(app)[-1].status == "running"
+
+
+async def test_a_failing_task_becomes_a_notice(hermes_home: Path, tmp_path: Path, monkeypatch) -> None:
+    app = make_app(hermes_home, tmp_path)
+
+    async def broken(*args, **kwargs):
+        raise OSError("disk on fire")
+
+    async with app.run_test(size=SIZE) as pilot:
+        monkeypatch.setattr(app.runtime, "kernel_memory", broken)
+        app.refresh_kernels()
+        await wait_until(pilot, lambda: any("disk on fire" in str(n.message) for n in app._notifications))
+        assert app.is_running
