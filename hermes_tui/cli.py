@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="who the turn comes from; injected and automation turns have each whole script approved first")
     run.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
 
+    from hermes_tui.cache_cli import add_parser as add_cache_parser
+
+    add_cache_parser(commands)
+
     approvals = commands.add_parser("approvals", help="review and change approval rules, read the approvals log")
     what = approvals.add_subparsers(dest="approvals_command", metavar="ACTION", required=True)
     what.add_parser("rules", help="list every active allow rule and the file it lives in")
@@ -86,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "exec":
             return _exec_command(args)
+        if args.command == "cache":
+            from hermes_tui.cache_cli import cache_command
+
+            return cache_command(args, _load_config(args))
         if args.command == "approvals":
             from hermes_tui.approvals_cli import approvals_command
 

@@ -95,6 +95,33 @@ class WebConfig(_Section):
         return data
 
 
+class CacheConfig(_Section):
+    """``cache``: retention of ``$HERMES_HOME/cache/exec`` (used by ``hermes-tui cache prune``)."""
+
+    retention: str | None = None
+    """Prune entries older than this (e.g. ``14d``); none by default."""
+    max_size: str | None = None
+    """Prune the oldest entries until the folder fits (e.g. ``2G``); none by default."""
+
+    @field_validator("retention")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            from hermes_tui.cache import parse_duration
+
+            parse_duration(value)
+        return value
+
+    @field_validator("max_size")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        if value is not None:
+            from hermes_tui.cache import parse_size
+
+            parse_size(value)
+        return value
+
+
 class ModelConfig(_Section):
     """``model``: the conversation model (Hermes Agent's keys)."""
 
@@ -118,6 +145,7 @@ class Config(_Section):
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     command_allowlist: list[str] = Field(default_factory=list)
     web: WebConfig = Field(default_factory=WebConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     source: Path | None = Field(default=None, exclude=True)
     """The file this was read from (None for built-in defaults)."""
@@ -172,7 +200,7 @@ def _describe(error: Any) -> str:
     """One pydantic error as 'key.path = value is not allowed: must be ...'."""
     key = ".".join(str(part) for part in error["loc"]) or "(top level)"
     message = str(error["msg"])
-    for prefix in ("Input should be ", "Value should be "):
+    for prefix in ("Input should be ", "Value should be ", "Value error, "):
         if message.startswith(prefix):
             message = "must be " + message[len(prefix):]
             break

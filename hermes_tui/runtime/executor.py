@@ -360,18 +360,24 @@ class Executor:
         )
 
     def _record(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> dict[str, object]:
-        record = result.model_dump(mode="json")
-        record.update(
-            id=result.exec_id,
-            session=key.session,
-            kernel_id=result.kernel.id,
-            mode=key.mode,
-            cwd=key.cwd,
-            interpreter=key.interpreter,
-            code=code,
-            started_at=datetime.fromtimestamp(started_at).astimezone().isoformat(),
-            finished_at=datetime.now().astimezone().isoformat(),
-        )
+        # Small fields first, code and output last: `hermes_tui.cache` lists 10,000 records by
+        # reading only the head of each file.
+        first_line = next((line.strip() for line in code.splitlines() if line.strip()), "")
+        record = {
+            "id": result.exec_id,
+            "status": result.status,
+            "session": key.session,
+            "kernel_id": result.kernel.id,
+            "started_at": datetime.fromtimestamp(started_at).astimezone().isoformat(),
+            "finished_at": datetime.now().astimezone().isoformat(),
+            "title": first_line[:200],
+            "stdout_bytes_total": result.stdout_bytes_total,
+            "stdout_spill_path": result.stdout_spill_path,
+        }
+        rest = result.model_dump(mode="json")
+        output = rest.pop("output")
+        record.update({k: v for k, v in rest.items() if k not in record})
+        record.update(mode=key.mode, cwd=key.cwd, interpreter=key.interpreter, code=code, output=output)
         return record
 
 

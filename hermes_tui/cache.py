@@ -1,0 +1,278 @@
+"""The index of ``$HERMES_HOME/cache/exec``: our execution records and Hermes Agent's files.
+
+Two kinds of entries:
+
+* **records** — ``<exec_id>.json`` written by hermes-tui (with ``<exec_id>.stdout.txt`` when
+  the output was cut). Listing reads only the head of each record (the small fields come
+  first), so 10,000 of them list in well under a second.
+* **files** — anything else that holds output, e.g. Hermes Agent's ``stdout-<hash>.txt``
+  (no metadata: time and size come from the file, the title from its first line).
+
+Everything here blocks (it reads files): call it from a thread, never the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from hermes_tui.runtime.records import RECORD_FORMAT, RECORD_SUFFIX, SPILL_SUFFIX
+
+HEAD_BYTES = 4096
+"""How much of a record is read to list it."""
+TITLE_CHARS = 200
+BUSY_SECONDS = 600
+"""A spill with no record yet, changed this recently, may still be being written."""
+FRESH_SECONDS = 60
+"""Nothing changed this recently is pruned."""
+_FIELD_RE = {
+    name: re.compile(rf'"{name}": ("(?:[^"\\]|\\.)*"|null|-?\d+(?:\.\d+)?|true|false)')
+    for name in ("id", "status", "session", "kernel_id", "started_at", "title", "stdout_bytes_total",
+                 "stdout_spill_path", "format")
+}
+
+
+@dataclass(slots=True)
+class CacheEntry:
+    """One listed entry."""
+
+    id: str
+    path: Path
+    """The record (``.json``) or the file itself."""
+    kind: Literal["record", "file"]
+    when: float
+    """Start time (records) or modification time (files), epoch seconds."""
+    size: int
+    """Bytes of output (all of it, also when it was cut)."""
+    title: str
+    """First line of the code (records) or of the output (files)."""
+    status: str | None = None
+    session: str | None = None
+    kernel: str | None = None
+    spill: Path | None = None
+    files: list[Path] = field(default_factory=list)
+    """Every file that belongs to the entry (what deleting it removes)."""
+    disk_bytes: int = 0
+
+    @property
+    def output_file(self) -> Path | None:
+        """The file that holds the whole output, if there is one (None: it is in the record)."""
+        if self.kind == "file":
+            return self.path
+        return self.spill if self.spill is not None and self.spill.exists() else None
+
+    def matches(self, text: str = "", status: str | None = None, session: str | None = None,
+                since: float | None = None) -> bool:
+        """Filter: text in the title/id/session, exact status and session, not older than ``since``."""
+        if status and self.status != status:
+            return False
+        if session and self.session != session:
+            return False
+        if since is not None and self.when < since:
+            return False
+        needle = text.lower()
+        return not needle or any(needle in (v or "").lower() for v in (self.title, self.id, self.session, self.status))
+
+
+def _field(head: str, name: str) -> object:
+    match = _FIELD_RE[name].search(head)
+    if not match:
+        return None
+    try:
+        return json.loads(match.group(1))
+    except ValueError:
+        return None
+
+
+def _epoch(value: object, default: float) -> float:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            pass
+    return default
+
+
+def read_record(path: Path) -> CacheEntry | None:
+    """The entry of a hermes-tui record, from the head of the file (None if it is not one)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(HEAD_BYTES).decode("utf-8", "replace")
+            stat = os.fstat(handle.fileno())
+    except OSError:
+        return None
+    if _field(head, "format") != RECORD_FORMAT:
+        return None
+    if _field(head, "stdout_bytes_total") is None:  # an unusual layout: read it all
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        head = json.dumps({k: v for k, v in data.items() if k not in ("code", "output")})
+    spill_value = _field(head, "stdout_spill_path")
+    spill = Path(spill_value) if isinstance(spill_value, str) else None
+    files = [path]
+    disk = stat.st_size
+    sibling = path.with_name(path.name[: -len(RECORD_SUFFIX)] + SPILL_SUFFIX)
+    for candidate in {spill, sibling} - {None}:
+        try:
+            disk += candidate.stat().st_size  # type: ignore[union-attr]
+            files.append(candidate)  # type: ignore[arg-type]
+        except OSError:
+            continue
+    total = _field(head, "stdout_bytes_total")
+    return CacheEntry(
+        id=str(_field(head, "id") or path.stem),
+        path=path,
+        kind="record",
+        when=_epoch(_field(head, "started_at"), stat.st_mtime),
+        size=int(total) if isinstance(total, (int, float)) else 0,
+        title=str(_field(head, "title") or "")[:TITLE_CHARS],
+        status=_field(head, "status") if isinstance(_field(head, "status"), str) else None,  # type: ignore[arg-type]
+        session=_field(head, "session") if isinstance(_field(head, "session"), str) else None,  # type: ignore[arg-type]
+        kernel=_field(head, "kernel_id") if isinstance(_field(head, "kernel_id"), str) else None,  # type: ignore[arg-type]
+        spill=spill,
+        files=files,
+        disk_bytes=disk,
+    )
+
+
+def read_file_entry(path: Path) -> CacheEntry | None:
+    """The entry of a bare output file (Hermes Agent's ``stdout-<hash>.txt`` and the like)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512)
+            stat = os.fstat(handle.fileno())
+    except OSError:
+        return None
+    first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
+    name = path.name
+    return CacheEntry(id=name[: -len(".txt")] if name.endswith(".txt") else name, path=path, kind="file",
+                      when=stat.st_mtime, size=stat.st_size, title=first[:TITLE_CHARS], files=[path],
+                      disk_bytes=stat.st_size)
+
+
+def scan(folder: Path) -> list[CacheEntry]:
+    """Every entry in ``folder``, newest first. Blocking."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    records = {n[: -len(RECORD_SUFFIX)] for n in names if n.endswith(RECORD_SUFFIX) and not n.startswith(".")}
+    entries = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = folder / name
+        if name.endswith(RECORD_SUFFIX):
+            entry = read_record(path)
+        elif name.endswith(SPILL_SUFFIX) and name[: -len(SPILL_SUFFIX)] in records:
+            continue  # listed with its record
+        else:
+            entry = read_file_entry(path) if path.is_file() else None
+        if entry is not None:
+            entries.append(entry)
+    entries.sort(key=lambda e: e.when, reverse=True)
+    return entries
+
+
+def find(folder: Path, key: str) -> CacheEntry | None:
+    """The entry named by an id (or a unique prefix of one) or by a path."""
+    path = Path(key).expanduser()
+    if path.exists() and path.is_file():
+        if path.name.endswith(RECORD_SUFFIX):
+            return read_record(path) or read_file_entry(path)
+        record = path.with_name(path.name[: -len(SPILL_SUFFIX)] + RECORD_SUFFIX) if path.name.endswith(SPILL_SUFFIX) else None
+        return (read_record(record) if record and record.exists() else None) or read_file_entry(path)
+    matches = [e for e in scan(folder) if e.id == key]
+    if not matches:
+        matches = [e for e in scan(folder) if e.id.startswith(key)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def record_output(entry: CacheEntry) -> str:
+    """The capped output stored in a record (for records whose output was not cut)."""
+    try:
+        return str(json.loads(entry.path.read_text(encoding="utf-8")).get("output", ""))
+    except (OSError, ValueError):
+        return ""
+
+
+DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '30m', '12h', '7d', '2w' in seconds; raises ValueError with what is allowed."""
+    match = DURATION_RE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration: use a number and s, m, h, d or w (e.g. 7d, 12h)")
+    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[match.group(2).lower()]
+
+
+def parse_size(text: str) -> int:
+    """'500K', '200M', '1G', '1.5GB' in bytes; raises ValueError with what is allowed."""
+    match = SIZE_RE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size: use a number and K, M, G or T (e.g. 500M, 1G)")
+    return int(float(match.group(1)) * 1024 ** " kmgt".index(match.group(2).lower() or " "))
+
+
+@dataclass
+class PrunePlan:
+    """What a prune deletes, and what it keeps because it may still be in use."""
+
+    delete: list[CacheEntry]
+    kept_busy: list[CacheEntry]
+    bytes_freed: int
+
+
+def plan_prune(entries: Iterable[CacheEntry], *, older_than: float | None, max_size: int | None,
+               now: float | None = None, busy: Iterable[str] = ()) -> PrunePlan:
+    """Oldest entries past ``older_than`` seconds, then the oldest until the rest fit ``max_size``.
+
+    Never deleted: entries changed in the last minute, a spill without its record changed in
+    the last 10 minutes (a running execution may be writing it), and ids in ``busy``.
+    """
+    now = time.time() if now is None else now
+    busy_ids = set(busy)
+    candidates, kept = [], []
+    for entry in sorted(entries, key=lambda e: e.when):
+        newest = max((_mtime(p) for p in entry.files), default=entry.when)
+        in_use = (entry.id in busy_ids or now - newest < FRESH_SECONDS
+                  or (entry.kind == "file" and entry.path.name.endswith(SPILL_SUFFIX) and now - newest < BUSY_SECONDS))
+        (kept if in_use else candidates).append(entry)
+    delete = [e for e in candidates if older_than is not None and now - e.when > older_than]
+    if max_size is not None:
+        total = sum(e.disk_bytes for e in [*candidates, *kept]) - sum(e.disk_bytes for e in delete)
+        for entry in candidates:
+            if total <= max_size:
+                break
+            if entry not in delete:
+                delete.append(entry)
+                total -= entry.disk_bytes
+    return PrunePlan(delete, [e for e in kept if older_than is not None or max_size is not None],
+                     sum(e.disk_bytes for e in delete))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def delete_entry(entry: CacheEntry) -> None:
+    """Remove every file of an entry (missing ones are fine). Blocking."""
+    for path in entry.files:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue

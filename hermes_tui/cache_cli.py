@@ -1,0 +1,163 @@
+"""``hermes-tui cache ls | show | prune``: the saved outputs, on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import deque
+from datetime import datetime
+from pathlib import Path
+
+from hermes_tui.cache import CacheEntry, delete_entry, find, parse_duration, parse_size, plan_prune, record_output, scan
+from hermes_tui.config import Config
+from hermes_tui.paths import exec_cache_dir
+
+
+class CacheUsageError(Exception):
+    """Bad arguments; one line for the user."""
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The ``cache`` subcommand and its actions."""
+    cache = commands.add_parser("cache", help="list, show and prune saved outputs ($HERMES_HOME/cache/exec)")
+    what = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    ls = what.add_parser("ls", help="list entries, newest first")
+    ls.add_argument("--json", action="store_true", help="one JSON object per entry")
+    ls.add_argument("--session", help="only this session")
+    ls.add_argument("--status", choices=("success", "error", "timeout", "interrupted"))
+    ls.add_argument("--since", metavar="AGE", help="only newer than this (e.g. 2d, 12h)")
+    show = what.add_parser("show", help="print an entry's output (the full text when it was cut)")
+    show.add_argument("entry", metavar="ID|PATH")
+    show.add_argument("--head", type=int, metavar="N", help="only the first N lines")
+    show.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
+    prune = what.add_parser("prune", help="delete old entries (never one still being written)")
+    prune.add_argument("--older-than", metavar="AGE", help="e.g. 7d (default: cache.retention)")
+    prune.add_argument("--max-size", metavar="SIZE", help="e.g. 1G (default: cache.max_size)")
+    prune.add_argument("--dry-run", action="store_true", help="say what would go, delete nothing")
+
+
+def cache_command(args: argparse.Namespace, config: Config) -> int:
+    """Run one ``cache`` action; returns the exit code (2 for bad arguments)."""
+    folder = exec_cache_dir()
+    try:
+        if args.cache_command == "ls":
+            return _ls(folder, args)
+        if args.cache_command == "show":
+            return _show(folder, args)
+        return _prune(folder, args, config)
+    except CacheUsageError as exc:
+        print(f"hermes-tui: cache {args.cache_command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise CacheUsageError(str(exc)) from None
+
+
+def _human(size: int) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if size < 1024 or unit == "G":
+            return f"{size:.0f}{unit}" if unit == "B" else f"{size:.1f}{unit}"
+        size /= 1024
+    return f"{size}"
+
+
+def _row(entry: CacheEntry) -> str:
+    when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
+    return (f"{when}  {(entry.status or entry.kind):11}  {(entry.session or '-')[:14]:14}  {(entry.kernel or '-'):5}  "
+            f"{_human(entry.size):>7}  {entry.id}  {entry.title[:60]}")
+
+
+def _ls(folder: Path, args: argparse.Namespace) -> int:
+    since = time.time() - _duration(args.since) if args.since else None
+    entries = [e for e in scan(folder) if e.matches(status=args.status, session=args.session, since=since)]
+    for entry in entries:
+        if args.json:
+            print(json.dumps({"id": entry.id, "kind": entry.kind, "path": str(entry.path), "time": entry.when,
+                              "status": entry.status, "session": entry.session, "kernel": entry.kernel,
+                              "output_bytes": entry.size, "title": entry.title,
+                              "full_output": str(entry.output_file) if entry.output_file else None}))
+        else:
+            print(_row(entry))
+    if not entries and not args.json:
+        print(f"No entries in {folder}" + (" match." if (args.session or args.status or args.since) else "."))
+    return 0
+
+
+def _show(folder: Path, args: argparse.Namespace) -> int:
+    if args.head is not None and args.tail is not None:
+        raise CacheUsageError("give --head or --tail, not both")
+    entry = find(folder, args.entry)
+    if entry is None:
+        raise CacheUsageError(f"no entry {args.entry!r} (or the id prefix is ambiguous); see `hermes-tui cache ls`")
+    source = entry.output_file
+    out = sys.stdout
+    if source is None:  # the whole output is in the record
+        lines = record_output(entry).splitlines(keepends=True)
+        if args.head is not None:
+            lines = lines[: args.head]
+        elif args.tail is not None:
+            lines = lines[-args.tail:] if args.tail else []
+        out.write("".join(lines))
+        return 0
+    try:
+        handle = source.open("rb")
+    except OSError as exc:
+        raise CacheUsageError(f"cannot read {source}: {exc.strerror}") from None
+    with handle:  # streamed: a 1 GB file is never held whole
+        if args.head is not None:
+            for number, line in enumerate(handle):
+                if number >= args.head:
+                    break
+                out.buffer.write(line)
+        elif args.tail is not None:
+            for line in _tail(handle, args.tail):
+                out.buffer.write(line)
+        else:
+            while chunk := handle.read(1 << 20):
+                out.buffer.write(chunk)
+    out.flush()
+    return 0
+
+
+def _tail(handle, count: int) -> list[bytes]:
+    """The last ``count`` lines, read backwards from the end in blocks."""
+    if count <= 0:
+        return []
+    handle.seek(0, 2)
+    end = handle.tell()
+    data = b""
+    position = end
+    while position > 0 and data.count(b"\n") <= count:
+        step = min(1 << 16, position)
+        position -= step
+        handle.seek(position)
+        data = handle.read(step) + data
+    return list(deque(data.splitlines(keepends=True), maxlen=count)) if data else []
+
+
+def _prune(folder: Path, args: argparse.Namespace, config: Config) -> int:
+    older = args.older_than or config.cache.retention
+    size = args.max_size or config.cache.max_size
+    if older is None and size is None:
+        raise CacheUsageError("say what to prune: --older-than AGE and/or --max-size SIZE "
+                              "(or set cache.retention / cache.max_size in config.yaml)")
+    try:
+        max_size = parse_size(size) if size else None
+    except ValueError as exc:
+        raise CacheUsageError(str(exc)) from None
+    plan = plan_prune(scan(folder), older_than=_duration(older) if older else None, max_size=max_size)
+    verb = "would delete" if args.dry_run else "deleted"
+    for entry in plan.delete:
+        if not args.dry_run:
+            delete_entry(entry)
+        print(f"{verb}: {_row(entry)}")
+    for entry in plan.kept_busy:
+        print(f"kept (may still be in use): {entry.id}")
+    print(f"{verb} {len(plan.delete)} entries, {_human(plan.bytes_freed)}" + (" (dry run)" if args.dry_run else ""))
+    return 0
