@@ -37,10 +37,13 @@ from hermes_tui.runtime import (
 )
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.themes import DEFAULT_THEME, THEMES
+from hermes_tui.cache import find
 from hermes_tui.widgets.approval import ApprovalScreen
+from hermes_tui.widgets.cache_browser import CacheBrowser, EntryScreen
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
 from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
 from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.widgets.messages import OpenEntry
 from hermes_tui.widgets.output import OutputPane
 
 INPUT_HINT = "No model: type Python · !cmd · /help"
@@ -53,8 +56,9 @@ Enter runs the input once it is a complete statement (as in the Python REPL); an
 ends a block. A new input while a script runs interrupts that script first.
 
 * `!cmd` runs a shell command (asks for approval, like `terminal()` in scripts)
-* `/reset` starts a fresh kernel · `/kernels` · `/cache` · `/help` · `/quit`
-* Select a run (click, or Tab to it and Enter) to show its output in the output pane.
+* `/reset` starts a fresh kernel · `/kernels` · `/cache` (the output browser, also F9) · `/help` · `/quit`
+* Select a run (click, or Tab to it and Enter) to show its output in the output pane; `c` on
+  a run opens its saved entry.
 
 No model is configured: add `model:` to `$HERMES_HOME/config.yaml` to talk to one.""",
     "output": """# execute_code output
@@ -62,7 +66,8 @@ No model is configured: add `model:` to `$HERMES_HOME/config.yaml` to talk to on
 Live output of the running script (batched, the last 5,000 lines), then the result: at most
 the first 20,000 and last 30,000 bytes, with a marker where output was cut.
 
-* `o` opens the full output (in `$EDITOR`, or `less`) · `y` copies its path""",
+* `o` opens the full output (in `$EDITOR`, or `less`) · `y` copies its path · `c` opens the
+  run's entry in the output browser (pager, search, delete)""",
     "kernels": """# Kernels
 
 ○ idle · ● busy · ◍ starting · ⨂ dead · ☹ error. *reaped in* counts down to the idle reaper
@@ -94,6 +99,7 @@ class HermesApp(App[None]):
         Binding("f3", "focus_pane('output')", "Output", id="focus-output"),
         Binding("f4", "focus_pane('kernels')", "Kernels", id="focus-kernels"),
         Binding("f8", "toggle_maximize", "Maximise", id="maximize"),
+        Binding("f9", "open_cache", "Outputs", id="open-cache"),
         Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
         Binding("ctrl+r", "reset_session", "Reset kernel", id="reset-session"),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
@@ -291,8 +297,7 @@ class HermesApp(App[None]):
         elif name == "kernels":
             self.action_focus_pane("kernels")
         elif name == "cache":
-            conversation.add_note(f"Saved outputs and records are in {exec_cache_dir(self.home)}. "
-                                  "Select a run to see its output; `o` in the output pane opens the full file.")
+            self.action_open_cache()
         elif name == "help":
             self.action_help("conversation")
         elif name in ("quit", "exit"):
@@ -338,6 +343,18 @@ class HermesApp(App[None]):
             self.notify(str(exc), severity="warning")
             return
         await self.push_screen(VariablesScreen(kernel_id, variables))
+
+    def action_open_cache(self) -> None:
+        self.push_screen(CacheBrowser(exec_cache_dir(self.home)))
+
+    @on(OpenEntry)
+    async def _open_entry(self, event: OpenEntry) -> None:
+        await self.runtime.flush_records()
+        entry = await asyncio.to_thread(find, exec_cache_dir(self.home), event.exec_id)
+        if entry is None:
+            self.notify(f"No saved entry for {event.exec_id} (pruned?).", severity="warning")
+            return
+        await self.push_screen(EntryScreen(entry))
 
     @on(OutputPane.OpenPath)
     def _open_path(self, event: OutputPane.OpenPath) -> None:
@@ -402,6 +419,7 @@ class HermesApp(App[None]):
         yield SystemCommand("Focus output", "The execute_code output pane", lambda: self.action_focus_pane("output"))
         yield SystemCommand("Next theme", "Switch between dark, light and high contrast", self.action_cycle_theme)
         yield SystemCommand("Help", "Keys and commands of the focused pane", self.action_help)
+        yield SystemCommand("Output browser", "Every saved output in $HERMES_HOME/cache/exec", self.action_open_cache)
 
     # -- settings -------------------------------------------------------------------------
 

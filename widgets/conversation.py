@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.widgets import Label, Static, TextArea
 
 from hermes_tui.runtime.models import ExecResult
+from hermes_tui.widgets.messages import OpenEntry
 
 MAX_BLOCKS = 200
 """Blocks kept in the transcript (older ones are pruned: memory stays bounded)."""
@@ -126,6 +127,11 @@ class RunBlock(Static, can_focus=True):
 
     def key_enter(self) -> None:
         self.post_message(self.Selected(self))
+
+    def key_c(self) -> None:
+        """Open this run's saved entry in the output browser."""
+        if self.exec_id:
+            self.post_message(OpenEntry(self.exec_id))
 
 
 class ConversationPane(Vertical):

@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.widgets import Log, Static
 
 from hermes_tui.runtime.models import ExecResult
+from hermes_tui.widgets.messages import OpenEntry
 
 MAX_LINES = 5_000
 """Lines the pane keeps (the full output is in the record and the spill file)."""
@@ -39,6 +40,7 @@ class OutputPane(Vertical):
     BINDINGS = [
         Binding("o", "open_spill", "Open full output", id="output-open"),
         Binding("y", "copy_spill", "Copy path", id="output-copy"),
+        Binding("c", "open_entry", "Open entry", id="output-entry"),
     ]
 
     class OpenPath(Message):
@@ -185,6 +187,12 @@ class OutputPane(Vertical):
             self.post_message(self.OpenPath(self.spill_path))
         else:
             self.notify("This run's output was not cut: everything is shown here.")
+
+    def action_open_entry(self) -> None:
+        if self.exec_id and self.status != "running":
+            self.post_message(OpenEntry(self.exec_id))
+        else:
+            self.notify("No finished run to open yet.")
 
     def action_copy_spill(self) -> None:
         if self.spill_path:

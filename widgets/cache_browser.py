@@ -1,0 +1,303 @@
+"""The output browser: every entry of ``$HERMES_HOME/cache/exec``, live, and one entry in full."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import subprocess
+import time
+from datetime import datetime
+from pathlib import Path
+
+from rich.syntax import Syntax
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Input, Label, Static
+
+from hermes_tui.cache import CacheEntry, delete_entry, parse_duration, scan
+from hermes_tui.widgets.conversation import code_theme
+from hermes_tui.widgets.pager import Pager
+
+SORTS = ("time", "size", "status", "session")
+MARKER_NOTE = ("This run printed {total:,} bytes. The result kept the first 20,000 and the last 30,000, "
+               "with an OUTPUT TRUNCATED marker between them; below is the full output from {path}.")
+
+
+def parse_filter(text: str) -> tuple[str, dict[str, object]]:
+    """'error session:s1 since:2d boom' -> ('boom', {status, session, since}); bad tokens raise ValueError."""
+    words, options = [], {}
+    for token in text.split():
+        key, _, value = token.partition(":")
+        if value and key in ("status", "session"):
+            options[key] = value
+        elif value and key == "since":
+            options["since"] = time.time() - parse_duration(value)
+        elif token in ("success", "error", "timeout", "interrupted"):
+            options["status"] = token
+        else:
+            words.append(token)
+    return " ".join(words), options
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "K", "M", "G"):
+        if value < 1024 or unit == "G":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(size)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes or no; Esc and n say no."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical { width: 70; height: auto; border: thick $error; background: $surface; padding: 1; }
+    ConfirmScreen Horizontal { height: auto; margin-top: 1; }
+    ConfirmScreen Button { margin-right: 1; }
+    """
+    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm-yes"),
+                Binding("n,escape", "answer(False)", "No", id="confirm-no")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.question)
+            with Horizontal():
+                yield Button("y Delete", id="yes", variant="error")
+                yield Button("n Keep", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class EntryScreen(Screen[None]):
+    """One entry: what ran, and its whole output in the pager (or the record's capped output)."""
+
+    DEFAULT_CSS = """
+    EntryScreen #entry-head { height: auto; max-height: 14; padding: 0 1; background: $panel; }
+    EntryScreen #entry-note { color: $warning; padding: 0 1; height: auto; }
+    EntryScreen #entry-inline { height: 1fr; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back", id="entry-back"),
+        Binding("c", "copy_path", "Copy path", id="entry-copy"),
+        Binding("e", "edit", "Open in $EDITOR", id="entry-edit"),
+        Binding("D", "delete", "Delete", id="entry-delete"),
+    ]
+
+    def __init__(self, entry: CacheEntry) -> None:
+        super().__init__()
+        self.entry = entry
+        self.record: dict[str, object] = {}
+
+    def compose(self) -> ComposeResult:
+        entry = self.entry
+        when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
+        yield Static(f"[b]{entry.id}[/] · {entry.status or entry.kind} · {when} · session {entry.session or '—'} · "
+                     f"kernel {entry.kernel or '—'} · {entry.size:,} bytes · {entry.output_file or entry.path}",
+                     id="entry-title")
+        yield Static(id="entry-head")
+        yield Static(id="entry-note")
+        if entry.output_file is not None:
+            yield Pager(entry.output_file, id="entry-pager")
+        else:
+            with VerticalScroll(id="entry-inline"):
+                yield Static(id="entry-output", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load_record()
+        pager = self.query("#entry-pager")
+        if pager:
+            pager.first().focus()
+
+    @work(thread=True, exit_on_error=False)
+    def load_record(self) -> None:
+        if self.entry.kind != "record":
+            return
+        try:
+            record = json.loads(self.entry.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self.app.call_from_thread(self._note, "The record is gone (deleted or pruned).")
+            return
+        except (OSError, ValueError) as exc:
+            self.app.call_from_thread(self._note, f"The record cannot be read ({exc}); it may be half-written.")
+            return
+        self.app.call_from_thread(self._show_record, record)
+
+    def _note(self, text: str) -> None:
+        self.query_one("#entry-note", Static).update(text)
+
+    def _show_record(self, record: dict[str, object]) -> None:
+        self.record = record
+        code = str(record.get("code") or "")
+        self.query_one("#entry-head", Static).update(
+            Syntax(code, "python", line_numbers=True, word_wrap=True, background_color="default", theme=code_theme(self)))
+        if self.entry.output_file is not None and record.get("stdout_truncated"):
+            self._note(MARKER_NOTE.format(total=int(record.get("stdout_bytes_total") or 0), path=self.entry.output_file))
+        elif record.get("stdout_truncated"):
+            self._note("The output was cut (see the marker) and the full text was not saved.")
+        outputs = self.query("#entry-output")
+        if outputs:
+            outputs.first(Static).update(str(record.get("output") or "(no output)"))
+
+    def action_copy_path(self) -> None:
+        path = str(self.entry.output_file or self.entry.path)
+        self.app.copy_to_clipboard(path)
+        self.notify(f"Copied {path}")
+
+    def action_edit(self) -> None:
+        path = str(self.entry.output_file or self.entry.path)
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "less"
+        try:
+            with self.app.suspend():
+                subprocess.call([*shlex.split(editor), path])
+        except Exception as exc:  # no terminal to hand over (tests), or no such editor
+            self.notify(f"Could not open {path} with {editor}: {exc}", severity="error")
+
+    @work(exit_on_error=False)
+    async def action_delete(self) -> None:
+        names = ", ".join(p.name for p in self.entry.files)
+        if await self.app.push_screen_wait(ConfirmScreen(f"Delete {names}?")):
+            await asyncio.to_thread(delete_entry, self.entry)
+            self.notify(f"Deleted {self.entry.id}.")
+            self.app.pop_screen()
+
+
+class CacheBrowser(Screen[None]):
+    """Every saved output, newest first, filtered as you type, updated live."""
+
+    DEFAULT_CSS = """
+    CacheBrowser #cache-title { height: 1; padding: 0 1; background: $panel; }
+    CacheBrowser #cache-filter { margin: 0 0; }
+    CacheBrowser DataTable { height: 1fr; }
+    """
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="cache-back"),
+        Binding("ctrl+s", "sort", "Sort", id="cache-sort"),
+        Binding("ctrl+f", "focus_filter", "Filter", id="cache-filter"),
+        Binding("ctrl+d", "delete", "Delete", id="cache-delete"),
+    ]
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+        self.entries: list[CacheEntry] = []
+        self.shown: list[CacheEntry] = []
+        self.sort = "time"
+        self.loaded_in: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label(f"Saved outputs · {self.folder}", id="cache-title")
+        yield Input(placeholder="filter: text, or status:error session:NAME since:2d", id="cache-filter")
+        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="cache-table")
+        table.add_columns("time", "status", "session", "kernel", "output", "id", "first line")
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        self.reload()
+        self.watch_folder()
+
+    @work(exclusive=True, group="cache-scan", thread=True, exit_on_error=False)
+    def reload(self) -> None:
+        started = time.perf_counter()
+        entries = scan(self.folder)
+        self.app.call_from_thread(self._loaded, entries, time.perf_counter() - started)
+
+    @work(exclusive=True, group="cache-watch", exit_on_error=False)
+    async def watch_folder(self) -> None:
+        """Live: another process (Hermes Agent, a second app) writes here too."""
+        from watchfiles import awatch
+
+        await asyncio.to_thread(self.folder.mkdir, parents=True, exist_ok=True)
+        async for _ in awatch(self.folder, debounce=200, step=50, recursive=False):
+            self.reload()
+
+    def _loaded(self, entries: list[CacheEntry], seconds: float) -> None:
+        self.entries = entries
+        self.loaded_in = seconds
+        self._fill()
+
+    def _fill(self) -> None:
+        try:
+            text, options = parse_filter(self.query_one("#cache-filter", Input).value)
+        except ValueError as exc:
+            self.query_one("#cache-title", Label).update(f"filter: {exc}")
+            return
+        shown = [e for e in self.entries if e.matches(text, **options)]  # type: ignore[arg-type]
+        key = {"time": lambda e: -e.when, "size": lambda e: -e.size, "status": lambda e: (e.status or "", -e.when),
+               "session": lambda e: (e.session or "", -e.when)}[self.sort]
+        shown.sort(key=key)
+        self.shown = shown
+        table = self.query_one(DataTable)
+        selected = self._selected_id()
+        table.clear()
+        table.add_rows(
+            (datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, e.session or "—",
+             e.kernel or "—", _human(e.size), e.id, e.title[:80])
+            for e in shown
+        )
+        if selected:
+            index = next((i for i, e in enumerate(shown) if e.id == selected), None)
+            if index is not None:
+                table.move_cursor(row=index)
+        self.query_one("#cache-title", Label).update(
+            f"Saved outputs · {self.folder} · {len(shown):,} of {len(self.entries):,} · sorted by {self.sort}")
+
+    def _selected_id(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row].id
+
+    @on(Input.Changed, "#cache-filter")
+    def _filter(self) -> None:
+        self._fill()
+
+    @on(Input.Submitted, "#cache-filter")
+    def _to_table(self) -> None:
+        self.query_one(DataTable).focus()
+
+    @on(DataTable.RowSelected)
+    def _open(self, event: DataTable.RowSelected) -> None:
+        if 0 <= event.cursor_row < len(self.shown):
+            self.app.push_screen(EntryScreen(self.shown[event.cursor_row]))
+
+    def action_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self._fill()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#cache-filter", Input).focus()
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
+
+    @work(exit_on_error=False)
+    async def action_delete(self) -> None:
+        table = self.query_one(DataTable)
+        if not self.shown or table.cursor_row >= len(self.shown):
+            return
+        entry = self.shown[table.cursor_row]
+        if await self.app.push_screen_wait(ConfirmScreen(f"Delete {', '.join(p.name for p in entry.files)}?")):
+            await asyncio.to_thread(delete_entry, entry)
+            self.reload()

@@ -1,0 +1,13 @@
+"""Messages more than one pane sends."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class OpenEntry(Message):
+    """Show a run's saved entry (its record and full output) in the output browser."""
+
+    def __init__(self, exec_id: str) -> None:
+        super().__init__()
+        self.exec_id = exec_id
