@@ -25,18 +25,16 @@ from typing import Literal
 
 from hermes_tui.runtime.records import RECORD_FORMAT, RECORD_SUFFIX, SPILL_SUFFIX
 
-HEAD_BYTES = 4096
-"""How much of a record is read to list it."""
+HEAD_BYTES = 2048
+"""How much of a record is read to list it (the small fields come first)."""
 TITLE_CHARS = 200
 BUSY_SECONDS = 600
 """A spill with no record yet, changed this recently, may still be being written."""
 FRESH_SECONDS = 60
 """Nothing changed this recently is pruned."""
-_FIELD_RE = {
-    name: re.compile(rf'"{name}": ("(?:[^"\\]|\\.)*"|null|-?\d+(?:\.\d+)?|true|false)')
-    for name in ("id", "status", "session", "kernel_id", "started_at", "title", "stdout_bytes_total",
-                 "stdout_spill_path", "format")
-}
+_FIELD_RE = re.compile(r'"(\w+)": ("(?:[^"\\]|\\.)*"|null|-?\d+(?:\.\d+)?|true|false)')
+_WANTED = {"format", "id", "status", "session", "kernel_id", "started_at", "title", "stdout_bytes_total",
+           "stdout_spill_path"}
 
 
 @dataclass(slots=True)
@@ -59,7 +57,17 @@ class CacheEntry:
     spill: Path | None = None
     files: list[Path] = field(default_factory=list)
     """Every file that belongs to the entry (what deleting it removes)."""
-    disk_bytes: int = 0
+
+    @property
+    def disk_bytes(self) -> int:
+        """Bytes the entry's files take now (stats them: call off the event loop)."""
+        total = 0
+        for path in self.files:
+            try:
+                total += path.stat().st_size
+            except OSError:
+                continue
+        return total
 
     @property
     def output_file(self) -> Path | None:
@@ -81,14 +89,16 @@ class CacheEntry:
         return not needle or any(needle in (v or "").lower() for v in (self.title, self.id, self.session, self.status))
 
 
-def _field(head: str, name: str) -> object:
-    match = _FIELD_RE[name].search(head)
-    if not match:
-        return None
-    try:
-        return json.loads(match.group(1))
-    except ValueError:
-        return None
+def _fields(head: str) -> dict[str, object]:
+    """The small fields at the head of a record (first occurrence of each)."""
+    found: dict[str, object] = {}
+    for name, raw in _FIELD_RE.findall(head):
+        if name in _WANTED and name not in found:
+            try:
+                found[name] = json.loads(raw)
+            except ValueError:
+                continue
+    return found
 
 
 def _epoch(value: object, default: float) -> float:
@@ -100,47 +110,52 @@ def _epoch(value: object, default: float) -> float:
     return default
 
 
-def read_record(path: Path) -> CacheEntry | None:
-    """The entry of a hermes-tui record, from the head of the file (None if it is not one)."""
+def read_record(path: Path, names: set[str] | None = None) -> CacheEntry | None:
+    """The entry of a hermes-tui record, from the head of the file (None if it is not one).
+
+    ``names``: the folder's file names, when the caller has listed it (saves a stat per entry).
+    """
     try:
         with path.open("rb") as handle:
             head = handle.read(HEAD_BYTES).decode("utf-8", "replace")
-            stat = os.fstat(handle.fileno())
+            mtime = os.fstat(handle.fileno()).st_mtime
     except OSError:
         return None
-    if _field(head, "format") != RECORD_FORMAT:
+    fields = _fields(head)
+    if fields.get("format") != RECORD_FORMAT:
         return None
-    if _field(head, "stdout_bytes_total") is None:  # an unusual layout: read it all
+    if "stdout_bytes_total" not in fields:  # an unusual layout: read it all
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        head = json.dumps({k: v for k, v in data.items() if k not in ("code", "output")})
-    spill_value = _field(head, "stdout_spill_path")
+        fields = {k: v for k, v in data.items() if k in _WANTED}
+    spill_value = fields.get("stdout_spill_path")
     spill = Path(spill_value) if isinstance(spill_value, str) else None
     files = [path]
-    disk = stat.st_size
     sibling = path.with_name(path.name[: -len(RECORD_SUFFIX)] + SPILL_SUFFIX)
-    for candidate in {spill, sibling} - {None}:
-        try:
-            disk += candidate.stat().st_size  # type: ignore[union-attr]
-            files.append(candidate)  # type: ignore[arg-type]
-        except OSError:
-            continue
-    total = _field(head, "stdout_bytes_total")
+    if (sibling.name in names) if names is not None else sibling.exists():
+        files.append(sibling)
+    if spill is not None and spill != sibling and spill.parent == path.parent and spill.exists():
+        files.append(spill)
+
+    def text(name: str) -> str | None:
+        value = fields.get(name)
+        return value if isinstance(value, str) else None
+
+    total = fields.get("stdout_bytes_total")
     return CacheEntry(
-        id=str(_field(head, "id") or path.stem),
+        id=text("id") or path.stem,
         path=path,
         kind="record",
-        when=_epoch(_field(head, "started_at"), stat.st_mtime),
+        when=_epoch(fields.get("started_at"), mtime),
         size=int(total) if isinstance(total, (int, float)) else 0,
-        title=str(_field(head, "title") or "")[:TITLE_CHARS],
-        status=_field(head, "status") if isinstance(_field(head, "status"), str) else None,  # type: ignore[arg-type]
-        session=_field(head, "session") if isinstance(_field(head, "session"), str) else None,  # type: ignore[arg-type]
-        kernel=_field(head, "kernel_id") if isinstance(_field(head, "kernel_id"), str) else None,  # type: ignore[arg-type]
+        title=(text("title") or "")[:TITLE_CHARS],
+        status=text("status"),
+        session=text("session"),
+        kernel=text("kernel_id"),
         spill=spill,
         files=files,
-        disk_bytes=disk,
     )
 
 
@@ -155,8 +170,7 @@ def read_file_entry(path: Path) -> CacheEntry | None:
     first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
     name = path.name
     return CacheEntry(id=name[: -len(".txt")] if name.endswith(".txt") else name, path=path, kind="file",
-                      when=stat.st_mtime, size=stat.st_size, title=first[:TITLE_CHARS], files=[path],
-                      disk_bytes=stat.st_size)
+                      when=stat.st_mtime, size=stat.st_size, title=first[:TITLE_CHARS], files=[path])
 
 
 def scan(folder: Path) -> list[CacheEntry]:
@@ -166,13 +180,14 @@ def scan(folder: Path) -> list[CacheEntry]:
     except OSError:
         return []
     records = {n[: -len(RECORD_SUFFIX)] for n in names if n.endswith(RECORD_SUFFIX) and not n.startswith(".")}
+    listed = set(names)
     entries = []
     for name in names:
         if name.startswith("."):
             continue
         path = folder / name
         if name.endswith(RECORD_SUFFIX):
-            entry = read_record(path)
+            entry = read_record(path, listed)
         elif name.endswith(SPILL_SUFFIX) and name[: -len(SPILL_SUFFIX)] in records:
             continue  # listed with its record
         else:
@@ -250,16 +265,17 @@ def plan_prune(entries: Iterable[CacheEntry], *, older_than: float | None, max_s
                   or (entry.kind == "file" and entry.path.name.endswith(SPILL_SUFFIX) and now - newest < BUSY_SECONDS))
         (kept if in_use else candidates).append(entry)
     delete = [e for e in candidates if older_than is not None and now - e.when > older_than]
+    sizes = {id(e): e.disk_bytes for e in [*candidates, *kept]}
     if max_size is not None:
-        total = sum(e.disk_bytes for e in [*candidates, *kept]) - sum(e.disk_bytes for e in delete)
+        total = sum(sizes.values()) - sum(sizes[id(e)] for e in delete)
         for entry in candidates:
             if total <= max_size:
                 break
             if entry not in delete:
                 delete.append(entry)
-                total -= entry.disk_bytes
+                total -= sizes[id(entry)]
     return PrunePlan(delete, [e for e in kept if older_than is not None or max_size is not None],
-                     sum(e.disk_bytes for e in delete))
+                     sum(sizes[id(e)] for e in delete))
 
 
 def _mtime(path: Path) -> float:

@@ -17,13 +17,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Input, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 from hermes_tui.cache import CacheEntry, delete_entry, parse_duration, scan
 from hermes_tui.widgets.conversation import code_theme
+from hermes_tui.widgets.entry_list import EntryList
 from hermes_tui.widgets.pager import Pager
 
 SORTS = ("time", "size", "status", "session")
+COLUMNS = ("time", "status", "session", "kernel", "output", "id", "first line")
+WIDTHS = (19, 11, 16, 6, 9, 26, 70)
 MARKER_NOTE = ("This run printed {total:,} bytes. The result kept the first 20,000 and the last 30,000, "
                "with an OUTPUT TRUNCATED marker between them; below is the full output from {path}.")
 
@@ -187,7 +190,7 @@ class CacheBrowser(Screen[None]):
     DEFAULT_CSS = """
     CacheBrowser #cache-title { height: 1; padding: 0 1; background: $panel; }
     CacheBrowser #cache-filter { margin: 0 0; }
-    CacheBrowser DataTable { height: 1fr; }
+    CacheBrowser #cache-header { height: 1; text-style: bold; color: $primary; }
     """
     BINDINGS = [
         Binding("escape", "close", "Back", id="cache-back"),
@@ -207,13 +210,13 @@ class CacheBrowser(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Label(f"Saved outputs · {self.folder}", id="cache-title")
         yield Input(placeholder="filter: text, or status:error session:NAME since:2d", id="cache-filter")
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="cache-table")
-        table.add_columns("time", "status", "session", "kernel", "output", "id", "first line")
-        yield table
+        columns = EntryList(WIDTHS, id="cache-table")
+        yield Static(columns.format(COLUMNS), id="cache-header")
+        yield columns
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(EntryList).focus()
         self.reload()
         self.watch_folder()
 
@@ -247,27 +250,18 @@ class CacheBrowser(Screen[None]):
         key = {"time": lambda e: -e.when, "size": lambda e: -e.size, "status": lambda e: (e.status or "", -e.when),
                "session": lambda e: (e.session or "", -e.when)}[self.sort]
         shown.sort(key=key)
-        self.shown = shown
-        table = self.query_one(DataTable)
         selected = self._selected_id()
-        table.clear()
-        table.add_rows(
-            (datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, e.session or "—",
-             e.kernel or "—", _human(e.size), e.id, e.title[:80])
-            for e in shown
-        )
-        if selected:
-            index = next((i for i, e in enumerate(shown) if e.id == selected), None)
-            if index is not None:
-                table.move_cursor(row=index)
+        self.shown = shown
+        rows = [(datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, e.session or "—",
+                 e.kernel or "—", _human(e.size), e.id, e.title) for e in shown]
+        index = next((i for i, e in enumerate(shown) if e.id == selected), 0) if selected else 0
+        self.query_one(EntryList).set_rows(rows, cursor=index)
         self.query_one("#cache-title", Label).update(
             f"Saved outputs · {self.folder} · {len(shown):,} of {len(self.entries):,} · sorted by {self.sort}")
 
     def _selected_id(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not table.row_count or table.cursor_row >= len(self.shown):
-            return None
-        return self.shown[table.cursor_row].id
+        cursor = self.query_one(EntryList).cursor
+        return self.shown[cursor].id if 0 <= cursor < len(self.shown) else None
 
     @on(Input.Changed, "#cache-filter")
     def _filter(self) -> None:
@@ -275,12 +269,12 @@ class CacheBrowser(Screen[None]):
 
     @on(Input.Submitted, "#cache-filter")
     def _to_table(self) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(EntryList).focus()
 
-    @on(DataTable.RowSelected)
-    def _open(self, event: DataTable.RowSelected) -> None:
-        if 0 <= event.cursor_row < len(self.shown):
-            self.app.push_screen(EntryScreen(self.shown[event.cursor_row]))
+    @on(EntryList.Selected)
+    def _open(self, event: EntryList.Selected) -> None:
+        if 0 <= event.index < len(self.shown):
+            self.app.push_screen(EntryScreen(self.shown[event.index]))
 
     def action_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
@@ -294,10 +288,10 @@ class CacheBrowser(Screen[None]):
 
     @work(exit_on_error=False)
     async def action_delete(self) -> None:
-        table = self.query_one(DataTable)
-        if not self.shown or table.cursor_row >= len(self.shown):
+        cursor = self.query_one(EntryList).cursor
+        if not 0 <= cursor < len(self.shown):
             return
-        entry = self.shown[table.cursor_row]
+        entry = self.shown[cursor]
         if await self.app.push_screen_wait(ConfirmScreen(f"Delete {', '.join(p.name for p in entry.files)}?")):
             await asyncio.to_thread(delete_entry, entry)
             self.reload()
