@@ -168,3 +168,45 @@ async def test_browser_lists_live_opens_and_survives_vanished_files(hermes_home:
         locked.chmod(0)
         await until(lambda: any(e.path == locked for e in browser.entries))
         assert app.is_running
+
+
+async def test_unreadable_and_half_written_entries_show_a_clear_state(hermes_home: Path, tmp_path: Path) -> None:
+    from textual.app import App, ComposeResult
+
+    from hermes_tui.cache import CacheEntry
+    from hermes_tui.widgets.cache_browser import EntryScreen
+    from hermes_tui.widgets.pager import Pager
+
+    not_a_file = tmp_path / "a-directory"  # unreadable as a file, even for root
+    not_a_file.mkdir()
+
+    class PagerApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Pager(not_a_file)
+
+    app = PagerApp()
+    async with app.run_test() as pilot:
+        pager = app.query_one(Pager)
+        for _ in range(100):
+            if pager.problem:
+                break
+            await pilot.pause(0.05)
+        assert pager.problem and pager.problem.startswith(f"cannot read {not_a_file}")
+
+    half = tmp_path / "20261129-120000-abcdef01.json"
+    half.write_text('{"format": "hermes-tui/exec-record/1", "id": "20261129-120000-abcdef01", "status": "succ')
+    entry = CacheEntry(id="x", path=half, kind="record", when=0, size=0, title="", files=[half])
+
+    class EntryApp(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(EntryScreen(entry))
+
+    app2 = EntryApp()
+    async with app2.run_test() as pilot:
+        note = ""
+        for _ in range(100):
+            note = str(app2.screen.query_one("#entry-note").render())
+            if note:
+                break
+            await pilot.pause(0.05)
+        assert "cannot be read" in note and "half-written" in note
