@@ -269,6 +269,7 @@ class HermesApp(App[None]):
             result = await self.runtime.execute_code(code, session=self.session, cwd=self.cwd, origin="user")
         finally:
             self._running -= 1
+        self.query_one(OutputPane).finish(result)  # the pane and the block agree at once
         block.set_result(result)
 
     @work(group="exec", exit_on_error=False)

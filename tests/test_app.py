@@ -60,15 +60,14 @@ async def test_run_code_shows_output_and_keeps_state(hermes_home: Path, tmp_path
         await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
         await submit(pilot, app, "for i in range(3):\n    print(x + i)\n")
         await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success")
-        assert log_text(app).startswith("41\n42\n43")
+        await wait_until(pilot, lambda: log_text(app).startswith("41\n42\n43"))
         assert "success" in str(app.query_one("#output-header").render())
         await submit(pilot, app, "1 / 0")
         await wait_until(pilot, lambda: len(blocks(app)) == 3 and blocks(app)[-1].status == "error")
-        assert "ZeroDivisionError" in log_text(app)
+        await wait_until(pilot, lambda: "ZeroDivisionError" in log_text(app))
         blocks(app)[1].focus()
         await pilot.press("enter")  # a past run's output comes back
-        await pilot.pause(0.1)
-        assert log_text(app).startswith("41\n42\n43")
+        await wait_until(pilot, lambda: log_text(app).startswith("41\n42\n43"))
 
 
 async def test_live_output_streams_while_the_script_runs(hermes_home: Path, tmp_path: Path) -> None:
@@ -78,7 +77,7 @@ async def test_live_output_streams_while_the_script_runs(hermes_home: Path, tmp_
         await wait_until(pilot, lambda: "tick" in log_text(app))
         assert blocks(app)[-1].status == "running" and "running" in str(app.query_one("#output-header").render())
         await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
-        assert log_text(app).startswith("tick\ntock")
+        await wait_until(pilot, lambda: log_text(app).startswith("tick\ntock"))
 
 
 @pytest.mark.parametrize(
@@ -102,7 +101,7 @@ async def test_terminal_in_a_script_asks_in_a_dialog(
             await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
             await pilot.press("1")
         await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
-        assert log_text(app).startswith(f"['{expected}', 'ran']")
+        await wait_until(pilot, lambda: log_text(app).startswith(f"['{expected}', 'ran']"))
     if keys == ["a"]:
         assert "exact: echo hi" in (hermes_home / "tui" / "allowlist.yaml").read_text()
     if keys[0] == "r":
@@ -116,7 +115,7 @@ async def test_unanswered_dialog_is_denied_and_closed(hermes_home: Path, tmp_pat
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await wait_until(pilot, lambda: blocks(app)[-1].status == "success", timeout=10)
         assert not isinstance(app.screen, ApprovalScreen)
-        assert "no answer within 1s" in log_text(app)
+        await wait_until(pilot, lambda: "no answer within 1s" in log_text(app))
 
 
 async def test_injected_turn_asks_for_the_whole_script(hermes_home: Path, tmp_path: Path) -> None:
@@ -159,7 +158,7 @@ async def test_kernels_pane_actions_and_variables(hermes_home: Path, tmp_path: P
         await wait_until(pilot, lambda: pane.kernels and pane.kernels[0].state == "busy")
         await pilot.press("i")  # interrupt
         await wait_until(pilot, lambda: blocks(app)[-1].status == "interrupted")
-        assert "[execution interrupted" in log_text(app)
+        await wait_until(pilot, lambda: "[execution interrupted" in log_text(app))
 
 
 async def test_commands_help_theme_and_maximise(hermes_home: Path, tmp_path: Path) -> None:
@@ -169,8 +168,8 @@ async def test_commands_help_theme_and_maximise(hermes_home: Path, tmp_path: Pat
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
         await submit(pilot, app, "/nonsense")
-        await pilot.pause(0.1)
-        assert "Unknown command /nonsense" in str(app.query(".note").last().render())
+        await wait_until(pilot, lambda: app.query(".note") and
+                         "Unknown command /nonsense" in str(app.query(".note").last().render()))
         theme = app.theme
         await pilot.press("ctrl+t")
         assert app.theme != theme
@@ -202,7 +201,7 @@ async def test_bang_runs_a_terminal_command_through_approvals(hermes_home: Path,
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.press("o")
         await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
-        assert "from-the-shell" in str(app.query(".note").last().render())
+        await wait_until(pilot, lambda: app.query(".note") and "from-the-shell" in str(app.query(".note").last().render()))
 
 
 async def test_yolo_badge(hermes_home: Path, tmp_path: Path) -> None:
