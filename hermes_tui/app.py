@@ -43,7 +43,7 @@ from hermes_tui.widgets.cache_browser import CacheBrowser, EntryScreen
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
 from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
 from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.messages import OpenEntry
+from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.output import OutputPane
 
 INPUT_HINT = "No model: type Python · !cmd · /help"
@@ -357,8 +357,8 @@ class HermesApp(App[None]):
             return
         await self.push_screen(EntryScreen(entry))
 
-    @on(OutputPane.OpenPath)
-    def _open_path(self, event: OutputPane.OpenPath) -> None:
+    @on(OpenInEditor)
+    def _open_path(self, event: OpenInEditor) -> None:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "less"
         try:
             with self.suspend():

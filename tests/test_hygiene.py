@@ -58,3 +58,14 @@ def test_widgets_and_themes_install_inside_the_package() -> None:
     assert importlib.util.find_spec("widgets") is None
     assert importlib.util.find_spec("themes") is None
     assert (RUNTIME / "child" / "driver.py").is_file()
+
+
+def test_widgets_touch_no_processes_or_sockets() -> None:
+    import hermes_tui.widgets
+
+    folder = Path(hermes_tui.widgets.__file__).parent
+    offenders = [
+        path.name for path in folder.glob("*.py")
+        if re.search(r"^\s*(import|from)\s+(subprocess|socket|multiprocessing)\b", path.read_text(), re.MULTILINE)
+    ]
+    assert offenders == []

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shlex
-import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +19,7 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from hermes_tui.cache import CacheEntry, delete_entry, parse_duration, scan
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.entry_list import EntryList
+from hermes_tui.widgets.messages import OpenInEditor
 from hermes_tui.widgets.pager import Pager
 
 SORTS = ("time", "size", "status", "session")
@@ -88,6 +86,16 @@ class ConfirmScreen(ModalScreen[bool]):
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
+
+
+async def confirm_and_delete(screen: Screen[None], entry: CacheEntry) -> bool:
+    """Ask, then delete every file of ``entry`` (off the loop). True if it was deleted."""
+    names = ", ".join(p.name for p in entry.files)
+    if not await screen.app.push_screen_wait(ConfirmScreen(f"Delete {names}?")):
+        return False
+    await asyncio.to_thread(delete_entry, entry)
+    screen.notify(f"Deleted {entry.id}.")
+    return True
 
 
 class EntryScreen(Screen[None]):
@@ -167,20 +175,11 @@ class EntryScreen(Screen[None]):
         self.notify(f"Copied {path}")
 
     def action_edit(self) -> None:
-        path = str(self.entry.output_file or self.entry.path)
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "less"
-        try:
-            with self.app.suspend():
-                subprocess.call([*shlex.split(editor), path])
-        except Exception as exc:  # no terminal to hand over (tests), or no such editor
-            self.notify(f"Could not open {path} with {editor}: {exc}", severity="error")
+        self.post_message(OpenInEditor(str(self.entry.output_file or self.entry.path)))
 
     @work(exit_on_error=False)
     async def action_delete(self) -> None:
-        names = ", ".join(p.name for p in self.entry.files)
-        if await self.app.push_screen_wait(ConfirmScreen(f"Delete {names}?")):
-            await asyncio.to_thread(delete_entry, self.entry)
-            self.notify(f"Deleted {self.entry.id}.")
+        if await confirm_and_delete(self, self.entry):
             self.app.pop_screen()
 
 
@@ -291,7 +290,5 @@ class CacheBrowser(Screen[None]):
         cursor = self.query_one(EntryList).cursor
         if not 0 <= cursor < len(self.shown):
             return
-        entry = self.shown[cursor]
-        if await self.app.push_screen_wait(ConfirmScreen(f"Delete {', '.join(p.name for p in entry.files)}?")):
-            await asyncio.to_thread(delete_entry, entry)
+        if await confirm_and_delete(self, self.shown[cursor]):
             self.reload()

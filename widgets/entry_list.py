@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from rich.segment import Segment
-from rich.style import Style
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message

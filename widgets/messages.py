@@ -11,3 +11,11 @@ class OpenEntry(Message):
     def __init__(self, exec_id: str) -> None:
         super().__init__()
         self.exec_id = exec_id
+
+
+class OpenInEditor(Message):
+    """Open a file in the user's ``$VISUAL``/``$EDITOR`` (else ``less``); the app suspends."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path

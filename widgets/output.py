@@ -7,11 +7,10 @@ import time
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Log, Static
 
 from hermes_tui.runtime.models import ExecResult
-from hermes_tui.widgets.messages import OpenEntry
+from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 
 MAX_LINES = 5_000
 """Lines the pane keeps (the full output is in the record and the spill file)."""
@@ -42,13 +41,6 @@ class OutputPane(Vertical):
         Binding("y", "copy_spill", "Copy path", id="output-copy"),
         Binding("c", "open_entry", "Open entry", id="output-entry"),
     ]
-
-    class OpenPath(Message):
-        """Asks the app to open a file (the full output) in the pager or $EDITOR."""
-
-        def __init__(self, path: str) -> None:
-            super().__init__()
-            self.path = path
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -184,7 +176,7 @@ class OutputPane(Vertical):
 
     def action_open_spill(self) -> None:
         if self.spill_path:
-            self.post_message(self.OpenPath(self.spill_path))
+            self.post_message(OpenInEditor(self.spill_path))
         else:
             self.notify("This run's output was not cut: everything is shown here.")
 
