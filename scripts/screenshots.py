@@ -76,6 +76,13 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.press("ctrl+t")
         await pilot.press("ctrl+t")
         await pilot.pause(0.3)
+        await run(pilot, "for i in range(5000):\n    print(f'row {i:05d}: ' + 'data ' * 8)\n")
+        await pilot.press("f9")
+        await pilot.pause(1.0)
+        save("output-browser")
+        await pilot.press("enter")
+        await pilot.pause(1.0)
+        save("pager")
     return shots
 
 
