@@ -71,7 +71,11 @@ class ApprovalsConfig(_Section):
     @classmethod
     def _yaml_off(cls, value: Any) -> Any:
         # YAML 1.1 reads a bare `mode: off` as the boolean false.
-        return "off" if value is False else value
+        if value is False:
+            return "off"
+        # Hermes Agent's `smart` has an auxiliary model judge flagged commands; with no such
+        # model here, its closest equal is `dangerous`: unflagged commands run, flagged ask.
+        return "dangerous" if value == "smart" else value
 
 
 class WebConfig(_Section):

@@ -49,6 +49,9 @@ def test_reads_hermes_home_config_and_keeps_unknown_keys(hermes_home: Path) -> N
 
 def test_bare_off_in_yaml_means_approvals_off() -> None:
     assert parse_config("approvals:\n  mode: off\n").approvals.mode == "off"
+    # Hermes Agent's default `smart` (an auxiliary model judges) works here as `dangerous`.
+    hermes = parse_config("approvals:\n  mode: smart\n  timeout: 300\n  cron_mode: deny\n")
+    assert hermes.approvals.mode == "dangerous" and hermes.approvals.timeout == 300
     with pytest.raises(ConfigError, match="approvals.mode = True is not allowed"):
         parse_config("approvals:\n  mode: on\n")
 
