@@ -13,6 +13,7 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -37,11 +38,13 @@ from hermes_tui.runtime import (
 )
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.themes import DEFAULT_THEME, THEMES
-from hermes_tui.cache import find
-from hermes_tui.widgets.approval import ApprovalScreen
-from hermes_tui.widgets.cache_browser import CacheBrowser, EntryScreen
+
+if TYPE_CHECKING:
+    from hermes_tui.widgets.approval import ApprovalScreen
+
+# Screens not on the first frame (dialogs, help, the output browser) are imported when first
+# opened: the first screen comes up sooner.
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
-from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.output import OutputPane
@@ -140,15 +143,21 @@ class HermesApp(App[None]):
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = await asyncio.to_thread(self._remembered_theme)
-        await self.runtime.start()
         self._update_topbar()
         self.query_one(PromptInput).focus()
         self.follow_events()
+        self.start_runtime()  # after the first frame: the screen does not wait for it
         self.set_interval(1.0, self.refresh_kernels)
         self.set_interval(0.25, self._live_tool_calls)
 
     async def on_unmount(self) -> None:
         await self.runtime.aclose()
+
+    @work(group="runtime", exit_on_error=False)
+    async def start_runtime(self) -> None:
+        """Ready the runtime (temp dir, cache dir, approval rules); kernels start on first use."""
+        await self.runtime.start()
+        self._update_topbar()
 
     def _update_topbar(self) -> None:
         yolo = " [reverse bold red] YOLO: approvals off [/]" if self.runtime.yolo else ""
@@ -230,6 +239,8 @@ class HermesApp(App[None]):
             self._waiting_approvals -= 1
             if answer.done():  # withdrawn while it waited in line
                 return
+            from hermes_tui.widgets.approval import ApprovalScreen
+
             screen = ApprovalScreen(request, waiting=self._waiting_approvals)
             self._dialogs[request.id] = screen
             try:
@@ -343,13 +354,20 @@ class HermesApp(App[None]):
         except (LookupError, RuntimeError, Exception) as exc:
             self.notify(str(exc), severity="warning")
             return
+        from hermes_tui.widgets.dialogs import VariablesScreen
+
         await self.push_screen(VariablesScreen(kernel_id, variables))
 
     def action_open_cache(self) -> None:
+        from hermes_tui.widgets.cache_browser import CacheBrowser
+
         self.push_screen(CacheBrowser(exec_cache_dir(self.home)))
 
     @on(OpenEntry)
     async def _open_entry(self, event: OpenEntry) -> None:
+        from hermes_tui.cache import find
+        from hermes_tui.widgets.cache_browser import EntryScreen
+
         await self.runtime.flush_records()
         entry = await asyncio.to_thread(find, exec_cache_dir(self.home), event.exec_id)
         if entry is None:
@@ -393,6 +411,8 @@ class HermesApp(App[None]):
     def action_help(self, pane: str | None = None) -> None:
         if pane is None:
             pane = {OutputPane: "output", KernelsPane: "kernels"}.get(type(self._focused_pane()), "conversation")
+        from hermes_tui.widgets.dialogs import HelpScreen
+
         keys = "\n".join(f"* `{b.key}` {b.description}" for b in self.BINDINGS)
         self.push_screen(HelpScreen(HELP[pane] + "\n\n## Everywhere\n\n" + keys + "\n* `ctrl+p` command palette"))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import codeop
 
 from rich.console import Group
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -113,6 +112,8 @@ class RunBlock(Static, can_focus=True):
         self._render_block()
 
     def _render_block(self) -> None:
+        from rich.syntax import Syntax  # Pygments loads on the first run, not at start-up
+
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
         code = Syntax(self.code, "bash" if self.kind == "shell" else "python", background_color="default",
                       word_wrap=True, theme=code_theme(self))
