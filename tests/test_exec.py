@@ -290,3 +290,14 @@ async def test_bad_cwd_and_arguments(runtime: Runtime, tmp_path: Path) -> None:
 
 def test_pid_helpers_work() -> None:
     assert pid_running(os.getpid())
+
+
+async def test_concurrent_first_calls_share_one_start(hermes_home: Path) -> None:
+    rt = Runtime(home=hermes_home)
+    try:
+        results = await asyncio.gather(rt.start(), rt.execute_code("x = 1", session="a"),
+                                       rt.execute_code("print('b')", session="b"))
+        assert results[1].status == "success" and results[2].output == "b\n"
+        assert len(rt.kernels()) == 2
+    finally:
+        await rt.aclose()

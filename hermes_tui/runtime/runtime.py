@@ -63,6 +63,7 @@ class Runtime:
         self._pool: KernelPool | None = None
         self._executor: Executor | None = None
         self._interpreters: dict[tuple[str | None, str | None], Choice] = {}
+        self._starting: asyncio.Future[None] | None = None
 
     @property
     def host_env(self) -> dict[str, str] | os._Environ[str]:
@@ -72,9 +73,15 @@ class Runtime:
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> Runtime:
-        """Prepare directories; kernels start lazily on first use."""
-        if self._pool is not None:
+        """Prepare directories; kernels start lazily on first use. Safe to call concurrently."""
+        if self._executor is not None:  # set last: everything is ready
             return self
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._starting)
+        return self
+
+    async def _start(self) -> None:
         await self.gate.load_rules()
         self._staging_root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="hermes-tui-"))
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
@@ -86,13 +93,13 @@ class Runtime:
             self._pool, bus=self.bus, cache_dir=self.cache_dir, staging_root=self._staging_root,
             config=self.config, gate=self.gate, prepare_standalone=self._prepare_standalone,
         )
-        return self
 
     async def aclose(self) -> None:
         """Stop every running script and kernel, then remove the staging directory."""
-        if self._pool is None:
+        if self._starting is not None and not self._starting.done():
+            await asyncio.wait({self._starting})  # a start under way finishes first
+        if self._pool is None or self._executor is None:
             return
-        assert self._executor is not None
         for session in {r.session for r in self._executor.running.values()}:
             self._executor.interrupt(session, DISPOSED_NOTICE)
         await self._pool.close()
@@ -101,6 +108,8 @@ class Runtime:
             await asyncio.to_thread(shutil.rmtree, self._staging_root, True)
         self.bus.close()
         self._pool = None
+        self._executor = None
+        self._starting = None
 
     async def __aenter__(self) -> Runtime:
         return await self.start()
