@@ -10,7 +10,7 @@ from collections import deque
 from hermes_tui.config import Config
 from hermes_tui.paths import config_path, hermes_home
 from hermes_tui.runtime.approvals import audit_path
-from hermes_tui.runtime.rules import allowlist_path, load_allowlist, remove_rule, rule_from_config
+from hermes_tui.runtime.rules import active_rules, allowlist_path, remove_rule
 
 
 def approvals_command(args: argparse.Namespace, config: Config) -> int:
@@ -25,9 +25,7 @@ def approvals_command(args: argparse.Namespace, config: Config) -> int:
 
 def _rules(config: Config, home) -> int:
     source = config.source or config_path(home)
-    rules = [rule_from_config(text, source) for text in config.command_allowlist if text.strip()]
-    stored, problem = load_allowlist(allowlist_path(home))
-    rules += stored
+    rules, problem = active_rules(config.command_allowlist, source, home)
     print(f"approvals.mode: {config.approvals.mode}   approvals.timeout: {config.approvals.timeout:g}s")
     if problem:
         print(f"warning: {problem}", file=sys.stderr)

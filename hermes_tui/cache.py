@@ -220,6 +220,15 @@ def record_output(entry: CacheEntry) -> str:
         return ""
 
 
+def human_size(size: float, sep: str = "") -> str:
+    """'12B', '195.3K', '1.2G' (``sep`` goes between number and unit)."""
+    for unit in ("B", "K", "M", "G"):
+        if size < 1024 or unit == "G":
+            return f"{size:.0f}{sep}{unit}" if unit == "B" else f"{size:.1f}{sep}{unit}"
+        size /= 1024
+    return f"{size}"
+
+
 DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 

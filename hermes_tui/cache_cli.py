@@ -10,7 +10,7 @@ from collections import deque
 from datetime import datetime
 from pathlib import Path
 
-from hermes_tui.cache import CacheEntry, delete_entry, find, parse_duration, parse_size, plan_prune, record_output, scan
+from hermes_tui.cache import CacheEntry, delete_entry, find, human_size, parse_duration, parse_size, plan_prune, record_output, scan
 from hermes_tui.config import Config
 from hermes_tui.paths import exec_cache_dir
 
@@ -59,18 +59,10 @@ def _duration(text: str) -> float:
         raise CacheUsageError(str(exc)) from None
 
 
-def _human(size: int) -> str:
-    for unit in ("B", "K", "M", "G"):
-        if size < 1024 or unit == "G":
-            return f"{size:.0f}{unit}" if unit == "B" else f"{size:.1f}{unit}"
-        size /= 1024
-    return f"{size}"
-
-
 def _row(entry: CacheEntry) -> str:
     when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
     return (f"{when}  {(entry.status or entry.kind):11}  {(entry.session or '-')[:14]:14}  {(entry.kernel or '-'):5}  "
-            f"{_human(entry.size):>7}  {entry.id}  {entry.title[:60]}")
+            f"{human_size(entry.size):>7}  {entry.id}  {entry.title[:60]}")
 
 
 def _ls(folder: Path, args: argparse.Namespace) -> int:
@@ -159,5 +151,5 @@ def _prune(folder: Path, args: argparse.Namespace, config: Config) -> int:
         print(f"{verb}: {_row(entry)}")
     for entry in plan.kept_busy:
         print(f"kept (may still be in use): {entry.id}")
-    print(f"{verb} {len(plan.delete)} entries, {_human(plan.bytes_freed)}" + (" (dry run)" if args.dry_run else ""))
+    print(f"{verb} {len(plan.delete)} entries, {human_size(plan.bytes_freed)}" + (" (dry run)" if args.dry_run else ""))
     return 0

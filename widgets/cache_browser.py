@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
-from hermes_tui.cache import CacheEntry, delete_entry, parse_duration, scan
+from hermes_tui.cache import CacheEntry, delete_entry, human_size, parse_duration, scan
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.entry_list import EntryList
 from hermes_tui.widgets.messages import OpenInEditor
@@ -43,15 +43,6 @@ def parse_filter(text: str) -> tuple[str, dict[str, object]]:
         else:
             words.append(token)
     return " ".join(words), options
-
-
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "K", "M", "G"):
-        if value < 1024 or unit == "G":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return str(size)
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -252,7 +243,7 @@ class CacheBrowser(Screen[None]):
         selected = self._selected_id()
         self.shown = shown
         rows = [(datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, e.session or "—",
-                 e.kernel or "—", _human(e.size), e.id, e.title) for e in shown]
+                 e.kernel or "—", human_size(e.size, " "), e.id, e.title) for e in shown]
         index = next((i for i, e in enumerate(shown) if e.id == selected), 0) if selected else 0
         self.query_one(EntryList).set_rows(rows, cursor=index)
         self.query_one("#cache-title", Label).update(

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from hermes_tui.runtime.danger import analyze
-from hermes_tui.runtime.rules import Rule, add_rule, allowlist_path, load_allowlist, rule_from_config
+from hermes_tui.runtime.rules import Rule, active_rules, add_rule, allowlist_path
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -144,10 +144,9 @@ class ApprovalGate:
         self.mode = self.config.approvals.mode
         self.timeout = self.config.approvals.timeout
         source = self.config.source or (self.home / "config.yaml")
-        stored, problem = await asyncio.to_thread(load_allowlist, allowlist_path(self.home))
-        self.rules = [rule_from_config(text, source) for text in self.config.command_allowlist if text.strip()]
-        self.rules += stored
-        self.rules_problem = problem
+        self.rules, self.rules_problem = await asyncio.to_thread(
+            active_rules, list(self.config.command_allowlist), source, self.home
+        )
 
     def forget_session(self, session: str) -> None:
         """Drop the "session" answers of ``session``."""

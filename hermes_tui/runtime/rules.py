@@ -58,6 +58,13 @@ def rule_from_config(text: str, source: Path) -> Rule:
     return Rule(text, kind, source)
 
 
+def active_rules(allowlist: list[str], config_file: Path, home: Path) -> tuple[list[Rule], str | None]:
+    """Every rule in force: config.yaml's ``command_allowlist``, then allowlist.yaml. Blocking."""
+    rules = [rule_from_config(text, config_file) for text in allowlist if text.strip()]
+    stored, problem = load_allowlist(allowlist_path(home))
+    return rules + stored, problem
+
+
 def load_allowlist(path: Path) -> tuple[list[Rule], str | None]:
     """Rules stored in ``allowlist.yaml``, and a problem with the file if it has one. Blocking."""
     try:

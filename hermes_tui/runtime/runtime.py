@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -303,8 +304,6 @@ class Runtime:
     ) -> tuple[KernelKey, str | None]:
         if mode == "strict":
             # Strict: a private temp dir as cwd (made per kernel) and the host's Python.
-            import sys
-
             return KernelKey(session, mode, sys.executable, STAGING_CWD, tools), None
         env = self.host_env
         which = (env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"))
