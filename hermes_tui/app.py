@@ -21,10 +21,25 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from rich.markup import escape
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from hermes_tui import __version__
+from hermes_tui import store as db
+from hermes_tui.agent.loop import (
+    Agent,
+    AgentEvent,
+    Notice,
+    ReplyDone,
+    ReplyText,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnQueued,
+    TurnStarted,
+)
+from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
 from hermes_tui.config import Config
 from hermes_tui.paths import exec_cache_dir, hermes_home, tui_dir
 from hermes_tui.runtime import (
@@ -44,26 +59,35 @@ if TYPE_CHECKING:
 
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
 # opened: the first screen comes up sooner.
-from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
+from hermes_tui.widgets.conversation import ConversationPane, PromptInput, ReplyBlock, RunBlock
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.output import OutputPane
 
-INPUT_HINT = "No model: type Python · !cmd · /help"
+INPUT_HINT = "No model: type Python · !cmd · /help · add model: to config.yaml to chat"
 
 HELP = {
     "conversation": """# Conversation
 
-Type **Python**: it runs in this session's kernel, where variables and imports persist.
-Enter runs the input once it is a complete statement (as in the Python REPL); an empty line
-ends a block. A new input while a script runs interrupts that script first.
+With a **model** (`model:` in `$HERMES_HOME/config.yaml`, or `--model`): Enter sends the
+message, Ctrl+J adds a line. The model answers in Markdown and acts through `execute_code`
+(Python in this session's kernel, calling the seven tools) and the file, web and terminal tools.
+A new message while a turn runs interrupts it first; injected messages (`hermes-tui inject`)
+wait their turn and have every script approved first.
+
+With **no model**, type **Python**: it runs in this session's kernel, where variables and
+imports persist. Enter runs the input once it is a complete statement (as in the Python REPL);
+an empty line ends a block.
 
 * `!cmd` runs a shell command (asks for approval, like `terminal()` in scripts)
+* `/retry` sends the conversation again after a failed request · `/sessions` picks a stored
+  session · `/new` starts a new one
 * `/reset` starts a fresh kernel · `/kernels` · `/cache` (the output browser, also F9) · `/help` · `/quit`
 * Select a run (click, or Tab to it and Enter) to show its output in the output pane; `c` on
   a run opens its saved entry.
 
-No model is configured: add `model:` to `$HERMES_HOME/config.yaml` to talk to one.""",
+Every session is stored in `$HERMES_HOME/tui/sessions.db`: `hermes-tui --resume` continues the
+latest, `hermes-tui export ID --format sharegpt` writes it out.""",
     "output": """# execute_code output
 
 Live output of the running script (batched, the last 5,000 lines), then the result: at most
@@ -92,6 +116,8 @@ class HermesApp(App[None]):
     #main { height: 1fr; }
     ConversationPane { width: 2fr; min-width: 30; }
     #right { width: 3fr; }
+    .chat ConversationPane { width: 3fr; }
+    .chat #right { width: 2fr; }
     OutputPane { height: 2fr; }
     KernelsPane { height: 1fr; min-height: 6; }
     """
@@ -103,6 +129,7 @@ class HermesApp(App[None]):
         Binding("f4", "focus_pane('kernels')", "Kernels", id="focus-kernels"),
         Binding("f8", "toggle_maximize", "Maximise", id="maximize"),
         Binding("f9", "open_cache", "Outputs", id="open-cache"),
+        Binding("ctrl+o", "sessions", "Sessions", id="sessions"),
         Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
         Binding("ctrl+r", "reset_session", "Reset kernel", id="reset-session"),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
@@ -112,28 +139,47 @@ class HermesApp(App[None]):
         self,
         config: Config | None = None,
         *,
-        session: str = "tui",
+        session: str | None = None,
         cwd: str | None = None,
         home: Path | None = None,
         host_env: dict[str, str] | None = None,
+        provider: ProviderSettings | None = None,
+        model_flags: dict[str, str | None] | None = None,
     ) -> None:
+        """Args:
+            session: the session to open (stored ones are continued); a new id if None.
+            provider: the model (default: resolved from the config and ``model_flags``).
+        """
         super().__init__()
         self.config = config or Config()
-        self.session = session
+        self.session = session or db.new_session_id()
         self.cwd = cwd or os.getcwd()
         self.home = home or hermes_home()
         self.runtime = Runtime(self.config, home=self.home, host_env=host_env, approver=self.approve)
+        self.provider_problem: str | None = None
+        self.settings = provider
+        if provider is None:
+            try:
+                self.settings = resolve_provider(self.config, self.home, host_env, **(model_flags or {}))
+            except ProviderError as exc:
+                self.provider_problem = str(exc)
+        self.store: db.SessionStore | None = None
+        self.agent: Agent | None = None
+        self._inject = None
+        self._session_ready = asyncio.Event()
+        self._closing = False
+        self._replies: dict[int, ReplyBlock] = {}
+        self._tools: dict[str, RunBlock] = {}
         self._approval_lock = asyncio.Lock()
         self._waiting_approvals = 0
         self._dialogs: dict[str, ApprovalScreen] = {}
-        self._running = 0
 
     # -- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
         with Horizontal(id="main"):
-            yield ConversationPane(INPUT_HINT, id="conversation")
+            yield ConversationPane(self._hint(), id="conversation")
             with Vertical(id="right"):
                 yield OutputPane(id="output")
                 yield KernelsPane(id="kernels")
@@ -144,14 +190,136 @@ class HermesApp(App[None]):
             self.register_theme(theme)
         self.theme = await asyncio.to_thread(self._remembered_theme)
         self._update_topbar()
-        self.query_one(PromptInput).focus()
+        prompt = self.query_one(PromptInput)
+        prompt.chat = self.settings is not None
+        self.screen.set_class(prompt.chat, "chat")  # with a model, the conversation gets the room
+        prompt.focus()
         self.follow_events()
         self.start_runtime()  # after the first frame: the screen does not wait for it
+        self.open_session(self.session)
         self.set_interval(1.0, self.refresh_kernels)
         self.set_interval(0.25, self._live_tool_calls)
 
     async def on_unmount(self) -> None:
+        self._closing = True
+        await self._close_session()
         await self.runtime.aclose()
+        if self.store is not None:
+            await asyncio.to_thread(self.store.close)
+
+    def _hint(self) -> str:
+        if self.settings is not None:
+            return f"{self.settings.label} · Enter sends · Ctrl+J new line · !cmd · /help"
+        if self.provider_problem:
+            return f"Model not usable ({self.provider_problem}) — input runs Python"
+        return INPUT_HINT
+
+    # -- the session ----------------------------------------------------------------------
+
+    @work(group="session", exclusive=True, exit_on_error=False)
+    async def open_session(self, session_id: str) -> None:
+        """Open (or create) a stored session: draw what it holds, answer what was pending,
+        and listen for injected messages."""
+        self._session_ready.clear()
+        if self.store is None:
+            self.store = await asyncio.to_thread(db.SessionStore.open, self.home)
+        self.session = session_id
+        self._update_topbar()
+        agent = Agent(
+            self.runtime, self.store, session_id, settings=self.settings, listener=self._agent_event, cwd=self.cwd,
+            max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
+            system_prompt=self.config.agent.system_prompt,
+        )
+        exists = await self.store.call(db.find_session, session_id) == session_id
+        loaded = await agent.load() if exists else None
+        await agent.open()
+        self.agent = agent
+        conversation = self.query_one(ConversationPane)
+        if self.provider_problem:
+            conversation.add_note(f"The configured model cannot be used: {self.provider_problem}", "error")
+        if loaded is not None:
+            from hermes_tui.widgets.transcript import draw_session
+
+            draw_session(conversation, loaded)
+        from hermes_tui.inject import InjectServer
+
+        self._inject = InjectServer(self.home, session_id, self._injected)
+        try:
+            await self._inject.start()
+        except OSError as exc:
+            self._inject = None
+            conversation.add_note(f"hermes-tui inject is not available for this app: {exc}", "warning")
+        self._session_ready.set()
+        if loaded is not None and loaded.pending:
+            await agent.resume_pending()
+
+    async def _close_session(self) -> None:
+        if self._inject is not None:
+            await self._inject.aclose()
+            self._inject = None
+        if self.agent is not None:
+            await self.agent.aclose()
+            self.agent = None
+
+    async def _injected(self, text: str) -> int:
+        await self._session_ready.wait()
+        assert self.agent is not None
+        return await self.agent.submit(text, "injected")
+
+    @work(group="session-switch", exclusive=True, exit_on_error=False)
+    async def switch_session(self, session_id: str | None) -> None:
+        """Leave this session (its kernels idle on) and open another, or a new one."""
+        await self.runtime.interrupt(self.session)
+        await self._close_session()
+        self.query_one(ConversationPane).action_clear()
+        self._replies.clear()
+        self._tools.clear()
+        self.open_session(session_id or db.new_session_id())
+
+    # -- agent events ---------------------------------------------------------------------
+
+    class AgentUpdate(Message):
+        """An agent event, delivered in order on the app's loop."""
+
+        def __init__(self, event: AgentEvent) -> None:
+            super().__init__()
+            self.event = event
+
+    def _agent_event(self, event: AgentEvent) -> None:
+        self.post_message(self.AgentUpdate(event))
+
+    @on(AgentUpdate)
+    async def _show_agent_event(self, message: AgentUpdate) -> None:
+        event = message.event
+        conversation = self.query_one(ConversationPane)
+        if isinstance(event, TurnStarted):
+            conversation.add_message(event.text, event.origin)
+        elif isinstance(event, TurnQueued):
+            what = "injected message" if event.origin == "injected" else "message"
+            conversation.add_note(f"⋯ {what} queued ({event.position} ahead): {event.text[:120]}")
+        elif isinstance(event, ReplyText):
+            block = self._replies.get(event.reply_id)
+            if block is None:
+                block = self._replies[event.reply_id] = conversation.add_reply()
+            await block.add(event.delta)
+            conversation.follow()
+        elif isinstance(event, ReplyDone):
+            block = self._replies.pop(event.reply_id, None)
+            if block is not None:
+                await block.finish(event.text, event.status)
+        elif isinstance(event, ToolStarted):
+            self._tools[event.call_id] = conversation.add_tool(event.name, event.arguments)
+        elif isinstance(event, ToolFinished):
+            block = self._tools.pop(event.call_id, None) or conversation.add_tool(event.name, {})
+            if event.exec_result is not None:
+                self.query_one(OutputPane).finish(event.exec_result)
+                block.set_result(event.exec_result)
+            else:
+                show_tool_result(conversation, block, event.result)
+        elif isinstance(event, Notice):
+            conversation.add_note(event.text, event.level)
+        elif isinstance(event, TurnEnded):
+            self._update_topbar()
 
     @work(group="runtime", exit_on_error=False)
     async def start_runtime(self) -> None:
@@ -161,8 +329,9 @@ class HermesApp(App[None]):
 
     def _update_topbar(self) -> None:
         yolo = " [reverse bold red] YOLO: approvals off [/]" if self.runtime.yolo else ""
+        model = escape(self.settings.label) if self.settings else "no model"
         self.query_one("#topbar", Static).update(
-            f"[bold]hermes-tui[/] {__version__} · session [b]{self.session}[/] · {self.cwd}"
+            f"[bold]hermes-tui[/] {__version__} · session [b]{escape(self.session)}[/] · {model} · {escape(self.cwd)}"
             f" · approvals {self.config.approvals.mode}{yolo}"
         )
 
@@ -219,14 +388,23 @@ class HermesApp(App[None]):
 
     async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """The runtime's Approver. It runs in the runtime's tasks, so it only posts messages:
-        the dialog is opened by the app itself (one at a time; the others queue)."""
+        the dialog is opened by the app itself (one at a time; the others queue). The request
+        is stored before it is shown, so it survives a crash of the app."""
+        store, agent = self.store, self.agent
+        if store is not None and agent is not None and request.session == agent.session_id:
+            await store.call(db.add_approval, request.session, agent.current_call_id, request.model_dump(mode="json"))
         answer: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self.post_message(self.ApprovalNeeded(request, answer))
         try:
-            return await answer
+            decision = await answer
         except asyncio.CancelledError:
             self.post_message(self.ApprovalWithdrawn(request.id))
+            if store is not None and not self._closing:  # closing: it stays pending for --resume
+                store.submit(db.answer_approval, request.id, "deny", "no answer in time", "withdrawn")
             raise
+        if store is not None:
+            await store.call(db.answer_approval, request.id, decision.choice, decision.reason)
+        return decision
 
     @on(ApprovalNeeded)
     def _approval_needed(self, message: ApprovalNeeded) -> None:
@@ -267,21 +445,14 @@ class HermesApp(App[None]):
         elif text.startswith("!"):
             self.run_command(text[1:].strip())
         else:
-            if self._running:
-                await self.runtime.interrupt(self.session)  # a new message ends the running script
-            self.run_code(text)
+            self.send(text)
 
-    @work(group="exec", exit_on_error=False)
-    async def run_code(self, code: str) -> None:
-        """Run typed Python in the session kernel (a user turn)."""
-        block = self.query_one(ConversationPane).add_run(code)
-        self._running += 1
-        try:
-            result = await self.runtime.execute_code(code, session=self.session, cwd=self.cwd, origin="user")
-        finally:
-            self._running -= 1
-        self.query_one(OutputPane).finish(result)  # the pane and the block agree at once
-        block.set_result(result)
+    @work(group="send", exit_on_error=False)
+    async def send(self, text: str, origin: str = "user") -> None:
+        """Hand a message to the agent (once the session is open): a model turn, or Python."""
+        await self._session_ready.wait()
+        assert self.agent is not None
+        await self.agent.submit(text, origin)
 
     @work(group="exec", exit_on_error=False)
     async def run_command(self, command: str) -> None:
@@ -292,14 +463,7 @@ class HermesApp(App[None]):
             return
         block = conversation.add_run(command, kind="shell")
         result = await self.runtime.terminal(command, session=self.session, cwd=self.cwd)
-        status = "success" if result.get("exit_code") == 0 else "error"
-        if result.get("status") == "blocked":
-            status = "interrupted"
-        summary = result.get("error") or f"exit {result.get('exit_code')}"
-        block.set_summary(status, str(summary))
-        output = str(result.get("output") or "")
-        if output:
-            conversation.add_note(output if len(output) <= 4000 else output[:2000] + "\n…\n" + output[-2000:])
+        show_tool_result(conversation, block, result)
 
     async def _command(self, text: str) -> None:
         conversation = self.query_one(ConversationPane)
@@ -312,10 +476,18 @@ class HermesApp(App[None]):
             self.action_open_cache()
         elif name == "help":
             self.action_help("conversation")
+        elif name == "retry":
+            if self.agent is None or not await self.agent.retry():
+                conversation.add_note("Nothing to retry: /retry sends the conversation again after a failed request.")
+        elif name == "sessions":
+            self.action_sessions()
+        elif name == "new":
+            self.switch_session(None)
         elif name in ("quit", "exit"):
             self.exit()
         else:
-            conversation.add_note(f"Unknown command /{name}. Commands: /reset /kernels /cache /help /quit")
+            conversation.add_note(f"Unknown command /{name}. Commands: /retry /sessions /new /reset /kernels /cache "
+                                  "/help /quit")
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -357,6 +529,20 @@ class HermesApp(App[None]):
         from hermes_tui.widgets.dialogs import VariablesScreen
 
         await self.push_screen(VariablesScreen(kernel_id, variables))
+
+    @work(group="sessions", exclusive=True, exit_on_error=False)
+    async def action_sessions(self) -> None:
+        """The sessions picker: choose a stored session to continue."""
+        await self._session_ready.wait()
+        assert self.store is not None
+        sessions = [s for s in await self.store.call(db.list_sessions) if s.messages]  # empty ones are noise
+        from hermes_tui.widgets.sessions import SessionsScreen
+
+        chosen = await self.push_screen_wait(SessionsScreen(sessions, current=self.session))
+        if chosen == "":
+            self.switch_session(None)
+        elif chosen and chosen != self.session:
+            self.switch_session(chosen)
 
     def action_open_cache(self) -> None:
         from hermes_tui.widgets.cache_browser import CacheBrowser
@@ -441,6 +627,8 @@ class HermesApp(App[None]):
         yield SystemCommand("Next theme", "Switch between dark, light and high contrast", self.action_cycle_theme)
         yield SystemCommand("Help", "Keys and commands of the focused pane", self.action_help)
         yield SystemCommand("Output browser", "Every saved output in $HERMES_HOME/cache/exec", self.action_open_cache)
+        yield SystemCommand("Sessions", "Continue a stored conversation", self.action_sessions)
+        yield SystemCommand("New session", "Start a new conversation", lambda: self.switch_session(None))
 
     # -- settings -------------------------------------------------------------------------
 
@@ -465,3 +653,19 @@ class HermesApp(App[None]):
         data["theme"] = theme
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1))
+
+
+def show_tool_result(conversation: ConversationPane, block: RunBlock, result: dict[str, object]) -> None:
+    """A direct tool call's outcome on its block, and its output (capped) as a note."""
+    error = result.get("error")
+    if result.get("status") == "blocked":
+        block.set_summary("interrupted", str(error))
+    elif error:
+        block.set_summary("error", str(error)[:300])
+    else:
+        exit_code = result.get("exit_code")
+        block.set_summary("success" if exit_code in (None, 0) else "error",
+                          f"exit {exit_code}" if exit_code is not None else "done")
+    output = str(result.get("output") or result.get("content") or "")
+    if output:
+        conversation.add_note(output if len(output) <= 4000 else output[:2000] + "\n…\n" + output[-2000:])

@@ -41,10 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", metavar="PATH", help="config file (default: $HERMES_HOME/config.yaml)"
     )
-    parser.add_argument("--session", dest="app_session", default="tui", metavar="NAME",
-                        help="the app's session name (default: tui)")
+    parser.add_argument("--session", dest="app_session", metavar="ID",
+                        help="open this session (continued if stored, created if not; default: a new one)")
     parser.add_argument("--yolo", dest="app_yolo", action="store_true",
                         help="approvals off in the app (a permanent YOLO badge shows it)")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
+                        help="continue a stored session: its id (or a unique prefix), or latest (the default)")
+    parser.add_argument("--provider", help="the model provider (overrides model.provider): openrouter, nous, openai, "
+                                           "anthropic, ollama, vllm, llamacpp, lmstudio, custom, or a providers: name")
+    parser.add_argument("--model", help="the model name (overrides model.default)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (overrides model.base_url)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser(
@@ -80,6 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
     log = what.add_parser("log", help="requests and decisions, oldest first")
     log.add_argument("--json", action="store_true", help="the raw JSON lines")
     log.add_argument("--limit", type=int, default=50, metavar="N", help="the last N entries (default 50; 0 = all)")
+    inject = commands.add_parser(
+        "inject", help="send a message to the running app (an injected turn)",
+        description="Deliver a message to a running hermes-tui over its local socket. It becomes an injected "
+                    "turn: queued while the agent is busy, and every script it causes is approved first.")
+    inject.add_argument("text", nargs="+", metavar="TEXT", help="the message (- reads standard input)")
+    inject.add_argument("--session", help="the app's session id (default: the only app running)")
+
+    export = commands.add_parser("export", help="write a stored session out (ShareGPT JSON)")
+    export.add_argument("session", metavar="SESSION", help="session id (or a unique prefix), or latest")
+    export.add_argument("--format", default="sharegpt", choices=("sharegpt",), help="output format (default sharegpt)")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+
+    sessions = commands.add_parser("sessions", help="list stored sessions, newest first")
+    sessions.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser
 
 
@@ -98,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             from hermes_tui.approvals_cli import approvals_command
 
             return approvals_command(args, _load_config(args))
+        if args.command in ("inject", "export", "sessions"):
+            from hermes_tui import sessions_cli
+
+            return getattr(sessions_cli, f"{args.command}_command")(args)
         return _app_command(args)
     except UsageError as exc:
         print(f"hermes-tui: {exc}", file=sys.stderr)
@@ -121,11 +145,24 @@ def _app_command(args: argparse.Namespace) -> int:
     config = _load_config(args)  # a broken config is reported now, one line, not inside the app
     if args.app_yolo:
         config.approvals.mode = "off"
+    from hermes_tui.agent.providers import ProviderError, resolve_provider
+    from hermes_tui.paths import hermes_home
+
+    try:
+        provider = resolve_provider(config, hermes_home(), provider=args.provider, model=args.model,
+                                    base_url=args.base_url)
+    except ProviderError as exc:
+        raise UsageError(f"model: {exc}") from None
+    session = args.app_session
+    if args.resume is not None:
+        from hermes_tui.sessions_cli import resolve_session
+
+        session = resolve_session(args.resume)
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
     from hermes_tui.app import HermesApp
 
-    HermesApp(config, session=args.app_session).run()
+    HermesApp(config, session=session, provider=provider).run()
     return EXIT_OK
 
 
@@ -202,4 +239,7 @@ def _print_result(name: str, result) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run the imported module, not __main__: subcommand modules import UsageError from it.
+    from hermes_tui.cli import main as real_main
+
+    sys.exit(real_main())

@@ -130,15 +130,43 @@ class ModelConfig(_Section):
     """``model``: the conversation model (Hermes Agent's keys)."""
 
     provider: str | None = None
+    """openrouter, nous, openai, anthropic, ollama, vllm, llamacpp, lmstudio, custom, or a
+    name under ``providers:``."""
     default: str | None = None
+    """The model name sent to the provider."""
     base_url: str | None = None
     api_key: str | None = None
+    """A key written in the file (prefer ``providers.<name>.key_env`` and ``.env``)."""
+    tool_format: Literal["native", "hermes"] | None = None
+    """``native``: the API's structured tool calls; ``hermes``: ``<tool_call>`` blocks in the text."""
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    """Retries of a request that failed on the network, with 429 or 5xx (the SDK's backoff)."""
 
     @model_validator(mode="before")
     @classmethod
     def _bare_name(cls, data: Any) -> Any:
         # Older Hermes configs say `model: some/model-name`.
         return {"default": data} if isinstance(data, str) else data
+
+
+class ProviderConfig(_Section):
+    """``providers.<name>``: where a provider's key lives and how to reach it."""
+
+    key_env: str | None = None
+    """The environment variable (or ``$HERMES_HOME/.env`` entry) holding the key."""
+    base_url: str | None = None
+    tool_format: Literal["native", "hermes"] | None = None
+
+
+class AgentConfig(_Section):
+    """``agent``: the conversation loop."""
+
+    max_steps: Annotated[int, Field(ge=1)] = 30
+    """Model calls one turn may make before it is stopped."""
+    max_invalid_tool_calls: Annotated[int, Field(ge=0)] = 3
+    """Malformed tool calls in a row sent back to the model before the turn is stopped."""
+    system_prompt: str | None = None
+    """Replaces the built-in system prompt."""
 
 
 class Config(_Section):
@@ -151,6 +179,8 @@ class Config(_Section):
     web: WebConfig = Field(default_factory=WebConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
     source: Path | None = Field(default=None, exclude=True)
     """The file this was read from (None for built-in defaults)."""
 
@@ -158,6 +188,11 @@ class Config(_Section):
     @classmethod
     def _none_is_empty_list(cls, value: Any) -> Any:
         return [] if value is None else value
+
+    @field_validator("providers", mode="before")
+    @classmethod
+    def _none_is_empty_dict(cls, value: Any) -> Any:
+        return {} if value is None else value
 
 
 def load_config(path: str | Path | None = None) -> Config:

@@ -17,13 +17,13 @@ pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci
 
 
 class Terminal:
-    def __init__(self, home: Path, cwd: Path) -> None:
-        self.socket = f"hermes-e2e-{os.getpid()}"
+    def __init__(self, home: Path, cwd: Path, *args: str) -> None:
+        self.socket = f"hermes-e2e-{os.getpid()}-{time.monotonic_ns()}"
         app = Path(sys.executable).parent / "hermes-tui"
         subprocess.run(
             [TMUX, "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "app", "-x", "160", "-y", "48",
              "-e", "COLORTERM=truecolor", "-e", "LANG=C.UTF-8", "-e", f"HERMES_HOME={home}", "-c", str(cwd),
-             f"exec {app}"],
+             " ".join(["exec", str(app), *args])],
             check=True, timeout=30,
         )
         self.tmux("resize-window", "-t", "app", "-x", "160", "-y", "48")
@@ -72,3 +72,70 @@ def test_type_code_approve_and_read_the_result(hermes_home: Path, tmp_path: Path
         terminal.close()
     log = (hermes_home / "tui" / "approvals.jsonl").read_text()
     assert '"decision": "once"' in log
+
+
+def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
+    """kill -9 of the real app while an approval waits; --resume asks again and the turn ends."""
+    import json
+    import signal
+    import sqlite3
+
+    from conftest import wait_for
+
+    script = ("from hermes_tools import terminal\n"
+              "print(terminal('echo resumed-' + 'ok')['output'])\n")
+    replies = [
+        {"text": "Running it.", "tool_calls": [{"name": "execute_code", "arguments": {"code": script}}]},
+        {"text": "After the restart the command printed resumed-ok."},
+    ]
+    (tmp_path / "replies.json").write_text(json.dumps(replies))
+    port_file = tmp_path / "port"
+    server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_models.py"),
+                               str(tmp_path / "replies.json"), str(port_file)])
+    try:
+        assert wait_for(port_file.exists, timeout=10)
+        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        (hermes_home / "config.yaml").write_text(
+            f"model:\n  provider: custom\n  default: fake-model\n  base_url: {url}\n")
+        first = Terminal(hermes_home, tmp_path, "--session", "e2e-kill")
+        try:
+            first.wait_for("fake-model")
+            first.type("please check the thing")
+            first.key("Enter")
+            screen = first.wait_for("Approve this terminal command?")
+            assert "echo resumed-ok" in screen
+            pid = int(first.tmux("display-message", "-p", "-t", "app", "#{pane_pid}").strip())
+            os.kill(pid, signal.SIGKILL)
+        finally:
+            first.close()
+        db = sqlite3.connect(hermes_home / "tui" / "sessions.db")
+        try:
+            assert db.execute("SELECT status FROM approvals").fetchall() == [("pending",)]
+            assert db.execute("SELECT status FROM turns").fetchall() == [("running",)]
+            shown = db.execute("SELECT content FROM messages WHERE role = 'assistant'").fetchall()
+            assert shown == [("Running it.",)]  # what was on screen is stored
+        finally:
+            db.close()
+        second = Terminal(hermes_home, tmp_path, "--resume")
+        try:
+            screen = second.wait_for("Approve this terminal command?")
+            assert "echo resumed-ok" in screen
+            second.key("o")
+            second.wait_for("resumed-ok.")  # the final reply (the output pane shows it without the period)
+            second.key("C-q")
+            deadline = time.monotonic() + 10
+            while "app" in second.tmux("list-sessions") and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            second.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    db = sqlite3.connect(hermes_home / "tui" / "sessions.db")
+    try:
+        assert db.execute("SELECT status FROM turns").fetchall() == [("done",)]
+        assert [r[0] for r in db.execute("SELECT role FROM messages ORDER BY id")] == [
+            "user", "assistant", "tool", "assistant"]
+        assert db.execute("SELECT status, decision FROM approvals").fetchall() == [("answered", "once")]
+    finally:
+        db.close()

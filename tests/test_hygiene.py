@@ -16,7 +16,8 @@ RUNTIME = Path(hermes_tui.runtime.__file__).parent
 
 def test_importing_the_runtime_loads_no_textual() -> None:
     code = (
-        "import sys, hermes_tui.runtime, hermes_tui.runtime.executor, hermes_tui.runtime.pool;"
+        "import sys, hermes_tui.runtime, hermes_tui.runtime.executor, hermes_tui.runtime.pool,"
+        " hermes_tui.agent, hermes_tui.agent.loop, hermes_tui.store, hermes_tui.inject, hermes_tui.export;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -25,9 +26,10 @@ def test_importing_the_runtime_loads_no_textual() -> None:
 
 
 def test_no_runtime_module_mentions_textual() -> None:
+    agent = RUNTIME.parent / "agent"
     offenders = [
-        str(path.relative_to(RUNTIME))
-        for path in RUNTIME.rglob("*.py")
+        str(path)
+        for path in [*RUNTIME.rglob("*.py"), *agent.rglob("*.py")]
         if re.search(r"^\s*(from|import)\s+textual", path.read_text(), re.MULTILINE)
     ]
     assert offenders == []

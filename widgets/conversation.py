@@ -1,8 +1,8 @@
-"""The conversation pane: runs and notes, and the input at the bottom.
+"""The conversation pane: messages, streamed replies, tool calls, notes, and the input.
 
-Without a model, what you type is Python for the session kernel (Enter runs it once it is a
-complete statement, as in the Python REPL); ``!cmd`` runs a terminal command through the
-approvals; ``/reset /kernels /cache /help /quit`` are commands.
+With a model, Enter sends the message (Ctrl+J adds a line). Without one, what you type is
+Python for the session kernel (Enter runs it once it is a complete statement, as in the
+Python REPL). ``!cmd`` runs a terminal command through the approvals; ``/`` starts a command.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Label, Static, TextArea
+from textual.widgets import Label, Markdown, Static, TextArea
 
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.messages import OpenEntry
@@ -50,7 +50,11 @@ def code_theme(widget: object) -> str:
 
 
 class PromptInput(TextArea):
-    """A Python editor line: Enter runs a complete statement, otherwise adds a line."""
+    """The input. Python mode: Enter runs a complete statement, otherwise adds a line.
+    Chat mode (a model is set): Enter sends; Ctrl+J adds a line."""
+
+    chat = False
+    """True when a model answers: Enter sends whatever is typed."""
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
@@ -58,9 +62,15 @@ class PromptInput(TextArea):
             self.text = text
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key == "ctrl+j" and self.chat:
+            event.stop()
+            event.prevent_default()
+            self.insert("\n")
+            return
         if event.key == "enter":
             end = (self.document.line_count - 1, len(self.document[self.document.line_count - 1]))
-            if self.cursor_location == end and is_complete(self.text):
+            ready = bool(self.text.strip()) if self.chat else is_complete(self.text)
+            if (self.cursor_location == end or self.chat) and ready:
                 event.stop()
                 event.prevent_default()
                 text = self.text.rstrip("\n")
@@ -83,9 +93,10 @@ class RunBlock(Static, can_focus=True):
             super().__init__()
             self.block = block
 
-    def __init__(self, code: str, kind: str = "python") -> None:
+    def __init__(self, code: str, kind: str = "python", title: str | None = None) -> None:
         super().__init__()
         self.code = code
+        self.title = title
         self.kind = kind
         self.result: ExecResult | None = None
         self.exec_id: str | None = None
@@ -115,9 +126,16 @@ class RunBlock(Static, can_focus=True):
         from rich.syntax import Syntax  # Pygments loads on the first run, not at start-up
 
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
-        code = Syntax(self.code, "bash" if self.kind == "shell" else "python", background_color="default",
-                      word_wrap=True, theme=code_theme(self))
-        self.update(Group(code, Text.assemble((f"{mark} ", colour), (self.summary, "dim"))))
+        parts: list[object] = []
+        if self.title:
+            parts.append(Text(self.title, style="bold"))
+        if self.kind == "text":
+            parts.append(Text(self.code))
+        else:
+            parts.append(Syntax(self.code, "bash" if self.kind == "shell" else "python", background_color="default",
+                                word_wrap=True, theme=code_theme(self)))
+        parts.append(Text.assemble((f"{mark} ", colour), (self.summary, "dim")))
+        self.update(Group(*parts))
 
     def refresh_theme(self) -> None:
         """Re-highlight for the current theme (dark or light)."""
@@ -135,6 +153,54 @@ class RunBlock(Static, can_focus=True):
             self.post_message(OpenEntry(self.exec_id))
 
 
+class MessageBlock(Static):
+    """A message from the user, or one injected from outside (marked as such)."""
+
+    DEFAULT_CSS = """
+    MessageBlock { margin: 0 0 1 0; padding: 0 1; background: $boost; height: auto; }
+    MessageBlock.injected { border-left: thick $warning; }
+    """
+
+    def __init__(self, text: str, origin: str = "user") -> None:
+        label = {"user": ("you", "bold $primary"), "injected": ("injected", "bold $warning")}.get(
+            origin, (origin, "bold $secondary"))
+        super().__init__(Text.assemble((label[0] + "  ", "bold"), text), classes=origin, markup=False)
+        self.text = text
+        self.origin = origin
+
+
+class ReplyBlock(Markdown):
+    """The model's reply, rendered as Markdown while it streams."""
+
+    DEFAULT_CSS = """
+    ReplyBlock { margin: 0 0 1 0; padding: 0 1; height: auto; }
+    ReplyBlock.interrupted, ReplyBlock.error { border-left: thick $warning; }
+    """
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(text)
+        self.text = text
+        self._stream = None
+
+    async def add(self, delta: str) -> None:
+        """More of the reply (appended through Textual's Markdown stream, which batches)."""
+        self.text += delta
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self)
+        await self._stream.write(delta)
+
+    async def finish(self, text: str, status: str) -> None:
+        """The reply is complete (or was cut: ``status`` interrupted / error)."""
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        if text != self.text:
+            self.text = text
+            await self.update(text)
+        if status != "done":
+            self.add_class(status)
+
+
 class ConversationPane(Vertical):
     """Transcript of runs and notes, and the input."""
 
@@ -144,6 +210,8 @@ class ConversationPane(Vertical):
     ConversationPane:focus-within { border: round $primary; }
     ConversationPane #transcript { height: 1fr; }
     ConversationPane .note { color: $text-muted; margin: 0 0 1 0; padding: 0 1; }
+    ConversationPane .note.warning { color: $warning; }
+    ConversationPane .note.error { color: $error; }
     ConversationPane #hint { color: $text-muted; height: 1; padding: 0 1; }
     ConversationPane PromptInput { height: auto; min-height: 3; max-height: 12; }
     """
@@ -161,14 +229,39 @@ class ConversationPane(Vertical):
         yield PromptInput.code_editor(language="python", id="prompt", show_line_numbers=False, theme="css")
 
     def add_run(self, code: str, kind: str = "python") -> RunBlock:
-        block = RunBlock(code, kind)
+        return self._append_block(RunBlock(code, kind))
+
+    def add_note(self, text: str, level: str = "info") -> None:
+        """A line from the app (``level`` info, warning or error sets its colour)."""
+        self._append(Static(text, classes=f"note {level}", markup=False))
+
+    def add_message(self, text: str, origin: str = "user") -> MessageBlock:
+        """A user's (or injected) message."""
+        block = MessageBlock(text, origin)
         self._append(block)
         return block
 
-    def add_note(self, text: str) -> None:
-        self._append(Static(text, classes="note", markup=False))
+    def add_reply(self, text: str = "") -> ReplyBlock:
+        """A reply block that streams."""
+        block = ReplyBlock(text)
+        self._append(block)
+        return block
 
-    def _append(self, widget: Static) -> None:
+    def add_tool(self, name: str, arguments: dict[str, object]) -> RunBlock:
+        """A tool call: its script or command highlighted, other tools as name and arguments."""
+        if name == "execute_code":
+            title = "execute_code" + (" (reset)" if arguments.get("reset") else "")
+            return self._append_block(RunBlock(str(arguments.get("code", "")), title=title))
+        if name == "terminal":
+            return self._append_block(RunBlock(str(arguments.get("command", "")), kind="shell", title="terminal"))
+        shown = ", ".join(f"{k}={v!r}"[:200] for k, v in arguments.items() if v not in (None, False))
+        return self._append_block(RunBlock(f"{name}({shown})", kind="text"))
+
+    def _append_block(self, block: RunBlock) -> RunBlock:
+        self._append(block)
+        return block
+
+    def _append(self, widget: Static | Markdown) -> None:
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.mount(widget)
         children = list(transcript.children)
@@ -176,6 +269,10 @@ class ConversationPane(Vertical):
             for old in children[: len(children) - MAX_BLOCKS]:
                 old.remove()
         transcript.scroll_end(animate=False)
+
+    def follow(self) -> None:
+        """Keep the newest line in view (a streaming reply grows)."""
+        self.query_one("#transcript", VerticalScroll).scroll_end(animate=False)
 
     def action_clear(self) -> None:
         self.query_one("#transcript", VerticalScroll).remove_children()

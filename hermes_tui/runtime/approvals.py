@@ -133,6 +133,7 @@ class ApprovalGate:
         self.rules_problem: str | None = None
         self.audit = AuditLog(audit_path(home))
         self._session_allowed: dict[str, set[str]] = {}
+        self._allowed_once: dict[str, list[str]] = {}
 
     @property
     def yolo(self) -> bool:
@@ -151,6 +152,25 @@ class ApprovalGate:
     def forget_session(self, session: str) -> None:
         """Drop the "session" answers of ``session``."""
         self._session_allowed.pop(session, None)
+        self._allowed_once.pop(session, None)
+
+    def _take_once(self, session: str, key: str) -> bool:
+        waiting = self._allowed_once.get(session)
+        if waiting and key in waiting:
+            waiting.remove(key)
+            return True
+        return False
+
+    async def ask_restored(self, request: ApprovalRequest) -> str | None:
+        """Ask again a request that was pending when the app stopped (SPEC §4: it survives a
+        restart). None if allowed — then the next identical check in the session passes once,
+        so the re-run of its tool call does not ask twice; else the reason it was refused."""
+        restored = request.model_copy(update={"deadline": time.time() + self.timeout})
+        key = request.session_rule or request.text
+        refusal = await self._ask(restored, key)
+        if refusal is None:
+            self._allowed_once.setdefault(request.session, []).append(key)
+        return refusal
 
     # -- scripts --------------------------------------------------------------------------
 
@@ -164,7 +184,7 @@ class ApprovalGate:
             await self.audit.write(event="auto", kind="script", session=session, origin=origin, decision="allow",
                                    why="approvals.mode is off", text=code)
             return None
-        if code in self._session_allowed.get(session, set()):
+        if code in self._session_allowed.get(session, set()) or self._take_once(session, code):
             return None
         why = "a gateway session" if self.session_kind == "gateway" else f"an {origin} turn"
         request = self._request("script", code, cwd, session, None, exec_id, origin,
@@ -198,6 +218,9 @@ class ApprovalGate:
             return None
         if command in self._session_allowed.get(session, set()):
             await self.audit.write(event="auto", decision="allow", why="allowed for this session", **base)
+            return None
+        if self._take_once(session, command):
+            await self.audit.write(event="auto", decision="allow", why="approved after a restart", **base)
             return None
         rule = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not reasons)), None)
         if rule is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -256,22 +257,37 @@ class Runtime:
         return await asyncio.to_thread(read)
 
     async def terminal(
-        self, command: str, *, session: str = "default", cwd: str | Path | None = None, timeout: float | None = None
+        self, command: str, *, session: str = "default", cwd: str | Path | None = None, timeout: float | None = None,
+        origin: Origin = "user",
     ) -> dict[str, object]:
-        """Run one shell command at the top level (the ``!cmd`` of the input), through the
-        same approval gate as ``terminal()`` in scripts. Returns the tool's dict."""
+        """Run one shell command at the top level (``!cmd``, or the model's ``terminal`` call),
+        through the same approval gate as ``terminal()`` in scripts. Returns the tool's dict."""
+        args: dict[str, object] = {"command": command}
+        if timeout is not None:
+            args["timeout"] = timeout
+        return await self.call_tool("terminal", args, session=session, cwd=cwd, origin=origin)
+
+    async def call_tool(
+        self, name: str, args: dict[str, object], *, session: str = "default", cwd: str | Path | None = None,
+        origin: Origin = "user",
+    ) -> dict[str, object]:
+        """Run one of the seven tools at the top level (a model's direct call), as a script's
+        call would run: validated, approved where needed, never raising. In an injected or
+        automation turn a call that writes files is asked first, like a whole script."""
         await self.start()
         from hermes_tui.runtime.tools import ToolContext, call_tool
 
         folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        if origin != "user" and name in ("write_file", "patch"):
+            refusal = await self.gate.check_script(f"{name}({json.dumps(args, ensure_ascii=False)})", cwd=folder,
+                                                   session=session, origin=origin, exec_id=None)
+            if refusal is not None:
+                return {"error": f"BLOCKED: {refusal}"}
         context = ToolContext(
             cwd=folder, env=self._child_env(self._pool.allowed_names if self._pool else frozenset()),
-            config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
+            config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir, origin=origin,
         )
-        args: dict[str, object] = {"command": command}
-        if timeout is not None:
-            args["timeout"] = timeout
-        return await call_tool("terminal", args, context)
+        return await call_tool(name, dict(args), context)
 
     async def flush_records(self) -> None:
         """Wait until the records of every execution so far are written to the cache dir."""

@@ -1,0 +1,345 @@
+"""Durable sessions: SQLite (WAL) at ``$HERMES_HOME/tui/sessions.db``.
+
+Tables: ``sessions``, ``turns``, ``messages`` (the conversation in the OpenAI chat shape, in
+order), ``tool_calls`` (arguments, status, result, and the ``exec_id`` of the execution's
+record in ``cache/exec``) and ``approvals`` (asked, answered, or still pending).
+
+Every statement runs on one writer thread that owns the connection, so the event loop never
+waits on the disk: callers ``await`` a write only when what they show must be stored first
+(that is how "kill -9 loses nothing that was on screen" holds). WAL with
+``synchronous=NORMAL`` makes each commit survive the death of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hermes_tui.paths import tui_dir
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, title TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    provider TEXT, model TEXT, cwd TEXT
+);
+CREATE TABLE IF NOT EXISTS turns (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    origin TEXT NOT NULL, text TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
+    started_at REAL NOT NULL, ended_at REAL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id TEXT, role TEXT NOT NULL, content TEXT, tool_calls TEXT, tool_call_id TEXT,
+    origin TEXT, status TEXT NOT NULL DEFAULT 'done', created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, id);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    id TEXT NOT NULL, session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id TEXT, message_id INTEGER, name TEXT NOT NULL, arguments TEXT NOT NULL,
+    status TEXT NOT NULL, result TEXT, exec_id TEXT, started_at REAL NOT NULL, finished_at REAL,
+    PRIMARY KEY (session_id, id)
+);
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_call_id TEXT, kind TEXT NOT NULL,
+    text TEXT NOT NULL, request TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, reason TEXT,
+    created_at REAL NOT NULL, answered_at REAL
+);
+CREATE INDEX IF NOT EXISTS approvals_session ON approvals(session_id, status);
+"""
+
+
+def sessions_db_path(home: Path | None = None) -> Path:
+    """``$HERMES_HOME/tui/sessions.db``."""
+    return tui_dir(home) / "sessions.db"
+
+
+def new_session_id() -> str:
+    """A sortable, readable id: ``20261129-142501-3fa2``."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (and create) the database: WAL, foreign keys, rows as ``sqlite3.Row``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+    if new:
+        path.chmod(0o600)  # conversations may quote secrets the user pasted
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
+    db.execute("PRAGMA foreign_keys=ON")
+    db.executescript(SCHEMA)
+    return db
+
+
+@dataclass
+class SessionInfo:
+    """One row of the sessions list."""
+
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    provider: str | None
+    model: str | None
+    cwd: str | None
+    messages: int = 0
+    interrupted: bool = False
+    """A turn was still running when the app stopped."""
+
+
+@dataclass
+class StoredSession:
+    """Everything needed to show and continue a session."""
+
+    info: SessionInfo
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """Rows of ``messages``: id, turn_id, role, content, tool_calls (list), tool_call_id, origin, status."""
+    tool_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Rows of ``tool_calls`` by call id (result parsed from JSON)."""
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    pending_approvals: list[dict[str, Any]] = field(default_factory=list)
+    """Approvals asked and never answered (the app stopped while they waited)."""
+
+
+class SessionStore:
+    """The sessions database, written on its own thread.
+
+    Use :meth:`call` from async code (returns when the statement is committed) or
+    :meth:`submit` to queue a write without waiting. Every method that touches the database
+    is a plain function run on the writer thread.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._db: sqlite3.Connection | None = None
+        self._thread = threading.Thread(target=self._run, name="hermes-store", daemon=True)
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+
+    @classmethod
+    def open(cls, home: Path | None = None) -> SessionStore:
+        """The store at ``$HERMES_HOME/tui/sessions.db``."""
+        return cls(sessions_db_path(home))
+
+    # -- the writer thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._db = connect(self.path)
+        except BaseException as exc:  # reported to the opener
+            self._error = exc
+            self._started.set()
+            return
+        self._started.set()
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            fn, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+        self._db.close()
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        """Queue ``fn(db, *args, **kwargs)`` on the writer thread."""
+        if not self._thread.is_alive():
+            raise RuntimeError("the sessions store is closed")
+        future: Future[T] = Future()
+        self._queue.put((lambda: fn(self._db, *args, **kwargs), future))
+        return future
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(db, ...)`` on the writer thread and wait for it (committed)."""
+        return await asyncio.wrap_future(self.submit(fn, *args, **kwargs))
+
+    def sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(db, ...)`` and wait, from a thread that is not the event loop."""
+        return self.submit(fn, *args, **kwargs).result()
+
+    def close(self) -> None:
+        """Finish queued writes and close the connection."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+
+# -- statements (each runs on the writer thread; autocommit) ------------------------------
+
+
+def create_session(db: sqlite3.Connection, session_id: str, provider: str | None, model: str | None,
+                   cwd: str | None) -> None:
+    """Add a session (nothing happens if it exists)."""
+    now = time.time()
+    db.execute("INSERT OR IGNORE INTO sessions (id, title, created_at, updated_at, provider, model, cwd) "
+               "VALUES (?, '', ?, ?, ?, ?, ?)", (session_id, now, now, provider, model, cwd))
+
+
+def start_turn(db: sqlite3.Connection, session_id: str, turn_id: str, origin: str, text: str) -> int:
+    """Record a turn and its first message (the user's); returns the message id."""
+    now = time.time()
+    db.execute("BEGIN")
+    try:
+        db.execute("INSERT INTO turns (id, session_id, origin, text, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)",
+                   (turn_id, session_id, origin, text, now))
+        cursor = db.execute("INSERT INTO messages (session_id, turn_id, role, content, origin, created_at) "
+                            "VALUES (?, ?, 'user', ?, ?, ?)", (session_id, turn_id, text, origin, now))
+        title = text.strip().splitlines()[0][:80] if text.strip() else ""
+        db.execute("UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+                   (now, title, session_id))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return int(cursor.lastrowid or 0)
+
+
+def end_turn(db: sqlite3.Connection, turn_id: str, status: str, error: str | None = None) -> None:
+    """Mark a turn done / interrupted / error."""
+    db.execute("UPDATE turns SET status = ?, error = ?, ended_at = ? WHERE id = ?", (status, error, time.time(), turn_id))
+
+
+def add_message(db: sqlite3.Connection, session_id: str, turn_id: str | None, role: str, content: str | None,
+                *, tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None,
+                origin: str | None = None, status: str = "done") -> int:
+    """Append a message; returns its id."""
+    cursor = db.execute(
+        "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, tool_call_id, origin, status, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, turn_id, role, content, json.dumps(tool_calls) if tool_calls else None, tool_call_id, origin,
+         status, time.time()))
+    db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id))
+    return int(cursor.lastrowid or 0)
+
+
+def update_message(db: sqlite3.Connection, message_id: int, content: str | None, status: str,
+                   tool_calls: list[dict[str, Any]] | None = None) -> None:
+    """Replace a message's content (a streaming reply grows) and status."""
+    db.execute("UPDATE messages SET content = ?, status = ?, tool_calls = COALESCE(?, tool_calls) WHERE id = ?",
+               (content, status, json.dumps(tool_calls) if tool_calls else None, message_id))
+
+
+def start_tool_call(db: sqlite3.Connection, session_id: str, turn_id: str, message_id: int, call_id: str,
+                    name: str, arguments: str) -> None:
+    """A tool call is about to run."""
+    db.execute("INSERT INTO tool_calls (id, session_id, turn_id, message_id, name, arguments, status, started_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, 'running', ?) ON CONFLICT (session_id, id) DO UPDATE SET "
+               "status = 'running', started_at = excluded.started_at",
+               (call_id, session_id, turn_id, message_id, name, arguments, time.time()))
+
+
+def finish_tool_call(db: sqlite3.Connection, session_id: str, turn_id: str, call_id: str, status: str,
+                     result: dict[str, Any], content: str, exec_id: str | None) -> int:
+    """Store a tool call's result and the ``tool`` message the model will read; returns its id."""
+    db.execute("BEGIN")
+    try:
+        db.execute("UPDATE tool_calls SET status = ?, result = ?, exec_id = ?, finished_at = ? WHERE session_id = ? AND id = ?",
+                   (status, json.dumps(result, default=str), exec_id, time.time(), session_id, call_id))
+        message_id = add_message(db, session_id, turn_id, "tool", content, tool_call_id=call_id)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return message_id
+
+
+def add_approval(db: sqlite3.Connection, session_id: str, tool_call_id: str | None, request: dict[str, Any]) -> None:
+    """An approval is being asked (pending until answered)."""
+    db.execute("INSERT OR REPLACE INTO approvals (id, session_id, tool_call_id, kind, text, request, status, created_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+               (request["id"], session_id, tool_call_id, request["kind"], request["text"], json.dumps(request),
+                time.time()))
+
+
+def answer_approval(db: sqlite3.Connection, approval_id: str, decision: str, reason: str | None,
+                    status: str = "answered") -> None:
+    """Record the answer (or ``withdrawn`` when nobody answered in time); the first answer
+    recorded stays."""
+    db.execute("UPDATE approvals SET status = ?, decision = ?, reason = ?, answered_at = ? WHERE id = ? "
+               "AND status = 'pending'", (status, decision, reason, time.time(), approval_id))
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    keys = row.keys()
+    return SessionInfo(
+        id=row["id"], title=row["title"] or "", created_at=row["created_at"], updated_at=row["updated_at"],
+        provider=row["provider"], model=row["model"], cwd=row["cwd"],
+        messages=row["messages"] if "messages" in keys else 0,
+        interrupted=bool(row["running"]) if "running" in keys else False,
+    )
+
+
+def list_sessions(db: sqlite3.Connection, limit: int = 200) -> list[SessionInfo]:
+    """Sessions, most recently used first."""
+    rows = db.execute(
+        "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages, "
+        "(SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND t.status = 'running') AS running "
+        "FROM sessions s ORDER BY s.updated_at DESC, s.id DESC LIMIT ?", (limit,)).fetchall()
+    return [_info(row) for row in rows]
+
+
+def find_session(db: sqlite3.Connection, wanted: str) -> str | None:
+    """The id of ``wanted``: ``latest``, an exact id, or a unique prefix of one."""
+    if wanted == "latest":
+        row = db.execute("SELECT id FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1").fetchone()
+        return row["id"] if row else None
+    row = db.execute("SELECT id FROM sessions WHERE id = ?", (wanted,)).fetchone()
+    if row:
+        return row["id"]
+    rows = db.execute("SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
+                      (wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
+    return rows[0]["id"] if len(rows) == 1 else None
+
+
+def load_session(db: sqlite3.Connection, session_id: str) -> StoredSession | None:
+    """The whole session, or None if there is no such session."""
+    row = db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        return None
+    stored = StoredSession(info=_info(row))
+    for message in db.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)):
+        item = dict(message)
+        item["tool_calls"] = json.loads(item["tool_calls"]) if item["tool_calls"] else None
+        stored.messages.append(item)
+    for call in db.execute("SELECT * FROM tool_calls WHERE session_id = ?", (session_id,)):
+        item = dict(call)
+        item["result"] = json.loads(item["result"]) if item["result"] else None
+        stored.tool_calls[item["id"]] = item
+    stored.turns = [dict(t) for t in db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY started_at",
+                                                (session_id,))]
+    stored.pending_approvals = [
+        {**dict(a), "request": json.loads(a["request"])}
+        for a in db.execute("SELECT * FROM approvals WHERE session_id = ? AND status = 'pending' ORDER BY created_at",
+                            (session_id,))]
+    stored.info.interrupted = any(t["status"] == "running" for t in stored.turns)
+    stored.info.messages = len(stored.messages)
+    return stored
+
+
+def delete_session(db: sqlite3.Connection, session_id: str) -> bool:
+    """Remove a session and everything in it."""
+    db.execute("DELETE FROM approvals WHERE session_id = ?", (session_id,))
+    return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0

@@ -1,0 +1,171 @@
+"""A scripted model server on 127.0.0.1 speaking the real wires: OpenAI chat completions
+(streamed SSE, structured tool calls or raw ``<tool_call>`` text) and Anthropic messages.
+
+Each request takes the next scripted reply. A reply is a dict:
+``text`` (streamed in ``chunk``-character pieces), ``tool_calls`` ([{name, arguments}] —
+arguments a dict, or a string sent as-is), ``status`` + ``error`` (an HTTP error instead),
+``delay`` (seconds between chunks), ``hang`` (seconds to wait before answering). With no
+reply left it answers "(no more scripted replies)". Every request body is kept in
+``requests``.
+
+Run as a script for end-to-end tests: ``python fake_models.py SCRIPT.json PORT_FILE``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeModelServer:
+    """Serve scripted replies on 127.0.0.1 (a real socket, a real HTTP server)."""
+
+    def __init__(self, replies: list[dict[str, Any]] | None = None) -> None:
+        self.replies: deque[dict[str, Any]] = deque(replies or [])
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server.lock:
+                    server.requests.append(body)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    reply = server.replies.popleft() if server.replies else {"text": "(no more scripted replies)"}
+                if reply.get("hang"):
+                    time.sleep(reply["hang"])
+                if reply.get("status"):
+                    payload = json.dumps({"error": {"message": reply.get("error", "scripted failure"),
+                                                    "type": "error"}}).encode()
+                    self.send_response(reply["status"])
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                anthropic = self.path.rstrip("/").endswith("/messages")
+                events = anthropic_events(reply) if anthropic else openai_events(reply)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.send_header("connection", "close")
+                self.end_headers()
+                try:
+                    for index, event in enumerate(events):
+                        self.wfile.write(event.encode())
+                        self.wfile.flush()
+                        if reply.get("delay") and index:
+                            time.sleep(reply["delay"])
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def add(self, *replies: dict[str, Any]) -> None:
+        with self.lock:
+            self.replies.extend(replies)
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] if text else []
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def openai_events(reply: dict[str, Any]) -> list[str]:
+    """One reply as chat.completion.chunk SSE events."""
+    size = int(reply.get("chunk", 4))
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(body)}\n\n"
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in _pieces(reply.get("text", ""), size)]
+    for index, call in enumerate(reply.get("tool_calls", [])):
+        arguments = _arguments(call)
+        events.append(chunk({"tool_calls": [{"index": index, "id": call.get("id", f"call_{index}_{time.time_ns()}"),
+                                             "type": "function", "function": {"name": call["name"], "arguments": ""}}]}))
+        events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                   for piece in _pieces(arguments, 7)]
+    events.append(chunk({}, "tool_calls" if reply.get("tool_calls") else "stop"))
+    events.append("data: [DONE]\n\n")
+    return events
+
+
+def anthropic_events(reply: dict[str, Any]) -> list[str]:
+    """One reply as Anthropic messages SSE events."""
+    size = int(reply.get("chunk", 4))
+
+    def event(kind: str, body: dict[str, Any]) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **body})}\n\n"
+
+    events = [event("message_start", {"message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "fake", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 0}}})]
+    index = 0
+    if reply.get("text"):
+        events.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+        events += [event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}})
+                   for piece in _pieces(reply["text"], size)]
+        events.append(event("content_block_stop", {"index": 0}))
+        index = 1
+    for offset, call in enumerate(reply.get("tool_calls", [])):
+        at = index + offset
+        events.append(event("content_block_start", {"index": at, "content_block": {
+            "type": "tool_use", "id": call.get("id", f"toolu_{at}_{time.time_ns()}"), "name": call["name"], "input": {}}}))
+        events += [event("content_block_delta", {"index": at, "delta": {"type": "input_json_delta", "partial_json": p}})
+                   for p in _pieces(_arguments(call), 7)]
+        events.append(event("content_block_stop", {"index": at}))
+    stop = "tool_use" if reply.get("tool_calls") else "end_turn"
+    events.append(event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None},
+                                          "usage": {"output_tokens": 5}}))
+    events.append(event("message_stop", {}))
+    return events
+
+
+if __name__ == "__main__":
+    script, port_file = sys.argv[1], sys.argv[2]
+    with open(script) as handle:
+        replies = json.load(handle)
+    with FakeModelServer(replies) as fake:
+        with open(port_file + ".tmp", "w") as handle:
+            handle.write(str(fake.port))
+        import os
+
+        os.replace(port_file + ".tmp", port_file)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass

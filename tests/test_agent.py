@@ -1,0 +1,297 @@
+"""The conversation loop against a real model server on 127.0.0.1 and real kernels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.agent.loop import (
+    Agent,
+    Notice,
+    ReplyDone,
+    ReplyText,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnQueued,
+)
+from hermes_tui.agent.providers import ProviderError, resolve_provider
+from hermes_tui.runtime.approvals import ApprovalDecision
+from hermes_tui.store import SessionStore, load_session
+from conftest import make_config
+from fake_models import FakeModelServer
+
+
+class Harness:
+    """A runtime, a store and an agent for one session, with the events it sent."""
+
+    def __init__(self, runtime, store, agent) -> None:
+        self.runtime, self.store, self.agent = runtime, store, agent
+        self.events: list = []
+        self.ended = asyncio.Event()
+
+    def on_event(self, event) -> None:
+        self.events.append(event)
+        if isinstance(event, TurnEnded):
+            self.ended.set()
+
+    async def turn(self, text: str, origin: str = "user", timeout: float = 30) -> str:
+        self.ended.clear()
+        await self.agent.submit(text, origin)
+        await asyncio.wait_for(self.ended.wait(), timeout)
+        return [e for e in self.events if isinstance(e, TurnEnded)][-1].status
+
+    def of(self, kind):
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def reply_text(self) -> str:
+        return "".join(e.delta for e in self.of(ReplyText))
+
+
+@pytest.fixture
+async def harness_factory(hermes_home: Path, tmp_path: Path):
+    made = []
+
+    async def make(server: FakeModelServer | None, yaml_extra: str = "", provider: str = "custom",
+                   approver=None, session: str = "s1", tool_format: str | None = None):
+        yaml_text = yaml_extra
+        if server is not None:
+            yaml_text += f"\nmodel:\n  provider: {provider}\n  default: fake-model\n  base_url: {server.url}\n  max_retries: 0\n"
+            if tool_format:
+                yaml_text += f"  tool_format: {tool_format}\n"
+        config = make_config(yaml_text)
+        from hermes_tui.runtime import Runtime
+
+        runtime = Runtime(config, home=hermes_home, approver=approver)
+        await runtime.start()
+        store = SessionStore.open(hermes_home)
+        settings = resolve_provider(config, hermes_home, {"ANTHROPIC_API_KEY": "k-test"})
+        harness = Harness(runtime, store, None)
+        agent = Agent(runtime, store, session, settings=settings, listener=harness.on_event, cwd=str(tmp_path),
+                      max_steps=config.agent.max_steps)
+        harness.agent = agent
+        await agent.open()
+        made.append(harness)
+        return harness
+
+    yield make
+    for h in made:
+        await h.agent.aclose()
+        await h.runtime.aclose()
+        h.store.close()
+
+
+def code_call(code: str, **extra) -> dict:
+    return {"name": "execute_code", "arguments": {"code": code, **extra}}
+
+
+async def test_structured_tool_call_round_trip(harness_factory):
+    with FakeModelServer([
+        {"text": "Let me compute.", "tool_calls": [code_call("x = 6 * 7\nprint(x)")]},
+        {"text": "The answer is **42**."},
+    ]) as server:
+        h = await harness_factory(server)
+        status = await h.turn("what is 6*7?")
+        assert status == "done", h.of(Notice)
+    finished = h.of(ToolFinished)
+    assert finished[0].exec_result.output == "42\n"
+    assert "The answer is **42**." in h.reply_text()
+    # The second request carried the tool result back, linked to the call.
+    second = server.requests[1]["messages"]
+    call_id = second[2]["tool_calls"][0]["id"]
+    assert second[3]["role"] == "tool" and second[3]["tool_call_id"] == call_id
+    assert json.loads(second[3]["content"])["output"] == "42\n"
+    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"execute_code", "terminal", "read_file"}
+    # The kernel persists: a later turn sees x.
+    server.add({"tool_calls": [code_call("print(x + 1)")]}, {"text": "43"})
+
+
+async def test_kernel_state_persists_between_turns(harness_factory):
+    with FakeModelServer([
+        {"tool_calls": [code_call("x = 41")]}, {"text": "set"},
+        {"tool_calls": [code_call("print(x + 1)")]}, {"text": "done"},
+    ]) as server:
+        h = await harness_factory(server)
+        await h.turn("set x")
+        await h.turn("print x+1")
+    assert h.of(ToolFinished)[-1].exec_result.output == "42\n"
+
+
+async def test_hermes_format_calls_split_across_chunks(harness_factory):
+    raw = ('Sure.<tool_call>\n{"name": "execute_code", "arguments": {"code": "print(2 + 2)"}}\n</tool_call>')
+    with FakeModelServer([{"text": raw, "chunk": 3}, {"text": "It is 4."}]) as server:
+        h = await harness_factory(server, tool_format="hermes")
+        assert await h.turn("2+2?") == "done"
+    assert h.of(ToolFinished)[0].exec_result.output == "4\n"
+    shown = h.reply_text()
+    assert "<tool_call" not in shown and "Sure." in shown and "It is 4." in shown
+    second = server.requests[1]
+    assert "tools" not in second and "<tools>" in second["messages"][0]["content"]
+    assert second["messages"][-1]["role"] == "user"
+    assert second["messages"][-1]["content"].startswith("<tool_response>")
+    assert "<tool_call>" in second["messages"][-2]["content"]
+
+
+async def test_malformed_calls_go_back_to_the_model_then_stop(harness_factory):
+    bad = {"tool_calls": [{"name": "execute_code", "arguments": '{"code": '}]}
+    with FakeModelServer([
+        {"tool_calls": [{"name": "execute_code", "arguments": {"cod": "print(1)"}}]},
+        {"tool_calls": [code_call("print('fixed')")]},
+        {"text": "ok"},
+        bad, bad, bad,
+    ]) as server:
+        h = await harness_factory(server)
+        assert await h.turn("go") == "done"
+        first_error = json.loads(server.requests[1]["messages"][-1]["content"])["error"]
+        assert "code: Field required" in first_error and "cod: not an argument" in first_error
+        assert h.of(ToolFinished)[-1].exec_result.output == "fixed\n"
+        assert await h.turn("again") == "stopped"
+    assert "malformed tool calls in a row" in h.of(Notice)[-1].text
+    assert "not valid JSON" in json.loads(server.requests[4]["messages"][-1]["content"])["error"]
+
+
+async def test_provider_errors_are_clear_and_retry_works(harness_factory):
+    with FakeModelServer([
+        {"status": 401, "error": "invalid api key"},
+        {"status": 503, "error": "overloaded"},
+        {"text": "back"},
+    ]) as server:
+        h = await harness_factory(server)
+        assert await h.turn("hello") == "error"
+        assert "rejected the API key (HTTP 401: invalid api key)" in h.of(Notice)[-1].text
+        assert await h.turn("hello again") == "error"
+        assert "HTTP 503: overloaded" in h.of(Notice)[-1].text
+        h.ended.clear()
+        assert await h.agent.retry()
+        await asyncio.wait_for(h.ended.wait(), 10)
+    assert h.of(TurnEnded)[-1].status == "done" and "back" in h.reply_text()
+    stored = h.store.sync(load_session, "s1")
+    assert [m["content"] for m in stored.messages if m["role"] == "user"] == ["hello", "hello again"]
+
+
+async def test_unreachable_server_is_a_clear_error(harness_factory):
+    server = FakeModelServer()
+    server.httpd.server_close()  # the port is closed: nothing listens
+    h = await harness_factory(server)
+    assert await h.turn("hi") == "error"
+    assert "Cannot reach custom at http://127.0.0.1:" in h.of(Notice)[-1].text
+
+
+async def test_max_steps_bounds_a_turn(harness_factory):
+    with FakeModelServer([{"tool_calls": [code_call("pass")]}] * 3) as server:
+        h = await harness_factory(server, "agent:\n  max_steps: 2\n")
+        assert await h.turn("loop forever") == "stopped"
+    assert len(server.requests) == 2 and "agent.max_steps (2" in h.of(Notice)[-1].text
+
+
+async def test_new_message_interrupts_running_script(harness_factory):
+    with FakeModelServer([
+        {"tool_calls": [code_call("import time\nprint('started', flush=True)\ntime.sleep(60)")]},
+        {"text": "never read"},
+        {"text": "second answer"},
+    ]) as server:
+        h = await harness_factory(server)
+        await h.agent.submit("long job")
+        for _ in range(300):
+            if h.of(ToolStarted):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        h.ended.clear()
+        await h.agent.submit("stop that, answer this")
+        for _ in range(300):
+            if len(h.of(TurnEnded)) == 2:
+                break
+            await asyncio.sleep(0.05)
+    assert [e.status for e in h.of(TurnEnded)] == ["interrupted", "done"]
+    result = h.of(ToolFinished)[0].exec_result
+    assert result.status == "interrupted"
+    assert result.output.rstrip().endswith("[execution interrupted — user sent a new message]"), result.output
+    # The interrupted result is in the history the model got with the new message.
+    messages = server.requests[1]["messages"]
+    assert "execution interrupted" in messages[-2]["content"] and messages[-1]["content"] == "stop that, answer this"
+
+
+async def test_injected_turn_is_queued_and_whole_script_approved(harness_factory):
+    asked = []
+
+    async def approver(request):
+        asked.append(request)
+        return ApprovalDecision(choice="once")
+
+    with FakeModelServer([
+        {"text": "first", "delay": 0.05, "chunk": 1},
+        {"tool_calls": [code_call("print('from injected')")]},
+        {"text": "done"},
+    ]) as server:
+        h = await harness_factory(server, approver=approver)
+        await h.agent.submit("slow user turn")
+        await asyncio.sleep(0.1)
+        ahead = await h.agent.submit("run a check", origin="injected")
+        assert ahead == 1 and h.of(TurnQueued)[0].origin == "injected"
+        for _ in range(400):
+            if len(h.of(TurnEnded)) == 2:
+                break
+            await asyncio.sleep(0.05)
+    assert [e.status for e in h.of(TurnEnded)] == ["done", "done"]
+    assert [r.kind for r in asked] == ["script"] and asked[0].origin == "injected"
+    assert h.of(ToolFinished)[0].exec_result.output == "from injected\n"
+
+
+async def test_anthropic_wire(harness_factory):
+    with FakeModelServer([
+        {"text": "Running.", "tool_calls": [code_call("print(sum(range(5)))")]},
+        {"text": "Sum is 10."},
+    ]) as server:
+        h = await harness_factory(server, provider="anthropic")
+        assert await h.turn("sum") == "done"
+    assert h.of(ToolFinished)[0].exec_result.output == "10\n"
+    second = server.requests[1]
+    assert second["system"] and second["tools"][0]["input_schema"]["type"] == "object"
+    sent = server.headers[0]
+    assert sent.get("x-api-key") == "k-test" or sent.get("authorization") == "Bearer k-test"
+    result_block = second["messages"][-1]["content"][0]
+    assert result_block["type"] == "tool_result" and "10" in result_block["content"]
+    assert second["messages"][-2]["content"][-1]["type"] == "tool_use"
+    assert "Sum is 10." in h.reply_text()
+
+
+async def test_reply_is_stored_before_it_is_shown(harness_factory):
+    seen_stored = []
+
+    with FakeModelServer([{"text": "one two three four five six", "chunk": 2, "delay": 0.01}]) as server:
+        h = await harness_factory(server)
+
+        def check(event):
+            h.on_event(event)
+            if isinstance(event, ReplyText):
+                shown = h.reply_text()
+                row = h.store.submit(lambda db: db.execute(
+                    "SELECT content FROM messages WHERE id = ?", (event.reply_id,)).fetchone()[0]).result()
+                seen_stored.append(row.startswith(shown))
+
+        h.agent.listener = check
+        assert await h.turn("count") == "done"
+    assert seen_stored and all(seen_stored)
+    assert h.of(ReplyDone)[-1].text == "one two three four five six"
+
+
+def test_provider_resolution(hermes_home: Path):
+    assert resolve_provider(make_config(), hermes_home, {}) is None
+    (hermes_home / ".env").write_text("OPENROUTER_API_KEY=sk-or-from-dotenv\n")
+    s = resolve_provider(make_config("model: anthropic/claude-sonnet-4\n"), hermes_home, {})
+    assert (s.name, s.base_url, s.api_key) == ("openrouter", "https://openrouter.ai/api/v1", "sk-or-from-dotenv")
+    assert "OPENROUTER_API_KEY in" in s.key_source and "sk-or" not in s.key_source
+    s = resolve_provider(make_config("model:\n  provider: mine\n  default: m\nproviders:\n  mine:\n"
+                                     "    base_url: http://h/v1\n    key_env: MINE_KEY\n"), hermes_home, {"MINE_KEY": "k"})
+    assert (s.base_url, s.api_key) == ("http://h/v1", "k")
+    s = resolve_provider(make_config("model:\n  provider: ollama\n  default: qwen3\n"), hermes_home, {},
+                         model="llama3", base_url="http://127.0.0.1:9/v1")
+    assert (s.model, s.base_url, s.kind) == ("llama3", "http://127.0.0.1:9/v1", "openai")
+    with pytest.raises(ProviderError, match="is not known"):
+        resolve_provider(make_config("model:\n  provider: nope\n  default: m\n"), hermes_home, {})
+    with pytest.raises(ProviderError, match="no model name"):
+        resolve_provider(make_config("model:\n  provider: ollama\n"), hermes_home, {})

@@ -1,0 +1,188 @@
+"""The conversation in the app, with the pilot: a real model server on 127.0.0.1, real
+kernels, the approval dialog answered by keys, the sessions database, inject, export."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hermes_tui import store as db
+from hermes_tui.app import HermesApp
+from hermes_tui.export import to_sharegpt
+from hermes_tui.widgets.approval import ApprovalScreen
+from hermes_tui.widgets.conversation import MessageBlock, ReplyBlock, RunBlock
+
+from conftest import make_config
+from fake_models import FakeModelServer
+from test_app import SIZE, submit, wait_until
+
+
+def model_app(home: Path, cwd: Path, server: FakeModelServer, extra: str = "", **kwargs) -> HermesApp:
+    yaml_text = (f"model:\n  provider: custom\n  default: fake-model\n  base_url: {server.url}\n  max_retries: 0\n"
+                 + extra)
+    return HermesApp(make_config(yaml_text), cwd=str(cwd), home=home, **kwargs)
+
+
+def replies(app: HermesApp) -> str:
+    return "\n".join(block.text for block in app.query(ReplyBlock))
+
+
+def stored(home: Path, session: str) -> db.StoredSession:
+    conn = db.connect(db.sessions_db_path(home))
+    try:
+        found = db.load_session(conn, session)
+    finally:
+        conn.close()
+    assert found is not None
+    return found
+
+
+SCRIPT = ("from hermes_tools import terminal\n"
+          "r = terminal('echo approved-$((40 + 2))')\n"
+          "print(r.get('output', r))\n")
+
+
+async def test_full_loop_message_tool_call_approval_reply(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([
+        {"text": "I'll run a command.", "tool_calls": [{"name": "execute_code", "arguments": {"code": SCRIPT}}]},
+        {"text": "The command printed **approved-42**."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-loop")
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "run the check")
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            assert app.screen.request.text == "echo approved-$((40 + 2))"
+            await pilot.press("1")
+            await wait_until(pilot, lambda: "approved-42**" in replies(app))
+            run = app.query(RunBlock).last()
+            assert run.status == "success" and run.result.output.strip() == "approved-42"
+            assert [m.text for m in app.query(MessageBlock)] == ["run the check"]
+            assert "fake-model" in str(app.query_one("#topbar").render())
+    session = stored(hermes_home, "s-loop")
+    assert [m["role"] for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    call = next(iter(session.tool_calls.values()))
+    assert call["status"] == "success" and call["exec_id"]
+    assert (hermes_home / "cache" / "exec" / f"{call['exec_id']}.json").exists()  # linked to its record
+    [approval] = session.pending_approvals or [None]
+    assert approval is None  # answered, not pending
+    record = to_sharegpt(session)
+    assert [c["from"] for c in record["conversations"]] == ["system", "human", "gpt", "tool", "gpt"]
+    assert "<tool_call>" in record["conversations"][2]["value"]
+    assert record["conversations"][3]["value"].startswith("<tool_response>")
+
+
+async def test_provider_error_shows_and_retry_continues(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([{"status": 500, "error": "boom"}, {"text": "recovered"}]) as server:
+        app = model_app(hermes_home, tmp_path, server)
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "hello")
+            await wait_until(pilot, lambda: any("HTTP 500: boom" in str(n.render()) for n in app.query(".note.error")))
+            await submit(pilot, app, "/retry")
+            await wait_until(pilot, lambda: "recovered" in replies(app))
+            assert [m.text for m in app.query(MessageBlock)] == ["hello"]
+
+
+async def test_typing_interrupts_the_running_script(hermes_home: Path, tmp_path: Path) -> None:
+    slow = "import time\nprint('working', flush=True)\ntime.sleep(60)\n"
+    with FakeModelServer([
+        {"tool_calls": [{"name": "execute_code", "arguments": {"code": slow}}]},
+        {"text": "Switched to the new question."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server)
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "long job")
+            await wait_until(pilot, lambda: "working" in "\n".join(app.query_one("#output-log").lines))
+            await submit(pilot, app, "never mind")
+            await wait_until(pilot, lambda: "Switched" in replies(app))
+            run = app.query(RunBlock).first()
+            assert run.status == "interrupted"
+            assert "[execution interrupted — user sent a new message]" in run.result.output
+
+
+async def test_inject_into_running_app(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([
+        {"tool_calls": [{"name": "execute_code", "arguments": {"code": "print('injected work')"}}]},
+        {"text": "Injected task done."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-inject")
+        async with app.run_test(size=SIZE) as pilot:
+            sock = hermes_home / "tui" / "inject" / "s-inject.sock"
+            await wait_until(pilot, lambda: sock.exists())
+            assert oct(Path(os.path.realpath(sock)).stat().st_mode & 0o777) == "0o600"  # (a long path is a link)
+            done = subprocess.Popen([sys.executable, "-m", "hermes_tui.cli", "inject", "check the build"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # An injected turn has its whole script approved first.
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            assert app.screen.request.kind == "script" and app.screen.request.origin == "injected"
+            await pilot.press("1")
+            await wait_until(pilot, lambda: "Injected task done." in replies(app))
+            out, err = done.communicate(timeout=10)
+            assert done.returncode == 0 and "injected into session s-inject" in out, err
+            [message] = list(app.query(MessageBlock))
+            assert message.origin == "injected" and message.has_class("injected")
+            assert app.query(RunBlock).last().result.output == "injected work\n"
+        assert not sock.exists()  # removed when the app stops
+    bad = subprocess.run([sys.executable, "-m", "hermes_tui.cli", "inject", "--session", "nope", "x"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "no app is running session nope" in bad.stderr
+
+
+async def test_resume_answers_a_pending_approval_and_the_turn_goes_on(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([
+        {"tool_calls": [{"name": "execute_code", "arguments": {"code": SCRIPT}}]},
+        {"text": "After the restart it printed approved-42."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-resume")
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "check after restart")
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            # The app stops here, the question unanswered (the e2e test kills it with -9 instead).
+        session = stored(hermes_home, "s-resume")
+        assert [a["status"] for a in session.pending_approvals] == ["pending"]
+        again = model_app(hermes_home, tmp_path, server, session="s-resume")
+        async with again.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: isinstance(again.screen, ApprovalScreen))
+            assert again.screen.request.text == "echo approved-$((40 + 2))"
+            await pilot.press("1")
+            await wait_until(pilot, lambda: "After the restart" in replies(again))
+            assert [m.text for m in again.query(MessageBlock)] == ["check after restart"]
+            assert any("interrupted" in str(n.render()) for n in again.query(".note.warning"))
+            assert again.query(RunBlock).last().result.output.strip() == "approved-42"
+    session = stored(hermes_home, "s-resume")
+    assert not session.pending_approvals
+    assert [t["status"] for t in session.turns] == ["done"]
+    tool_message = next(m for m in session.messages if m["role"] == "tool")
+    assert "approved-42" in json.loads(tool_message["content"])["output"]
+
+
+async def test_no_model_input_runs_python_and_is_stored(hermes_home: Path, tmp_path: Path) -> None:
+    app = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-py")
+    async with app.run_test(size=SIZE) as pilot:
+        assert "No model" in str(app.query_one("#hint").render())
+        await submit(pilot, app, "print(6 * 7)")
+        await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
+    session = stored(hermes_home, "s-py")
+    assert [m["role"] for m in session.messages] == ["user", "assistant", "tool"]
+    assert json.loads(session.messages[2]["content"])["output"] == "42\n"
+
+
+async def test_sessions_picker_switches_session(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([{"text": "first session reply"}, {"text": "second"}]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-a")
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "hello a")
+            await wait_until(pilot, lambda: "first session reply" in replies(app))
+            await submit(pilot, app, "/new")
+            await wait_until(pilot, lambda: app.session != "s-a" and app.agent is not None
+                             and app.agent.session_id == app.session)
+            assert not list(app.query(MessageBlock))
+            await pilot.press("ctrl+o")
+            from hermes_tui.widgets.sessions import SessionsScreen
+
+            await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+            await pilot.press("enter")  # the newest stored session: s-a
+            await wait_until(pilot, lambda: app.session == "s-a" and [m.text for m in app.query(MessageBlock)] == ["hello a"])
+            assert "first session reply" in replies(app)
