@@ -64,7 +64,7 @@ class KernelsApp(ThemedApp):
 
 
 def test_main_screen(snap_compare, tmp_path) -> None:
-    app = HermesApp(make_config(), cwd="/home/user/project", home=tmp_path)
+    app = HermesApp(make_config(), cwd="/home/user/project", home=tmp_path, session="tui")
 
     async def settle(pilot) -> None:
         app.query_one(PromptInput).cursor_blink = False
