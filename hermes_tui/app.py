@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import shlex
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -222,7 +223,13 @@ class HermesApp(App[None]):
         and listen for injected messages."""
         self._session_ready.clear()
         if self.store is None:
-            self.store = await asyncio.to_thread(db.SessionStore.open, self.home)
+            try:
+                self.store = await asyncio.to_thread(db.SessionStore.open, self.home)
+            except (OSError, sqlite3.Error) as exc:  # the app still works; this session is not kept
+                self.store = await asyncio.to_thread(db.SessionStore, Path(":memory:"))
+                self.query_one(ConversationPane).add_note(
+                    f"The sessions database {db.sessions_db_path(self.home)} cannot be opened ({exc}); "
+                    "this session is kept in memory only and will not survive a restart.", "error")
         self.session = session_id
         self._update_topbar()
         agent = Agent(

@@ -71,7 +71,12 @@ class InjectServer:
         folder.mkdir(parents=True, exist_ok=True)
         folder.chmod(0o700)
         if self.path.is_symlink() or self.path.exists():
-            self.path.unlink()  # a socket left by an app that died
+            try:
+                _connect(self.path, timeout=1).close()
+            except OSError:
+                self.path.unlink()  # a socket left by an app that died
+            else:
+                raise FileExistsError(f"another hermes-tui has session {self.session} open; injected messages go there")
         staged = folder / f".{os.getpid()}.{self.path.name}"
         if len(os.fsencode(self.path)) <= SUN_PATH_MAX and len(os.fsencode(staged)) <= SUN_PATH_MAX:
             staged.unlink(missing_ok=True)

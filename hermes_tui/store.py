@@ -73,10 +73,13 @@ def new_session_id() -> str:
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open (and create) the database: WAL, foreign keys, rows as ``sqlite3.Row``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    new = not path.exists()
+    memory = str(path) == ":memory:"
+    if not memory:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    new = not memory and not path.exists()
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
     if new:
+        db.execute("PRAGMA user_version").fetchone()  # creates the file now, so its mode can be set
         path.chmod(0o600)  # conversations may quote secrets the user pasted
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA journal_mode=WAL")

@@ -83,7 +83,57 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.press("enter")
         await pilot.pause(1.0)
         save("pager")
+    shots.append(await shoot_conversation(out))
     return shots
+
+
+ANALYSIS = """from hermes_tools import search_files, read_file
+hits = search_files('TODO', file_glob='*.py')
+print(hits['total'], 'TODOs')
+for m in hits.get('matches', [])[:3]:
+    print(m['path'], m['line'], m['text'].strip())
+"""
+REPLY = """Found them. The **TODO** markers in the project:
+
+| file | line | note |
+|---|---|---|
+| `app.py` | 3 | cache the config |
+| `app.py` | 7 | retry on timeout |
+
+Next step: I can open `app.py` and fix the retry, if you want."""
+
+
+async def shoot_conversation(out: Path) -> Path:
+    """The conversation with a model: a scripted server on 127.0.0.1 answers."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_models import FakeModelServer
+
+    from hermes_tui.app import HermesApp
+    from hermes_tui.config import parse_config
+    from hermes_tui.widgets.conversation import PromptInput, ReplyBlock
+
+    project = Path(tempfile.mkdtemp(prefix="demo-project-"))
+    (project / "app.py").write_text("import os\n\n# TODO: cache the config\n\n\ndef run():\n    # TODO: retry on timeout\n")
+    replies = [{"text": "I'll search the project for TODOs.",
+                "tool_calls": [{"name": "execute_code", "arguments": {"code": ANALYSIS}}]},
+               {"text": REPLY, "chunk": 12}]
+    with FakeModelServer(replies) as server:
+        config = parse_config(f"model:\n  provider: custom\n  default: hermes-4-70b\n  base_url: {server.url}\n")
+        app = HermesApp(config, cwd=str(project), session="20261129-101500-demo")
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptInput)
+            prompt.insert("Find the TODOs in this project")
+            await pilot.press("enter")
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if any("Next step" in b.text for b in app.query(ReplyBlock)):
+                    break
+            await pilot.pause(1.2)
+            prompt.cursor_blink = False
+            app.save_screenshot(filename="conversation.svg", path=str(out))
+    return out / "conversation.svg"
 
 
 def main() -> None:

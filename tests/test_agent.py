@@ -295,3 +295,50 @@ def test_provider_resolution(hermes_home: Path):
         resolve_provider(make_config("model:\n  provider: nope\n  default: m\n"), hermes_home, {})
     with pytest.raises(ProviderError, match="no model name"):
         resolve_provider(make_config("model:\n  provider: ollama\n"), hermes_home, {})
+
+
+async def test_new_message_stops_a_top_level_command(harness_factory):
+    with FakeModelServer([
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "sleep 30; echo late"}}]},
+        {"text": "never read"},
+        {"text": "ok, stopped"},
+    ]) as server:
+        h = await harness_factory(server, "approvals:\n  mode: off\n")
+        await h.agent.submit("wait a while")
+        for _ in range(300):
+            if h.of(ToolStarted):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        started = asyncio.get_running_loop().time()
+        await h.agent.submit("stop")
+        for _ in range(300):
+            if len(h.of(TurnEnded)) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert asyncio.get_running_loop().time() - started < 10
+    assert [e.status for e in h.of(TurnEnded)] == ["interrupted", "done"]
+    result = h.of(ToolFinished)[0].result
+    assert result["status"] == "interrupted" and "user sent a new message" in result["error"]
+
+
+async def test_retry_of_an_injected_turn_still_asks_first(harness_factory):
+    asked = []
+
+    async def approver(request):
+        asked.append(request)
+        return ApprovalDecision(choice="deny", reason="not now")
+
+    with FakeModelServer([
+        {"status": 502, "error": "bad gateway"},
+        {"tool_calls": [code_call("print('x')")]},
+        {"text": "understood"},
+    ]) as server:
+        h = await harness_factory(server, approver=approver)
+        assert await h.turn("injected job", origin="injected") == "error"
+        h.ended.clear()
+        assert await h.agent.retry()
+        await asyncio.wait_for(h.ended.wait(), 20)
+    assert [r.kind for r in asked] == ["script"] and asked[0].origin == "injected"
+    result = h.of(ToolFinished)[0].exec_result
+    assert result.status == "error" and result.tool_calls_made == 0 and "not now" in result.error

@@ -186,3 +186,13 @@ async def test_sessions_picker_switches_session(hermes_home: Path, tmp_path: Pat
             await pilot.press("enter")  # the newest stored session: s-a
             await wait_until(pilot, lambda: app.session == "s-a" and [m.text for m in app.query(MessageBlock)] == ["hello a"])
             assert "first session reply" in replies(app)
+
+
+async def test_unusable_database_is_said_and_the_app_still_works(hermes_home: Path, tmp_path: Path) -> None:
+    (hermes_home / "tui" / "sessions.db").mkdir(parents=True)  # a directory where the file should be
+    app = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-mem")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: any("cannot be opened" in str(n.render()) for n in app.query(".note.error")))
+        await submit(pilot, app, "print('still works')")
+        await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
+        assert app.query(RunBlock).last().result.output == "still works\n"

@@ -35,6 +35,7 @@ from hermes_tui.agent.hermes_format import (
 from hermes_tui.agent.providers import Provider, ProviderError, ProviderSettings, make_provider
 from hermes_tui.agent.tools import InvalidCall, ToolCall, declarations, validate_call
 from hermes_tui.runtime.approvals import ApprovalRequest
+from hermes_tui.runtime.executor import INTERRUPT_NOTICE
 from hermes_tui.runtime.models import ExecResult
 
 SYSTEM_PROMPT = (
@@ -135,8 +136,12 @@ class _Turn:
     id: str
     text: str
     origin: str
+    """user, injected or automation: decides what is approved first (kept on retry and resume)."""
+    kind: str = "new"
+    """new, retry (send the history again) or resume (answer what was pending)."""
     interrupted: bool = False
-    task: asyncio.Task[Any] | None = None
+    task: asyncio.Future[Any] | None = None
+    """The model's stream or a top-level tool call now running (cancelled on interrupt)."""
     call_id: str | None = None
 
 
@@ -247,9 +252,9 @@ class Agent:
         if turn is None or turn.interrupted:
             return False
         turn.interrupted = True
-        await self.runtime.interrupt(self.session_id)
+        await self.runtime.interrupt(self.session_id)  # a script ends with SPEC's notice
         if turn.task is not None and not turn.task.done():
-            turn.task.cancel()  # the model's stream (a tool call is never cancelled half-stored)
+            turn.task.cancel()  # the model's stream, or a top-level command (its process group is killed)
         return True
 
     async def retry(self) -> bool:
@@ -258,8 +263,7 @@ class Agent:
         if turn is None or self._current is not None or self.provider is None:
             return False
         self._last_failed = None
-        turn.interrupted = False
-        self._queue.appendleft(_Turn(id=turn.id, text="", origin="retry"))
+        self._queue.appendleft(_Turn(id=turn.id, text="", origin=turn.origin, kind="retry"))
         self._wake.set()
         return True
 
@@ -271,9 +275,9 @@ class Agent:
             turn = self._queue.popleft()
             self._current = turn
             try:
-                if turn.origin == "retry":
+                if turn.kind == "retry":
                     status = await self._steps(turn)
-                elif turn.origin == "resume":
+                elif turn.kind == "resume":
                     status = await self._resume(turn)
                 else:
                     status = await self._run(turn)
@@ -342,18 +346,13 @@ class Agent:
             stream.add(parser.feed(piece) if parser else piece)
 
         system, messages, tools = self._request(hermes)
-        turn.task = asyncio.ensure_future(self.provider.complete(system, messages, tools, on_text))
-        status, error = "done", None
+        status, error, result = "done", None, None
         try:
-            result = await turn.task
-        except asyncio.CancelledError:
-            if not turn.interrupted:
-                raise
-            status, result = "interrupted", None
+            result = await _interruptible(turn, self.provider.complete(system, messages, tools, on_text))
+        except _Interrupted:
+            status = "interrupted"
         except ProviderError as exc:
-            status, error, result = "error", str(exc), None
-        finally:
-            turn.task = None
+            status, error = "error", str(exc)
         calls: list[ToolCall] = []
         if result is not None:
             calls = list(result.calls)
@@ -369,7 +368,7 @@ class Agent:
         if error is not None:
             self.listener(Notice(turn.id, error))
         if status != "done":
-            if text.strip():
+            if status == "interrupted" and text.strip():  # what it said before the cut is context
                 self.history.append({"role": "assistant", "content": text})
             return None
         self.history.append({"role": "assistant", "content": text or None,
@@ -439,9 +438,13 @@ class Agent:
                 await self._finish_call(turn, call, payload, result.status, result)
             else:
                 given = {k: v for k, v in args.items() if v is not None}
-                outcome = await self.runtime.call_tool(call.name, given, session=self.session_id, cwd=self.cwd,
-                                                       origin=origin)
-                status = "error" if outcome.get("error") else "success"
+                try:
+                    outcome = await _interruptible(turn, self.runtime.call_tool(
+                        call.name, given, session=self.session_id, cwd=self.cwd, origin=origin))
+                    status = "error" if outcome.get("error") else "success"
+                except _Interrupted:
+                    outcome = {"output": "", "exit_code": -1, "status": "interrupted", "error": INTERRUPT_NOTICE}
+                    status = "interrupted"
                 await self._finish_call(turn, call, dict(outcome), status)
         finally:
             turn.call_id = None
@@ -520,14 +523,13 @@ class Agent:
     async def resume_pending(self) -> None:
         """Queue the turns with pending approvals: each approval is asked again, its tool call
         runs (or is refused), and the turn goes on with the model."""
-        for turn_id in dict.fromkeys(p.turn_id for p in self._pending):
-            self._queue.append(_Turn(id=turn_id, text="", origin="resume"))
+        for turn_id, origin in dict.fromkeys((p.turn_id, p.origin) for p in self._pending):
+            self._queue.append(_Turn(id=turn_id, text="", origin=origin, kind="resume"))
         self._wake.set()
 
     async def _resume(self, turn: _Turn) -> str:
         pending = [p for p in self._pending if p.turn_id == turn.id]
         self._pending = [p for p in self._pending if p.turn_id != turn.id]
-        turn.origin = pending[0].origin if pending else "user"
         for item in pending:
             if turn.interrupted:
                 await self._finish_call(turn, item.call, {"error": "not run: the turn was interrupted"}, "interrupted")
@@ -552,6 +554,29 @@ class Agent:
         if self.provider is None or turn.interrupted:
             return "interrupted" if turn.interrupted else "done"
         return await self._steps(turn)
+
+
+class _Interrupted(Exception):
+    """The turn was interrupted while this step ran."""
+
+
+async def _interruptible(turn: _Turn, step: Any) -> Any:
+    """Run ``step`` as the turn's current task: :meth:`Agent.interrupt` cancels it and this
+    raises :class:`_Interrupted`; cancelling the caller (the app closing) cancels it too."""
+    task = asyncio.ensure_future(step)
+    turn.task = task
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        turn.task = None
+    if task.cancelled():
+        if turn.interrupted:
+            raise _Interrupted
+        raise asyncio.CancelledError
+    return task.result()
 
 
 class _StreamedText:

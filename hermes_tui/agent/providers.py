@@ -121,6 +121,11 @@ def resolve_provider(
     elif not key:
         source = "no key (add providers.<name>.key_env or model.api_key if the server needs one)"
     kind: ProviderKind = "anthropic" if name == "anthropic" else "openai"
+    if kind == "anthropic":
+        import importlib.util
+
+        if importlib.util.find_spec("anthropic") is None:
+            raise ProviderError("the anthropic provider needs its SDK: pip install 'hermes-tui[anthropic]'")
     tool_format = settings.tool_format or (extra.tool_format if extra else None) or "native"
     return ProviderSettings(name=name, kind=kind, model=model_name, base_url=url, api_key=key, key_source=source,
                             tool_format=tool_format, max_retries=settings.max_retries)
