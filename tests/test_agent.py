@@ -50,6 +50,13 @@ class Harness:
     def reply_text(self) -> str:
         return "".join(e.delta for e in self.of(ReplyText))
 
+    async def until(self, predicate, timeout: float = 15.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate():
+            assert loop.time() < deadline, "condition not met in time"
+            await asyncio.sleep(0.05)
+
 
 @pytest.fixture
 async def harness_factory(hermes_home: Path, tmp_path: Path):
@@ -195,17 +202,11 @@ async def test_new_message_interrupts_running_script(harness_factory):
     ]) as server:
         h = await harness_factory(server)
         await h.agent.submit("long job")
-        for _ in range(300):
-            if h.of(ToolStarted):
-                break
-            await asyncio.sleep(0.05)
+        await h.until(lambda: h.of(ToolStarted))
         await asyncio.sleep(0.5)
         h.ended.clear()
         await h.agent.submit("stop that, answer this")
-        for _ in range(300):
-            if len(h.of(TurnEnded)) == 2:
-                break
-            await asyncio.sleep(0.05)
+        await h.until(lambda: len(h.of(TurnEnded)) == 2, timeout=20)
     assert [e.status for e in h.of(TurnEnded)] == ["interrupted", "done"]
     result = h.of(ToolFinished)[0].exec_result
     assert result.status == "interrupted"
@@ -232,10 +233,7 @@ async def test_injected_turn_is_queued_and_whole_script_approved(harness_factory
         await asyncio.sleep(0.1)
         ahead = await h.agent.submit("run a check", origin="injected")
         assert ahead == 1 and h.of(TurnQueued)[0].origin == "injected"
-        for _ in range(400):
-            if len(h.of(TurnEnded)) == 2:
-                break
-            await asyncio.sleep(0.05)
+        await h.until(lambda: len(h.of(TurnEnded)) == 2, timeout=20)
     assert [e.status for e in h.of(TurnEnded)] == ["done", "done"]
     assert [r.kind for r in asked] == ["script"] and asked[0].origin == "injected"
     assert h.of(ToolFinished)[0].exec_result.output == "from injected\n"
@@ -305,17 +303,11 @@ async def test_new_message_stops_a_top_level_command(harness_factory):
     ]) as server:
         h = await harness_factory(server, "approvals:\n  mode: off\n")
         await h.agent.submit("wait a while")
-        for _ in range(300):
-            if h.of(ToolStarted):
-                break
-            await asyncio.sleep(0.05)
+        await h.until(lambda: h.of(ToolStarted))
         await asyncio.sleep(0.3)
         started = asyncio.get_running_loop().time()
         await h.agent.submit("stop")
-        for _ in range(300):
-            if len(h.of(TurnEnded)) == 2:
-                break
-            await asyncio.sleep(0.05)
+        await h.until(lambda: len(h.of(TurnEnded)) == 2, timeout=20)
         assert asyncio.get_running_loop().time() - started < 10
     assert [e.status for e in h.of(TurnEnded)] == ["interrupted", "done"]
     result = h.of(ToolFinished)[0].result

@@ -26,6 +26,13 @@ def model_app(home: Path, cwd: Path, server: FakeModelServer, extra: str = "", *
     return HermesApp(make_config(yaml_text), cwd=str(cwd), home=home, **kwargs)
 
 
+async def ask_from_script(pilot, app: HermesApp, message: str) -> None:
+    """Send ``message``; the model's script asks to run SCRIPT's command: wait for the dialog."""
+    await submit(pilot, app, message)
+    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    assert app.screen.request.text == "echo approved-$((40 + 2))"
+
+
 def replies(app: HermesApp) -> str:
     return "\n".join(block.text for block in app.query(ReplyBlock))
 
@@ -52,9 +59,7 @@ async def test_full_loop_message_tool_call_approval_reply(hermes_home: Path, tmp
     ]) as server:
         app = model_app(hermes_home, tmp_path, server, session="s-loop")
         async with app.run_test(size=SIZE) as pilot:
-            await submit(pilot, app, "run the check")
-            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-            assert app.screen.request.text == "echo approved-$((40 + 2))"
+            await ask_from_script(pilot, app, "run the check")
             await pilot.press("1")
             await wait_until(pilot, lambda: "approved-42**" in replies(app))
             run = app.query(RunBlock).last()
@@ -137,8 +142,7 @@ async def test_resume_answers_a_pending_approval_and_the_turn_goes_on(hermes_hom
     ]) as server:
         app = model_app(hermes_home, tmp_path, server, session="s-resume")
         async with app.run_test(size=SIZE) as pilot:
-            await submit(pilot, app, "check after restart")
-            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await ask_from_script(pilot, app, "check after restart")
             # The app stops here, the question unanswered (the e2e test kills it with -9 instead).
         session = stored(hermes_home, "s-resume")
         assert [a["status"] for a in session.pending_approvals] == ["pending"]

@@ -49,6 +49,13 @@ class Terminal:
     def key(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", "app", *keys)
 
+    def quit(self) -> None:
+        """Ctrl+Q, then wait (up to 10 s) for the app to end."""
+        self.key("C-q")
+        deadline = time.monotonic() + 10
+        while "app" in self.tmux("list-sessions") and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def close(self) -> None:
         self.tmux("kill-server")
 
@@ -64,10 +71,7 @@ def test_type_code_approve_and_read_the_result(hermes_home: Path, tmp_path: Path
         terminal.key("o")
         screen = terminal.wait_for("│e2e-approved ")  # the output pane's first line
         assert "success" in screen and "kernel k1" in screen
-        terminal.key("C-q")
-        deadline = time.monotonic() + 10
-        while "app" in terminal.tmux("list-sessions") and time.monotonic() < deadline:
-            time.sleep(0.05)
+        terminal.quit()
     finally:
         terminal.close()
     log = (hermes_home / "tui" / "approvals.jsonl").read_text()
@@ -122,10 +126,7 @@ def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
             assert "echo resumed-ok" in screen
             second.key("o")
             second.wait_for("resumed-ok.")  # the final reply (the output pane shows it without the period)
-            second.key("C-q")
-            deadline = time.monotonic() + 10
-            while "app" in second.tmux("list-sessions") and time.monotonic() < deadline:
-                time.sleep(0.05)
+            second.quit()
         finally:
             second.close()
     finally:
