@@ -301,6 +301,8 @@ class HermesApp(App[None]):
         conversation = self.query_one(ConversationPane)
         if isinstance(event, TurnStarted):
             conversation.add_message(event.text, event.origin)
+            if self.settings is not None:
+                conversation.set_hint(f"… {self.settings.model} is working · a new message interrupts · /help")
         elif isinstance(event, TurnQueued):
             what = "injected message" if event.origin == "injected" else "message"
             conversation.add_note(f"⋯ {what} queued ({event.position} ahead): {event.text[:120]}")
@@ -326,7 +328,7 @@ class HermesApp(App[None]):
         elif isinstance(event, Notice):
             conversation.add_note(event.text, event.level)
         elif isinstance(event, TurnEnded):
-            self._update_topbar()
+            conversation.set_hint(self._hint())
 
     @work(group="runtime", exit_on_error=False)
     async def start_runtime(self) -> None:

@@ -270,6 +270,10 @@ class ConversationPane(Vertical):
                 old.remove()
         transcript.scroll_end(animate=False)
 
+    def set_hint(self, text: str) -> None:
+        """The line above the input (what typing does now)."""
+        self.query_one("#hint", Label).update(text)
+
     def follow(self) -> None:
         """Keep the newest line in view (a streaming reply grows)."""
         self.query_one("#transcript", VerticalScroll).scroll_end(animate=False)
