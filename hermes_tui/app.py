@@ -244,6 +244,8 @@ class HermesApp(App[None]):
         conversation = self.query_one(ConversationPane)
         if self.provider_problem:
             conversation.add_note(f"The configured model cannot be used: {self.provider_problem}", "error")
+        elif self.settings is not None and self.settings.missing_key:
+            conversation.add_note(f"No API key for {self.settings.name}: {self.settings.key_source}.", "warning")
         if loaded is not None:
             from hermes_tui.widgets.transcript import draw_session
 

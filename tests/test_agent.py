@@ -289,6 +289,13 @@ def test_provider_resolution(hermes_home: Path):
     s = resolve_provider(make_config("model:\n  provider: ollama\n  default: qwen3\n"), hermes_home, {},
                          model="llama3", base_url="http://127.0.0.1:9/v1")
     assert (s.model, s.base_url, s.kind) == ("llama3", "http://127.0.0.1:9/v1", "openai")
+    s = resolve_provider(make_config("model:\n  provider: auto\n  default: m\n  base_url: https://openrouter.ai/api/v1\n"
+                                     "tool_format: hermes\n"), hermes_home, {})
+    assert (s.name, s.api_key, s.tool_format) == ("custom", "sk-or-from-dotenv", "hermes")  # the key its URL needs
+    s = resolve_provider(make_config("model:\n  provider: openai\n  default: gpt-x\n"), hermes_home, {})
+    assert s.missing_key and "OPENAI_API_KEY (not set" in s.key_source
+    s = resolve_provider(make_config("model:\n  base_url: http://127.0.0.1:8080/v1\n  default: local\n"), hermes_home, {})
+    assert not s.missing_key and s.api_key is None
     with pytest.raises(ProviderError, match="is not known"):
         resolve_provider(make_config("model:\n  provider: nope\n  default: m\n"), hermes_home, {})
     with pytest.raises(ProviderError, match="no model name"):
@@ -334,3 +341,12 @@ async def test_retry_of_an_injected_turn_still_asks_first(harness_factory):
     assert [r.kind for r in asked] == ["script"] and asked[0].origin == "injected"
     result = h.of(ToolFinished)[0].exec_result
     assert result.status == "error" and result.tool_calls_made == 0 and "not now" in result.error
+
+
+async def test_missing_key_is_said_before_anything_is_sent(harness_factory, hermes_home: Path):
+    with FakeModelServer([{"text": "unreached"}]) as server:
+        h = await harness_factory(server, provider="openai")
+        assert await h.turn("hi") == "error"
+    assert server.requests == []
+    text = h.of(Notice)[-1].text
+    assert text.startswith("No API key for openai: OPENAI_API_KEY (not set") and str(hermes_home / ".env") in text

@@ -59,6 +59,11 @@ class ProviderSettings:
     max_retries: int = 2
 
     @property
+    def missing_key(self) -> bool:
+        """True when a service that needs a key has none."""
+        return not self.api_key and self.name not in LOCAL and (self.name in KNOWN or "not set" in self.key_source)
+
+    @property
     def label(self) -> str:
         """``openrouter · anthropic/claude-sonnet-4`` for the top bar."""
         raw = " · hermes tool format" if self.tool_format == "hermes" else ""
@@ -107,7 +112,7 @@ def resolve_provider(
                             "(for example http://localhost:8000/v1)")
     if not model_name:
         raise ProviderError(f"provider {name!r} is set but no model name: set model.default or pass --model")
-    key_env = (extra.key_env if extra else None) or default_key_env
+    key_env = (extra.key_env if extra else None) or default_key_env or _key_env_for_url(url)
     key, source = settings.api_key, "model.api_key in config.yaml"
     if not key and key_env:
         if env.get(key_env):
@@ -116,6 +121,8 @@ def resolve_provider(
             value = _dotenv(home).get(key_env)
             if value:
                 key, source = value, f"{key_env} in {home / '.env'}"
+            elif name in LOCAL and key_env == "OPENAI_API_KEY" and not (extra and extra.key_env):
+                source = "no key (the server may not need one; set OPENAI_API_KEY or model.api_key if it does)"
             else:
                 source = f"{key_env} (not set: add it to {home / '.env'} or the environment, or set model.api_key)"
     elif not key:
@@ -126,9 +133,27 @@ def resolve_provider(
 
         if importlib.util.find_spec("anthropic") is None:
             raise ProviderError("the anthropic provider needs its SDK: pip install 'hermes-tui[anthropic]'")
-    tool_format = settings.tool_format or (extra.tool_format if extra else None) or "native"
+    top_level = getattr(config, "model_extra", None) or {}  # `tool_format:` written at the top level
+    tool_format = (settings.tool_format or (extra.tool_format if extra else None)
+                   or (top_level.get("tool_format") if top_level.get("tool_format") in ("native", "hermes") else None)
+                   or "native")
     return ProviderSettings(name=name, kind=kind, model=model_name, base_url=url, api_key=key, key_source=source,
                             tool_format=tool_format, max_retries=settings.max_retries)
+
+
+def _key_env_for_url(url: str | None) -> str | None:
+    """A custom endpoint that is really a known service uses that service's key variable;
+    any other uses OPENAI_API_KEY when it is set (as OpenAI-compatible clients do)."""
+    if not url:
+        return None
+    from urllib.parse import urlparse
+
+    host = (urlparse(url).hostname or "").lower()
+    for name, (known_url, key_env) in KNOWN.items():
+        known_host = urlparse(known_url).hostname if known_url else None
+        if key_env and known_host and name not in LOCAL and (host == known_host or host.endswith("." + known_host)):
+            return key_env
+    return "OPENAI_API_KEY"
 
 
 @dataclass
@@ -159,7 +184,7 @@ class Provider:
     def _require_key(self) -> str:
         if self.settings.api_key:
             return self.settings.api_key
-        if self.settings.name in LOCAL or self.settings.name not in KNOWN:
+        if not self.settings.missing_key:
             return "not-needed"
         raise ProviderError(f"No API key for {self.settings.name}: {self.settings.key_source}.")
 
