@@ -245,6 +245,11 @@ def update_message(db: sqlite3.Connection, message_id: int, content: str | None,
                (content, status, json.dumps(tool_calls) if tool_calls else None, message_id))
 
 
+def delete_message(db: sqlite3.Connection, message_id: int) -> None:
+    """Remove a message (a reply that failed before it said anything)."""
+    db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+
+
 def start_tool_call(db: sqlite3.Connection, session_id: str, turn_id: str, message_id: int, call_id: str,
                     name: str, arguments: str) -> None:
     """A tool call is about to run."""

@@ -177,6 +177,7 @@ async def test_provider_errors_are_clear_and_retry_works(harness_factory):
     assert h.of(TurnEnded)[-1].status == "done" and "back" in h.reply_text()
     stored = h.store.sync(load_session, "s1")
     assert [m["content"] for m in stored.messages if m["role"] == "user"] == ["hello", "hello again"]
+    assert [m["role"] for m in stored.messages] == ["user", "user", "assistant"]  # failed replies left no rows
 
 
 async def test_unreachable_server_is_a_clear_error(harness_factory):

@@ -608,6 +608,9 @@ class _StreamedText:
     async def close(self, text: str, status: str, tool_calls: list[dict[str, Any]] | None) -> None:
         if self._flushing is not None:
             await asyncio.shield(self._flushing)
+        if not text and not tool_calls and status != "done":  # failed before a word: nothing to keep
+            await self.agent.store.call(db.delete_message, self.reply_id)
+            return
         await self.agent.store.call(db.update_message, self.reply_id, text, status, tool_calls)
         if text.startswith(self.text[: self._shown]) and len(text) > self._shown:
             self.agent.listener(ReplyText(self.turn_id, self.reply_id, text[self._shown:]))
