@@ -78,29 +78,78 @@ def test_type_code_approve_and_read_the_result(hermes_home: Path, tmp_path: Path
     assert '"decision": "once"' in log
 
 
-def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
-    """kill -9 of the real app while an approval waits; --resume asks again and the turn ends."""
-    import json
+class ModelServer:
+    """tests/fake_models.py in its own process, serving ``replies``; writes config.yaml."""
+
+    def __init__(self, home: Path, folder: Path, replies: list[dict]) -> None:
+        import json
+
+        from conftest import wait_for
+
+        (folder / "replies.json").write_text(json.dumps(replies))
+        port_file = folder / "port"
+        self.process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_models.py"),
+                                         str(folder / "replies.json"), str(port_file)])
+        assert wait_for(port_file.exists, timeout=10)
+        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        (home / "config.yaml").write_text(f"model:\n  provider: custom\n  default: fake-model\n  base_url: {url}\n")
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def kill_app(terminal: Terminal) -> None:
     import signal
+
+    pid = int(terminal.tmux("display-message", "-p", "-t", "app", "#{pane_pid}").strip())
+    os.kill(pid, signal.SIGKILL)
+
+
+def test_kill_9_while_a_reply_streams_keeps_what_was_shown(hermes_home: Path, tmp_path: Path) -> None:
     import sqlite3
 
-    from conftest import wait_for
+    words = " ".join(f"word{i:02d}" for i in range(60))
+    server = ModelServer(hermes_home, tmp_path, [{"text": words, "chunk": 7, "delay": 0.15}])
+    try:
+        terminal = Terminal(hermes_home, tmp_path, "--session", "e2e-stream")
+        try:
+            terminal.wait_for("fake-model")
+            terminal.type("stream something")
+            terminal.key("Enter")
+            screen = terminal.wait_for("word05")
+            kill_app(terminal)
+        finally:
+            terminal.close()
+    finally:
+        server.close()
+    shown = [w for w in screen.split() if w.startswith("word")]
+    db = sqlite3.connect(hermes_home / "tui" / "sessions.db")
+    try:
+        [(content, status)] = db.execute("SELECT content, status FROM messages WHERE role = 'assistant'").fetchall()
+    finally:
+        db.close()
+    assert status == "streaming" and all(w in content.split() for w in shown)  # nothing on screen is lost
+    resumed = Terminal(hermes_home, tmp_path, "--resume", "e2e-stream")
+    try:
+        resumed.wait_for("the app stopped")  # the turn is marked interrupted
+        resumed.wait_for("word05")  # and the reply is back as far as it was shown
+        resumed.quit()
+    finally:
+        resumed.close()
+
+
+def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
+    """kill -9 of the real app while an approval waits; --resume asks again and the turn ends."""
+    import sqlite3
 
     script = ("from hermes_tools import terminal\n"
               "print(terminal('echo resumed-' + 'ok')['output'])\n")
-    replies = [
+    server = ModelServer(hermes_home, tmp_path, [
         {"text": "Running it.", "tool_calls": [{"name": "execute_code", "arguments": {"code": script}}]},
         {"text": "After the restart the command printed resumed-ok."},
-    ]
-    (tmp_path / "replies.json").write_text(json.dumps(replies))
-    port_file = tmp_path / "port"
-    server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_models.py"),
-                               str(tmp_path / "replies.json"), str(port_file)])
+    ])
     try:
-        assert wait_for(port_file.exists, timeout=10)
-        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        (hermes_home / "config.yaml").write_text(
-            f"model:\n  provider: custom\n  default: fake-model\n  base_url: {url}\n")
         first = Terminal(hermes_home, tmp_path, "--session", "e2e-kill")
         try:
             first.wait_for("fake-model")
@@ -108,8 +157,7 @@ def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
             first.key("Enter")
             screen = first.wait_for("Approve this terminal command?")
             assert "echo resumed-ok" in screen
-            pid = int(first.tmux("display-message", "-p", "-t", "app", "#{pane_pid}").strip())
-            os.kill(pid, signal.SIGKILL)
+            kill_app(first)
         finally:
             first.close()
         db = sqlite3.connect(hermes_home / "tui" / "sessions.db")
@@ -130,8 +178,7 @@ def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
         finally:
             second.close()
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.close()
     db = sqlite3.connect(hermes_home / "tui" / "sessions.db")
     try:
         assert db.execute("SELECT status FROM turns").fetchall() == [("done",)]
