@@ -233,7 +233,8 @@ class HermesApp(App[None]):
         self.session = session_id
         self._update_topbar()
         agent = Agent(
-            self.runtime, self.store, session_id, settings=self.settings, listener=self._agent_event, cwd=self.cwd,
+            self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd,
+            listener=lambda event: self.post_message(self.AgentUpdate(event, session_id)),
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
             system_prompt=self.config.agent.system_prompt,
         )
@@ -290,16 +291,16 @@ class HermesApp(App[None]):
     class AgentUpdate(Message):
         """An agent event, delivered in order on the app's loop."""
 
-        def __init__(self, event: AgentEvent) -> None:
+        def __init__(self, event: AgentEvent, session: str) -> None:
             super().__init__()
             self.event = event
-
-    def _agent_event(self, event: AgentEvent) -> None:
-        self.post_message(self.AgentUpdate(event))
+            self.session = session
 
     @on(AgentUpdate)
     async def _show_agent_event(self, message: AgentUpdate) -> None:
         event = message.event
+        if message.session != self.session:
+            return  # a late event of the session the app just left
         conversation = self.query_one(ConversationPane)
         if isinstance(event, TurnStarted):
             conversation.add_message(event.text, event.origin)

@@ -201,6 +201,22 @@ class ReplyBlock(Markdown):
             self.add_class(status)
 
 
+def tool_block(name: str, arguments: dict[str, object]) -> RunBlock:
+    """The block of one tool call (not yet mounted)."""
+    if name == "execute_code":
+        title = "execute_code" + (" (reset)" if arguments.get("reset") else "")
+        return RunBlock(str(arguments.get("code", "")), title=title)
+    if name == "terminal":
+        return RunBlock(str(arguments.get("command", "")), kind="shell", title="terminal")
+    shown = ", ".join(f"{k}={v!r}"[:200] for k, v in arguments.items() if v not in (None, False))
+    return RunBlock(f"{name}({shown})", kind="text")
+
+
+def note(text: str, level: str = "info") -> Static:
+    """A line from the app (``level`` info, warning or error sets its colour)."""
+    return Static(text, classes=f"note {level}", markup=False)
+
+
 class ConversationPane(Vertical):
     """Transcript of runs and notes, and the input."""
 
@@ -233,7 +249,7 @@ class ConversationPane(Vertical):
 
     def add_note(self, text: str, level: str = "info") -> None:
         """A line from the app (``level`` info, warning or error sets its colour)."""
-        self._append(Static(text, classes=f"note {level}", markup=False))
+        self._append(note(text, level))
 
     def add_message(self, text: str, origin: str = "user") -> MessageBlock:
         """A user's (or injected) message."""
@@ -249,13 +265,14 @@ class ConversationPane(Vertical):
 
     def add_tool(self, name: str, arguments: dict[str, object]) -> RunBlock:
         """A tool call: its script or command highlighted, other tools as name and arguments."""
-        if name == "execute_code":
-            title = "execute_code" + (" (reset)" if arguments.get("reset") else "")
-            return self._append_block(RunBlock(str(arguments.get("code", "")), title=title))
-        if name == "terminal":
-            return self._append_block(RunBlock(str(arguments.get("command", "")), kind="shell", title="terminal"))
-        shown = ", ".join(f"{k}={v!r}"[:200] for k, v in arguments.items() if v not in (None, False))
-        return self._append_block(RunBlock(f"{name}({shown})", kind="text"))
+        return self._append_block(tool_block(name, arguments))
+
+    def extend(self, widgets: list[Static | Markdown]) -> None:
+        """Append many blocks in one mount (drawing a stored session)."""
+        transcript = self.query_one("#transcript", VerticalScroll)
+        transcript.mount_all(widgets[-MAX_BLOCKS:])
+        self._prune(transcript)
+        transcript.scroll_end(animate=False)
 
     def _append_block(self, block: RunBlock) -> RunBlock:
         self._append(block)
@@ -264,11 +281,15 @@ class ConversationPane(Vertical):
     def _append(self, widget: Static | Markdown) -> None:
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.mount(widget)
+        self._prune(transcript)
+        transcript.scroll_end(animate=False)
+
+    @staticmethod
+    def _prune(transcript: VerticalScroll) -> None:
         children = list(transcript.children)
         if len(children) > MAX_BLOCKS:
             for old in children[: len(children) - MAX_BLOCKS]:
                 old.remove()
-        transcript.scroll_end(animate=False)
 
     def set_hint(self, text: str) -> None:
         """The line above the input (what typing does now)."""

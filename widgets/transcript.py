@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 from hermes_tui.agent.loop import LoadedSession
 from hermes_tui.runtime.models import ExecResult
-from hermes_tui.widgets.conversation import ConversationPane
+from hermes_tui.widgets.conversation import ConversationPane, MessageBlock, ReplyBlock, RunBlock, note, tool_block
 
-SHOWN_MESSAGES = 400
-"""The newest messages drawn (older ones stay stored; the pane keeps a bounded transcript)."""
+SHOWN_MESSAGES = 80
+"""The newest messages drawn (older ones stay stored; the pane keeps at most 200 blocks)."""
 
 
 def draw_session(pane: ConversationPane, loaded: LoadedSession) -> None:
@@ -19,46 +21,46 @@ def draw_session(pane: ConversationPane, loaded: LoadedSession) -> None:
     interrupted = set(loaded.interrupted_turns)
     messages = stored.messages[-SHOWN_MESSAGES:]
     when = stored.info.updated_at
-    pane.add_note(f"Session {stored.info.id} — {len(stored.messages)} messages stored "
-                  f"(continued; last active {_clock(when)}).")
-    last_turn = None
+    older = len(stored.messages) - len(messages)
+    blocks: list[Any] = []
+    blocks.append(note(f"Session {stored.info.id} — {len(stored.messages)} messages stored "
+                  f"(continued; last active {_clock(when)})."
+                  + (f" The {older} oldest are not drawn here; `hermes-tui export` has them all." if older else "")))
     for index, message in enumerate(messages):
         turn = message["turn_id"]
         if message["role"] == "user":
-            pane.add_message(message["content"] or "", message["origin"] or "user")
+            blocks.append(MessageBlock(message["content"] or "", message["origin"] or "user"))
         elif message["role"] == "assistant":
             if message["content"]:
-                reply = pane.add_reply(message["content"])
+                reply = ReplyBlock(message["content"])
                 if message["status"] in ("interrupted", "error"):
                     reply.add_class(message["status"])
+                blocks.append(reply)
             for call in message["tool_calls"] or ():
-                _draw_call(pane, call, stored.tool_calls.get(call["id"]), call["id"] in pending)
-        last_turn = turn
+                blocks.append(_call_block(call, stored.tool_calls.get(call["id"]), call["id"] in pending))
         following = messages[index + 1]["turn_id"] if index + 1 < len(messages) else None
         if turn in interrupted and following != turn:
-            pane.add_note("⚠ This turn was interrupted: the app stopped while it ran."
-                          + (" Its pending approval is asked again now." if any(
-                              p.turn_id == turn for p in loaded.pending) else ""), "warning")
-    del last_turn
+            blocks.append(note("⚠ This turn was interrupted: the app stopped while it ran."
+                               + (" Its pending approval is asked again now." if any(
+                                   p.turn_id == turn for p in loaded.pending) else ""), "warning"))
+    pane.extend(blocks)
 
 
-def _draw_call(pane: ConversationPane, call: dict[str, Any], row: dict[str, Any] | None, pending: bool) -> None:
-    import json
-
+def _call_block(call: dict[str, Any], row: dict[str, Any] | None, pending: bool) -> RunBlock:
     try:
         arguments = json.loads(call["function"]["arguments"] or "{}")
     except json.JSONDecodeError:
         arguments = {"arguments": call["function"]["arguments"]}
     if not isinstance(arguments, dict):
         arguments = {"arguments": arguments}
-    block = pane.add_tool(call["function"]["name"], arguments)
+    block = tool_block(call["function"]["name"], arguments)
     result = row.get("result") if row else None
     if pending:
         block.set_summary("running", "waiting for approval (asked again now)")
     elif isinstance(result, dict) and "kernel" in result and "exec_id" in result:
         try:
             block.set_result(ExecResult.model_validate(result))
-            return
+            return block
         except ValueError:
             pass
     if isinstance(result, dict) and not pending:
@@ -66,9 +68,8 @@ def _draw_call(pane: ConversationPane, call: dict[str, Any], row: dict[str, Any]
             "error" if result.get("error") else "success")
         block.set_summary(status, str(result.get("error") or (f"exit {result['exit_code']}"
                                                              if "exit_code" in result else "done"))[:300])
+    return block
 
 
 def _clock(when: float) -> str:
-    import time
-
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(when))

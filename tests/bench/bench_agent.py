@@ -8,7 +8,8 @@ Figures, against the scripted model server on 127.0.0.1 (real HTTP, real SSE, re
   many database writes the batching needed;
 - a whole turn (model -> execute_code -> model -> reply) over M turns, and the part that is
   not the model or the script (storing, events);
-- host memory after M turns (it grows only with the stored history the model is sent).
+- host memory after M turns (it grows only with the stored history the model is sent);
+- opening a stored session of 2,000 messages in the app (--resume): load and draw.
 """
 
 from __future__ import annotations
@@ -111,9 +112,48 @@ async def main(turns: int, tokens: int) -> None:
     shutil.rmtree(home, ignore_errors=True)
 
 
+async def resume_bench(messages: int) -> None:
+    from hermes_tui import store as db
+    from hermes_tui.app import HermesApp
+    from hermes_tui.widgets.conversation import ReplyBlock
+
+    home = Path(tempfile.mkdtemp(prefix="bench-resume-"))
+    store = SessionStore.open(home)
+    store.sync(db.create_session, "big", "custom", "m", str(home))
+    reply = "Here is **a** reply with a list:\n\n- one\n- two\n\n```python\nprint(1)\n```\n"
+    for index in range(messages // 4):
+        turn = f"t{index}"
+        store.sync(db.start_turn, "big", turn, "user", f"question {index}")
+        call = {"id": f"c{index}", "type": "function",
+                "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}
+        message = store.sync(db.add_message, "big", turn, "assistant", "Looking.", tool_calls=[call])
+        store.sync(db.start_tool_call, "big", turn, message, call["id"], "terminal", '{"command": "ls"}')
+        store.sync(db.finish_tool_call, "big", turn, call["id"], "success", {"output": "a", "exit_code": 0},
+                   '{"output": "a"}', None)
+        store.sync(db.add_message, "big", turn, "assistant", reply)
+        store.sync(db.end_turn, turn, "done")
+    store.close()
+    config = parse_config("model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n")
+    app = HermesApp(config, cwd=str(home), home=home, session="big")
+    start = time.perf_counter()
+    async with app.run_test(size=(140, 40)) as pilot:
+        while not app.agent:
+            await pilot.pause(0.005)
+        loaded = time.perf_counter() - start
+        while len(app.query(ReplyBlock)) < 2:
+            await pilot.pause(0.005)
+        await pilot.pause()
+        drawn = time.perf_counter() - start
+        blocks = len(app.query("#transcript > *"))
+    print(f"opening a stored session of {messages} messages in the app: read and rebuilt {loaded * 1000:.0f} ms "
+          f"after start, drawn {drawn * 1000:.0f} ms after start ({blocks} blocks in the transcript)")
+    shutil.rmtree(home, ignore_errors=True)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--tokens", type=int, default=3000)
     args = parser.parse_args()
     asyncio.run(main(args.turns, args.tokens))
+    asyncio.run(resume_bench(2000))
