@@ -3,6 +3,7 @@ kernels, the approval dialog answered by keys, the sessions database, inject, ex
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -200,3 +201,19 @@ async def test_unusable_database_is_said_and_the_app_still_works(hermes_home: Pa
         await submit(pilot, app, "print('still works')")
         await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
         assert app.query(RunBlock).last().result.output == "still works\n"
+
+
+async def test_inject_without_a_model_runs_python_after_approval(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.inject import inject
+
+    app = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-py-inject")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None and app._inject is not None)
+        answer = await asyncio.to_thread(inject, "print('via inject', 6 * 7)", None, hermes_home)
+        assert answer == {"ok": True, "session": "s-py-inject", "queued": 0}
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert app.screen.request.kind == "script" and "via inject" in app.screen.request.text
+        await pilot.press("1")
+        await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
+        assert app.query(RunBlock).last().result.output == "via inject 42\n"
+        assert [m.origin for m in app.query(MessageBlock)] == ["injected"]

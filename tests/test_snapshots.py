@@ -79,3 +79,34 @@ def test_approval_dialog_with_a_long_flagged_script(snap_compare) -> None:
 
 def test_kernels_pane(snap_compare) -> None:
     assert snap_compare(KernelsApp(), terminal_size=(130, 12))
+
+
+def test_model_conversation(snap_compare, tmp_path) -> None:
+    """A streamed Markdown reply after a user's message and an injected one (a real model server)."""
+    from fake_models import FakeModelServer
+
+    from hermes_tui.widgets.conversation import ReplyBlock
+
+    reply = ("Two ways:\n\n1. **`git stash`** keeps the changes aside\n2. `git worktree add ../hotfix`\n\n"
+             "```sh\ngit worktree add ../hotfix main\n```\n\n| command | keeps index |\n|---|---|\n"
+             "| stash | yes |\n| worktree | n/a |")
+    with FakeModelServer([{"text": reply, "chunk": 9}, {"text": "Injected check: nothing to do."}]) as server:
+        config = make_config(f"model:\n  provider: custom\n  default: fake-model\n  base_url: {server.url}\n")
+        app = HermesApp(config, cwd="/home/user/project", home=tmp_path, session="20261129-120000-snap")
+
+        async def converse(pilot) -> None:
+            injected = False
+            prompt = app.query_one(PromptInput)
+            prompt.cursor_blink = False
+            prompt.insert("How do I fix a bug on main without losing my work?")
+            await pilot.press("enter")
+            while "Injected check" not in "".join(b.text for b in app.query(ReplyBlock)):
+                if not injected and any("n/a" in b.text for b in app.query(ReplyBlock)):
+                    injected = True
+                    await app.agent.submit("Is the build green?", "injected")
+                await pilot.pause(0.05)
+            while not str(app.query_one("#hint").render()).startswith("custom"):
+                await pilot.pause(0.05)
+            await pilot.pause(0.3)
+
+        assert snap_compare(app, terminal_size=(120, 40), run_before=converse)
