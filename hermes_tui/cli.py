@@ -154,6 +154,11 @@ def _app_command(args: argparse.Namespace) -> int:
     except ProviderError as exc:
         raise UsageError(f"model: {exc}") from None
     session = args.app_session
+    if session is not None:
+        from hermes_tui.store import SESSION_ID, SESSION_ID_RULE
+
+        if not SESSION_ID.fullmatch(session):
+            raise UsageError(f"--session {session!r} is not allowed: {SESSION_ID_RULE}")
     if args.resume is not None:
         from hermes_tui.sessions_cli import resolve_session
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import re
 import secrets
 import sqlite3
 import threading
@@ -59,6 +60,10 @@ CREATE TABLE IF NOT EXISTS approvals (
 );
 CREATE INDEX IF NOT EXISTS approvals_session ON approvals(session_id, status);
 """
+
+
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+SESSION_ID_RULE = "a session id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
 def sessions_db_path(home: Path | None = None) -> Path:

@@ -116,5 +116,7 @@ def test_cli_errors_are_one_line(hermes_home: Path) -> None:
     assert nobody.returncode == 2 and "no hermes-tui app is running" in nobody.stderr
     empty = run_cli("inject", " ")
     assert empty.returncode == 2 and "the message is empty" in empty.stderr
+    bad_session = run_cli("--session", "../x")
+    assert bad_session.returncode == 2 and "a session id is 1-64 letters" in bad_session.stderr
     bad_model = run_cli("--provider", "nope", "--model", "m")
     assert bad_model.returncode == 2 and "'nope' is not known" in bad_model.stderr
