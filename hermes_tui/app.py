@@ -236,7 +236,7 @@ class HermesApp(App[None]):
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd,
             listener=lambda event: self.post_message(self.AgentUpdate(event, session_id)),
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
-            system_prompt=self.config.agent.system_prompt,
+            system_prompt=self.config.agent.system_prompt, max_context_chars=self.config.agent.max_context_chars,
         )
         exists = await self.store.call(db.find_session, session_id) == session_id
         loaded = await agent.load() if exists else None

@@ -167,6 +167,8 @@ class AgentConfig(_Section):
     """Malformed tool calls in a row sent back to the model before the turn is stopped."""
     system_prompt: str | None = None
     """Replaces the built-in system prompt."""
+    max_context_chars: Annotated[int, Field(ge=1000)] = 400_000
+    """Characters of conversation sent to the model; the oldest whole turns are left out beyond it."""
 
 
 class Config(_Section):

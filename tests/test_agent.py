@@ -78,7 +78,7 @@ async def harness_factory(hermes_home: Path, tmp_path: Path):
         settings = resolve_provider(config, hermes_home, {"ANTHROPIC_API_KEY": "k-test"})
         harness = Harness(runtime, store, None)
         agent = Agent(runtime, store, session, settings=settings, listener=harness.on_event, cwd=str(tmp_path),
-                      max_steps=config.agent.max_steps)
+                      max_steps=config.agent.max_steps, max_context_chars=config.agent.max_context_chars)
         harness.agent = agent
         await agent.open()
         made.append(harness)
@@ -351,3 +351,18 @@ async def test_missing_key_is_said_before_anything_is_sent(harness_factory, herm
     assert server.requests == []
     text = h.of(Notice)[-1].text
     assert text.startswith("No API key for openai: OPENAI_API_KEY (not set") and str(hermes_home / ".env") in text
+
+
+async def test_history_sent_stays_within_the_context_budget(harness_factory):
+    with FakeModelServer([{"text": "x" * 600} for _ in range(6)]) as server:
+        h = await harness_factory(server, "agent:\n  max_context_chars: 1500\n")
+        for index in range(6):
+            assert await h.turn(f"question {index}") == "done"
+    last = server.requests[-1]
+    sent = last["messages"][1:]
+    assert sent[-1]["content"] == "question 5"  # the newest turn is always there
+    assert sum(len(m["content"] or "") for m in sent) <= 1500
+    assert [m["role"] for m in sent][0] == "user"  # whole turns are left out, never half of one
+    assert "earlier messages of this conversation are left out" in last["messages"][0]["content"]
+    stored = h.store.sync(load_session, "s1")
+    assert len(stored.messages) == 12  # everything is still stored

@@ -178,7 +178,7 @@ class Agent:
     def __init__(
         self, runtime: Any, store: db.SessionStore, session_id: str, *, settings: ProviderSettings | None,
         listener: Listener, cwd: str, max_steps: int = 30, max_invalid: int = 3, system_prompt: str | None = None,
-        provider: Provider | None = None,
+        provider: Provider | None = None, max_context_chars: int = 400_000,
     ) -> None:
         self.runtime = runtime
         self.store = store
@@ -190,6 +190,10 @@ class Agent:
         self.max_steps = max_steps
         self.max_invalid = max_invalid
         self.history: list[dict[str, Any]] = []
+        """What the model is sent (the newest turns within ``max_context_chars``; all is stored)."""
+        self.max_context_chars = max_context_chars
+        self.omitted = 0
+        """Older messages left out of :attr:`history` to keep it within the budget."""
         self.tools = declarations()
         self._system = system_prompt or SYSTEM_PROMPT
         self._queue: deque[_Turn] = deque()
@@ -298,6 +302,7 @@ class Agent:
     async def _run(self, turn: _Turn) -> str:
         await self.store.call(db.start_turn, self.session_id, turn.id, turn.origin, turn.text)
         self.history.append({"role": "user", "content": turn.text, "origin": turn.origin})
+        self._trim()
         self.listener(TurnStarted(turn.id, turn.text, turn.origin, queued=len(self._queue)))
         if self.provider is None:  # no model: what was typed is the script
             call = ToolCall(new_call_id(), "execute_code", json.dumps({"code": turn.text}))
@@ -375,8 +380,29 @@ class Agent:
                              "tool_calls": [c.as_openai() for c in calls] or None})
         return reply_id, text, calls
 
+    def _trim(self) -> None:
+        """Drop the oldest whole turns while the history is over ``max_context_chars``: memory
+        stays bounded however long the session runs, and the request stays under the model's
+        context. The newest turn is always kept."""
+        def size(message: dict[str, Any]) -> int:
+            calls = message.get("tool_calls")
+            return len(message.get("content") or "") + (len(json.dumps(calls)) if calls else 0)
+
+        total = sum(size(m) for m in self.history)
+        while total > self.max_context_chars:
+            cut = next((i for i, m in enumerate(self.history) if i > 0 and m["role"] == "user"), None)
+            if cut is None:
+                break
+            total -= sum(size(m) for m in self.history[:cut])
+            self.omitted += cut
+            del self.history[:cut]
+
     def _request(self, hermes: bool) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
         """System prompt, messages and tools as the provider is sent them."""
+        system = self._system
+        if self.omitted:
+            system += (f"\n\n({self.omitted} earlier messages of this conversation are left out to stay within "
+                       "agent.max_context_chars.)")
         if not hermes:
             messages = []
             for m in self.history:
@@ -384,7 +410,7 @@ class Agent:
                 if item["role"] == "assistant" and "content" not in item:
                     item["content"] = None
                 messages.append(item)
-            return self._system, messages, self.tools
+            return system, messages, self.tools
         # Raw models: tools in the system prompt, calls as <tool_call> text, results as
         # <tool_response> in a user message (every OpenAI-compatible server accepts that role).
         names = {}
@@ -401,7 +427,7 @@ class Agent:
                                  "content": tool_response(names.get(m["tool_call_id"], "tool"), m.get("content") or "")})
             else:
                 rendered.append({"role": m["role"], "content": m.get("content") or ""})
-        return self._system + "\n\n" + system_prompt_tools(self.tools), rendered, []
+        return system + "\n\n" + system_prompt_tools(self.tools), rendered, []
 
     # -- tool calls ---------------------------------------------------------------------
 
@@ -517,6 +543,7 @@ class Agent:
                 await self.store.call(db.end_turn, turn_id, "interrupted", "the app stopped during this turn")
             loaded.interrupted_turns.append(turn_id)
         self.history = history
+        self._trim()
         self._pending = list(loaded.pending)
         return loaded
 
