@@ -151,6 +151,7 @@ async def test_resume_answers_a_pending_approval_and_the_turn_goes_on(hermes_hom
         async with again.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: isinstance(again.screen, ApprovalScreen))
             assert again.screen.request.text == "echo approved-$((40 + 2))"
+            assert any("asked again" in reason for reason in again.screen.request.reasons)
             await pilot.press("1")
             await wait_until(pilot, lambda: "After the restart" in replies(again))
             assert [m.text for m in again.query(MessageBlock)] == ["check after restart"]

@@ -165,7 +165,10 @@ class ApprovalGate:
         """Ask again a request that was pending when the app stopped (SPEC §4: it survives a
         restart). None if allowed — then the next identical check in the session passes once,
         so the re-run of its tool call does not ask twice; else the reason it was refused."""
-        restored = request.model_copy(update={"deadline": time.time() + self.timeout})
+        restored = request.model_copy(update={
+            "deadline": time.time() + self.timeout,
+            "reasons": [*request.reasons, "asked again: the app stopped while this waited; if allowed, its tool "
+                                          "call runs again from the start"]})
         key = request.session_rule or request.text
         refusal = await self._ask(restored, key)
         if refusal is None:
