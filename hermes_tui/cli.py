@@ -148,11 +148,15 @@ def _app_command(args: argparse.Namespace) -> int:
     from hermes_tui.agent.providers import ProviderError, resolve_provider
     from hermes_tui.paths import hermes_home
 
+    flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
     try:
-        provider = resolve_provider(config, hermes_home(), provider=args.provider, model=args.model,
-                                    base_url=args.base_url)
+        provider = resolve_provider(config, hermes_home(), **flags)
     except ProviderError as exc:
-        raise UsageError(f"model: {exc}") from None
+        if any(flags.values()):
+            raise UsageError(f"model: {exc}") from None
+        # A config.yaml written for Hermes Agent may name a provider this app does not know:
+        # the app still opens (the input runs Python) and says why there is no model.
+        provider = None
     session = args.app_session
     if session is not None:
         from hermes_tui.store import SESSION_ID, SESSION_ID_RULE
@@ -167,7 +171,7 @@ def _app_command(args: argparse.Namespace) -> int:
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
     from hermes_tui.app import HermesApp
 
-    HermesApp(config, session=session, provider=provider).run()
+    HermesApp(config, session=session, provider=provider).run()  # None: it resolves again and says why
     return EXIT_OK
 
 

@@ -218,3 +218,14 @@ async def test_inject_without_a_model_runs_python_after_approval(hermes_home: Pa
         await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
         assert app.query(RunBlock).last().result.output == "via inject 42\n"
         assert [m.origin for m in app.query(MessageBlock)] == ["injected"]
+
+
+async def test_config_naming_an_unknown_provider_still_opens(hermes_home: Path, tmp_path: Path) -> None:
+    app = HermesApp(make_config("model:\n  provider: some-future-provider\n  default: m1\n"), cwd=str(tmp_path),
+                    home=hermes_home, session="s-unknown")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: any("'some-future-provider' is not known" in str(n.render())
+                                            for n in app.query(".note.error")))
+        assert "input runs Python" in str(app.query_one("#hint").render())
+        await submit(pilot, app, "print('python still works')")
+        await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
