@@ -81,8 +81,8 @@ imports persist. Enter runs the input once it is a complete statement (as in the
 an empty line ends a block.
 
 * `!cmd` runs a shell command (asks for approval, like `terminal()` in scripts)
-* `/retry` sends the conversation again after a failed request · `/sessions` picks a stored
-  session · `/new` starts a new one
+* `Esc` or `/stop` stops the running turn · `/retry` sends the conversation again after a
+  failed request · `/sessions` (`Ctrl+O`) picks a stored session · `/new` starts a new one
 * `/reset` starts a fresh kernel · `/kernels` · `/cache` (the output browser, also F9) · `/help` · `/quit`
 * Select a run (click, or Tab to it and Enter) to show its output in the output pane; `c` on
   a run opens its saved entry.
@@ -131,6 +131,7 @@ class HermesApp(App[None]):
         Binding("f8", "toggle_maximize", "Maximise", id="maximize"),
         Binding("f9", "open_cache", "Outputs", id="open-cache"),
         Binding("ctrl+o", "sessions", "Sessions", id="sessions"),
+        Binding("escape", "stop", "Stop the turn", show=False, id="stop"),
         Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
         Binding("ctrl+r", "reset_session", "Reset kernel", id="reset-session"),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
@@ -488,6 +489,8 @@ class HermesApp(App[None]):
             self.action_open_cache()
         elif name == "help":
             self.action_help("conversation")
+        elif name == "stop":
+            await self.action_stop()
         elif name == "retry":
             if self.agent is None or not await self.agent.retry():
                 conversation.add_note("Nothing to retry: /retry sends the conversation again after a failed request.")
@@ -498,8 +501,8 @@ class HermesApp(App[None]):
         elif name in ("quit", "exit"):
             self.exit()
         else:
-            conversation.add_note(f"Unknown command /{name}. Commands: /retry /sessions /new /reset /kernels /cache "
-                                  "/help /quit")
+            conversation.add_note(f"Unknown command /{name}. Commands: /stop /retry /sessions /new /reset /kernels "
+                                  "/cache /help /quit")
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -541,6 +544,12 @@ class HermesApp(App[None]):
         from hermes_tui.widgets.dialogs import VariablesScreen
 
         await self.push_screen(VariablesScreen(kernel_id, variables))
+
+    @on(PromptInput.StopRequested)
+    async def action_stop(self) -> None:
+        """Stop the running turn (a running script is interrupted, a reply is cut)."""
+        if self.agent is not None and await self.agent.interrupt():
+            self.notify("Stopped the running turn.")
 
     @work(group="sessions", exclusive=True, exit_on_error=False)
     async def action_sessions(self) -> None:

@@ -229,3 +229,18 @@ async def test_config_naming_an_unknown_provider_still_opens(hermes_home: Path, 
         assert "input runs Python" in str(app.query_one("#hint").render())
         await submit(pilot, app, "print('python still works')")
         await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
+
+
+async def test_escape_stops_a_streaming_reply(hermes_home: Path, tmp_path: Path) -> None:
+    words = " ".join(f"w{i}" for i in range(400))
+    with FakeModelServer([{"text": words, "chunk": 3, "delay": 0.02}]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-stop")
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "talk a lot")
+            await wait_until(pilot, lambda: "w3" in replies(app))
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: "[interrupted]" in replies(app))
+            assert "w399" not in replies(app)
+    session = stored(hermes_home, "s-stop")
+    assert [t["status"] for t in session.turns] == ["interrupted"]
+    assert session.messages[-1]["status"] == "interrupted" and "[interrupted]" in session.messages[-1]["content"]

@@ -61,7 +61,15 @@ class PromptInput(TextArea):
             super().__init__()
             self.text = text
 
+    class StopRequested(Message):
+        """Esc in the input: stop the running turn."""
+
     async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.StopRequested())
+            return
         if event.key == "ctrl+j" and self.chat:
             event.stop()
             event.prevent_default()
