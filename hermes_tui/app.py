@@ -254,11 +254,11 @@ class HermesApp(App[None]):
             draw_session(conversation, loaded)
         from hermes_tui.inject import InjectServer
 
-        self._inject = InjectServer(self.home, session_id, self._injected)
+        server = InjectServer(self.home, session_id, self._injected)
         try:
-            await self._inject.start()
+            await server.start()
+            self._inject = server  # listening: `hermes-tui inject` reaches this app
         except OSError as exc:
-            self._inject = None
             conversation.add_note(f"hermes-tui inject is not available for this app: {exc}", "warning")
         self._session_ready.set()
         if loaded is not None and loaded.pending:

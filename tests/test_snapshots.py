@@ -107,6 +107,8 @@ def test_model_conversation(snap_compare, tmp_path) -> None:
                 await pilot.pause(0.05)
             while not str(app.query_one("#hint").render()).startswith("custom"):
                 await pilot.pause(0.05)
+            while not app.query_one(KernelsPane).border_subtitle:  # the once-a-second refresh has run
+                await pilot.pause(0.05)
             await pilot.pause(0.3)
 
         assert snap_compare(app, terminal_size=(120, 40), run_before=converse)
