@@ -65,7 +65,7 @@ from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.output import OutputPane
 
-INPUT_HINT = "No model: type Python · !cmd · /help · add model: to config.yaml to chat"
+INPUT_HINT = "No model: type Python · !cmd · /help · to chat, add model: to config.yaml"
 
 HELP = {
     "conversation": """# Conversation
@@ -304,7 +304,8 @@ class HermesApp(App[None]):
             return  # a late event of the session the app just left
         conversation = self.query_one(ConversationPane)
         if isinstance(event, TurnStarted):
-            conversation.add_message(event.text, event.origin)
+            if self.settings is not None or event.origin != "user":
+                conversation.add_message(event.text, event.origin)  # typed Python shows as its run block
             if self.settings is not None:
                 conversation.set_hint(f"… {self.settings.model} is working · a new message interrupts · /help")
         elif isinstance(event, TurnQueued):

@@ -236,7 +236,7 @@ class ConversationPane(Vertical):
     ConversationPane .note { color: $text-muted; margin: 0 0 1 0; padding: 0 1; }
     ConversationPane .note.warning { color: $warning; }
     ConversationPane .note.error { color: $error; }
-    ConversationPane #hint { color: $text-muted; height: 1; padding: 0 1; }
+    ConversationPane #hint { color: $text-muted; width: 1fr; height: auto; max-height: 2; padding: 0 1; }
     ConversationPane PromptInput { height: auto; min-height: 3; max-height: 12; }
     """
 
