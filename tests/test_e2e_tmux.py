@@ -49,6 +49,13 @@ class Terminal:
     def key(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", "app", *keys)
 
+    def say(self, text: str, until: str) -> str:
+        """Once the model is shown, send a message; return the screen once ``until`` is on it."""
+        self.wait_for("fake-model")
+        self.type(text)
+        self.key("Enter")
+        return self.wait_for(until)
+
     def quit(self) -> None:
         """Ctrl+Q, then wait (up to 10 s) for the app to end."""
         self.key("C-q")
@@ -114,10 +121,7 @@ def test_kill_9_while_a_reply_streams_keeps_what_was_shown(hermes_home: Path, tm
     try:
         terminal = Terminal(hermes_home, tmp_path, "--session", "e2e-stream")
         try:
-            terminal.wait_for("fake-model")
-            terminal.type("stream something")
-            terminal.key("Enter")
-            screen = terminal.wait_for("word05")
+            screen = terminal.say("stream something", until="word05")
             kill_app(terminal)
         finally:
             terminal.close()
@@ -152,10 +156,7 @@ def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
     try:
         first = Terminal(hermes_home, tmp_path, "--session", "e2e-kill")
         try:
-            first.wait_for("fake-model")
-            first.type("please check the thing")
-            first.key("Enter")
-            screen = first.wait_for("Approve this terminal command?")
+            screen = first.say("please check the thing", until="Approve this terminal command?")
             assert "echo resumed-ok" in screen
             kill_app(first)
         finally:
