@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -147,10 +148,13 @@ class HermesApp(App[None]):
         host_env: dict[str, str] | None = None,
         provider: ProviderSettings | None = None,
         model_flags: dict[str, str | None] | None = None,
+        provider_problem: str | None = None,
     ) -> None:
         """Args:
             session: the session to open (stored ones are continued); a new id if None.
             provider: the model (default: resolved from the config and ``model_flags``).
+            provider_problem: why the configured model cannot be used, when the caller resolved
+                it already (the app then runs without a model and says why).
         """
         super().__init__()
         self.config = config or Config()
@@ -158,9 +162,9 @@ class HermesApp(App[None]):
         self.cwd = cwd or os.getcwd()
         self.home = home or hermes_home()
         self.runtime = Runtime(self.config, home=self.home, host_env=host_env, approver=self.approve)
-        self.provider_problem: str | None = None
+        self.provider_problem = provider_problem
         self.settings = provider
-        if provider is None:
+        if provider is None and provider_problem is None:
             try:
                 self.settings = resolve_provider(self.config, self.home, host_env, **(model_flags or {}))
             except ProviderError as exc:
@@ -239,8 +243,7 @@ class HermesApp(App[None]):
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
             system_prompt=self.config.agent.system_prompt, max_context_chars=self.config.agent.max_context_chars,
         )
-        exists = await self.store.call(db.find_session, session_id) == session_id
-        loaded = await agent.load() if exists else None
+        loaded = await agent.load()  # None for a new session
         await agent.open()
         self.agent = agent
         conversation = self.query_one(ConversationPane)
@@ -302,7 +305,10 @@ class HermesApp(App[None]):
         event = message.event
         if message.session != self.session:
             return  # a late event of the session the app just left
-        conversation = self.query_one(ConversationPane)
+        try:
+            conversation = self.query_one(ConversationPane)
+        except NoMatches:
+            return  # the app is closing: the screen is gone (the event is stored all the same)
         if isinstance(event, TurnStarted):
             if self.settings is not None or event.origin != "user":
                 conversation.add_message(event.text, event.origin)  # typed Python shows as its run block
@@ -679,15 +685,7 @@ class HermesApp(App[None]):
 
 def show_tool_result(conversation: ConversationPane, block: RunBlock, result: dict[str, object]) -> None:
     """A direct tool call's outcome on its block, and its output (capped) as a note."""
-    error = result.get("error")
-    if result.get("status") == "blocked":
-        block.set_summary("interrupted", str(error))
-    elif error:
-        block.set_summary("error", str(error)[:300])
-    else:
-        exit_code = result.get("exit_code")
-        block.set_summary("success" if exit_code in (None, 0) else "error",
-                          f"exit {exit_code}" if exit_code is not None else "done")
+    block.set_tool_result(result)
     output = str(result.get("output") or result.get("content") or "")
     if output:
         conversation.add_note(output if len(output) <= 4000 else output[:2000] + "\n…\n" + output[-2000:])

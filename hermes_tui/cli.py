@@ -149,6 +149,7 @@ def _app_command(args: argparse.Namespace) -> int:
     from hermes_tui.paths import hermes_home
 
     flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
+    provider, problem = None, None
     try:
         provider = resolve_provider(config, hermes_home(), **flags)
     except ProviderError as exc:
@@ -156,7 +157,7 @@ def _app_command(args: argparse.Namespace) -> int:
             raise UsageError(f"model: {exc}") from None
         # A config.yaml written for Hermes Agent may name a provider this app does not know:
         # the app still opens (the input runs Python) and says why there is no model.
-        provider = None
+        problem = str(exc)
     session = args.app_session
     if session is not None:
         from hermes_tui.store import SESSION_ID, SESSION_ID_RULE
@@ -171,7 +172,7 @@ def _app_command(args: argparse.Namespace) -> int:
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
     from hermes_tui.app import HermesApp
 
-    HermesApp(config, session=session, provider=provider).run()  # None: it resolves again and says why
+    HermesApp(config, session=session, provider=provider, provider_problem=problem).run()
     return EXIT_OK
 
 

@@ -5,32 +5,41 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from hermes_tui import store as db
 from hermes_tui.cli import EXIT_OK, UsageError
 
 
-def _store():
-    from hermes_tui import store as db
-
+@contextmanager
+def _database() -> Iterator[sqlite3.Connection]:
+    """The sessions database, or a UsageError when nothing is stored yet."""
     path = db.sessions_db_path()
     if not path.exists():
         raise UsageError(f"no sessions stored yet ({path} does not exist)")
-    return db, db.connect(path)
+    conn = db.connect(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _find(conn: sqlite3.Connection, wanted: str) -> str:
+    found = db.find_session(conn, wanted)
+    if found is None:
+        raise UsageError(f"no session matches {wanted!r} (`hermes-tui sessions` lists them)")
+    return found
 
 
 def resolve_session(wanted: str) -> str:
     """The id ``wanted`` names (``latest``, an id, or a unique prefix), or a UsageError."""
-    db, conn = _store()
-    try:
-        found = db.find_session(conn, wanted)
-    finally:
-        conn.close()
-    if found is None:
-        raise UsageError(f"no session matches {wanted!r} (`hermes-tui sessions` lists them)")
-    return found
+    with _database() as conn:
+        return _find(conn, wanted)
 
 
 def inject_command(args: argparse.Namespace) -> int:
@@ -50,12 +59,9 @@ def inject_command(args: argparse.Namespace) -> int:
 def export_command(args: argparse.Namespace) -> int:
     from hermes_tui.export import to_sharegpt
 
-    session_id = resolve_session(args.session)
-    db, conn = _store()
-    try:
+    with _database() as conn:
+        session_id = _find(conn, args.session)
         stored = db.load_session(conn, session_id)
-    finally:
-        conn.close()
     assert stored is not None
     text = json.dumps(to_sharegpt(stored), ensure_ascii=False, indent=2) + "\n"
     if args.output:
@@ -73,17 +79,12 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def sessions_command(args: argparse.Namespace) -> int:
-    from hermes_tui import store as db
-
-    path = db.sessions_db_path()
-    if not path.exists():
+    try:
+        with _database() as conn:
+            sessions = db.list_sessions(conn, limit=10_000)
+    except UsageError:
         print("no sessions stored yet", file=sys.stderr)
         return EXIT_OK
-    conn = db.connect(path)
-    try:
-        sessions = db.list_sessions(conn, limit=10_000)
-    finally:
-        conn.close()
     for info in sessions:
         if args.json:
             print(json.dumps(info.__dict__, ensure_ascii=False))

@@ -126,6 +126,18 @@ class RunBlock(Static, can_focus=True):
         self.summary = " · ".join(parts)
         self._render_block()
 
+    def set_tool_result(self, result: dict[str, object], interrupted: bool = False) -> None:
+        """The outcome of a direct tool call (a dict with ``error`` / ``exit_code``)."""
+        error = result.get("error")
+        exit_code = result.get("exit_code")
+        if interrupted or result.get("status") in ("blocked", "interrupted"):
+            status = "interrupted"
+        elif error or exit_code not in (None, 0):
+            status = "error"
+        else:
+            status = "success"
+        self.set_summary(status, str(error)[:300] if error else f"exit {exit_code}" if exit_code is not None else "done")
+
     def set_summary(self, status: str, summary: str) -> None:
         self.status, self.summary = status, summary
         self._render_block()

@@ -64,10 +64,7 @@ def _call_block(call: dict[str, Any], row: dict[str, Any] | None, pending: bool)
         except ValueError:
             pass
     if isinstance(result, dict) and not pending:
-        status = "interrupted" if row and row["status"] in ("interrupted", "blocked") else (
-            "error" if result.get("error") else "success")
-        block.set_summary(status, str(result.get("error") or (f"exit {result['exit_code']}"
-                                                             if "exit_code" in result else "done"))[:300])
+        block.set_tool_result(result, interrupted=bool(row) and row["status"] in ("interrupted", "blocked"))
     return block
 
 

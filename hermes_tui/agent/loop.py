@@ -194,7 +194,8 @@ class Agent:
         self.max_context_chars = max_context_chars
         self.omitted = 0
         """Older messages left out of :attr:`history` to keep it within the budget."""
-        self.tools = declarations()
+        self.tools: list[dict[str, Any]] = []
+        """The tools declared to the model (built in :meth:`open`)."""
         self._system = system_prompt or SYSTEM_PROMPT
         self._queue: deque[_Turn] = deque()
         self._wake = asyncio.Event()
@@ -207,6 +208,9 @@ class Agent:
 
     async def open(self) -> None:
         """Create the session row if new; start serving queued turns."""
+        if self.provider is not None and not self.tools:
+            # In a thread: building the schemas imports every tool (httpx, the HTML parser).
+            self.tools = await asyncio.to_thread(declarations)
         await self.store.call(db.create_session, self.session_id, self.settings.name if self.settings else None,
                               self.settings.model if self.settings else None, self.cwd)
         if self._worker is None:
@@ -220,11 +224,6 @@ class Agent:
             self._worker = None
         if self.provider is not None:
             await self.provider.aclose()
-
-    @property
-    def busy(self) -> bool:
-        """True while a turn runs."""
-        return self._current is not None
 
     @property
     def current_call_id(self) -> str | None:
@@ -358,14 +357,9 @@ class Agent:
             status = "interrupted"
         except ProviderError as exc:
             status, error = "error", str(exc)
-        calls: list[ToolCall] = []
-        if result is not None:
-            calls = list(result.calls)
-            if parser is not None:
-                stream.add(parser.finish())
-                calls.extend(parser.calls)
-        elif parser is not None:
+        if parser is not None:
             stream.add(parser.finish())
+        calls = [*result.calls, *(parser.calls if parser else ())] if result is not None else []
         text = stream.text
         if status == "interrupted":
             text = (text + "\n\n" if text else "") + "*[interrupted]*"
@@ -455,7 +449,7 @@ class Agent:
 
     async def _execute(self, turn: _Turn, call: ToolCall, args: dict[str, Any]) -> None:
         turn.call_id = call.id
-        origin = turn.origin if turn.origin in ("user", "injected", "automation") else "user"
+        origin = turn.origin
         try:
             if call.name == "execute_code":
                 result = await self.runtime.execute_code(args["code"], session=self.session_id, reset=args["reset"],
@@ -494,12 +488,13 @@ class Agent:
 
     # -- restoring a session ------------------------------------------------------------
 
-    async def load(self) -> LoadedSession:
-        """Read this session back: the history the model sees, interrupted turns marked, and
-        tool calls whose approval was pending (answer them with :meth:`resume_pending`)."""
+    async def load(self) -> LoadedSession | None:
+        """Read this session back (None if it is new): the history the model sees, interrupted
+        turns marked, and tool calls whose approval was pending (answer them with
+        :meth:`resume_pending`)."""
         stored = await self.store.call(db.load_session, self.session_id)
         if stored is None:
-            raise LookupError(f"no session {self.session_id!r}")
+            return None
         loaded = LoadedSession(stored)
         pending_by_call = {a["tool_call_id"]: a for a in stored.pending_approvals if a["tool_call_id"]}
         for approval in stored.pending_approvals:  # asked outside any tool call: nothing to resume

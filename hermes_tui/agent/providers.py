@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -187,6 +188,16 @@ class Provider:
     async def aclose(self) -> None:
         """Close the HTTP client."""
 
+    @contextmanager
+    def _failures(self) -> Iterator[None]:
+        """Any failure of a request, as a :class:`ProviderError` with a message for the user."""
+        try:
+            yield
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise ProviderError(describe_error(exc, self.settings)) from exc
+
     def _require_key(self) -> str:
         if self.settings.api_key:
             return self.settings.api_key
@@ -230,7 +241,7 @@ class OpenAIProvider(Provider):
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         finish = None
-        try:
+        with self._failures():
             stream = await client.chat.completions.create(**request)
             async for chunk in stream:
                 if not chunk.choices:
@@ -249,10 +260,6 @@ class OpenAIProvider(Provider):
                     if piece.function is not None:
                         slot["name"] += piece.function.name or ""
                         slot["arguments"] += piece.function.arguments or ""
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise ProviderError(describe_error(exc, self.settings)) from exc
         from hermes_tui.agent.hermes_format import new_call_id
 
         found = [ToolCall(c["id"] or new_call_id(), c["name"], c["arguments"]) for _, c in sorted(calls.items())]
@@ -327,17 +334,13 @@ class AnthropicProvider(Provider):
         if declared:
             request["tools"] = declared
         text: list[str] = []
-        try:
+        with self._failures():
             async with client.messages.stream(**request) as stream:
                 async for event in stream:
                     if event.type == "text":
                         text.append(event.text)
                         await on_text(event.text)
                 final = await stream.get_final_message()
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise ProviderError(describe_error(exc, self.settings)) from exc
         calls = [ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
                  for block in final.content if block.type == "tool_use"]
         return Reply("".join(text), calls, final.stop_reason)
