@@ -48,10 +48,10 @@ async def main(turns: int, tokens: int) -> None:
 
             def listener(event) -> None:
                 if isinstance(event, ReplyText):
-                    now = time.perf_counter()
                     shown[0] += 1
-                    lags.append(now - arrived[0])
-                    arrived.clear()
+                    if arrived:  # (the last piece of a reply may come from close(), not a chunk)
+                        lags.append(time.perf_counter() - arrived[0])
+                        arrived.clear()
                 elif isinstance(event, TurnEnded):
                     ended.set()
 
