@@ -45,6 +45,7 @@ async def main(turns: int, tokens: int) -> None:
             arrived: list[float] = []
             lags: list[float] = []
             shown = [0]
+            statuses: list[str] = []
 
             def listener(event) -> None:
                 if isinstance(event, ReplyText):
@@ -53,6 +54,7 @@ async def main(turns: int, tokens: int) -> None:
                         lags.append(time.perf_counter() - arrived[0])
                         arrived.clear()
                 elif isinstance(event, TurnEnded):
+                    statuses.append(event.status)
                     ended.set()
 
             agent = Agent(runtime, store, "bench", settings=resolve_provider(config, home, {}), listener=listener,
@@ -102,8 +104,10 @@ async def main(turns: int, tokens: int) -> None:
                 times.append(time.perf_counter() - start)
             rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             times.sort()
-            print(f"{turns} turns (model -> execute_code -> model -> reply): median {statistics.median(times) * 1000:.1f} ms,"
-                  f" p90 {times[int(len(times) * 0.9)] * 1000:.1f} ms, min {times[0] * 1000:.1f} ms")
+            done = statuses[1:].count("done")  # a figure of failed turns would mean nothing
+            print(f"{turns} turns (model -> execute_code -> model -> reply), {done} done: median "
+                  f"{statistics.median(times) * 1000:.1f} ms, p90 {times[int(len(times) * 0.9)] * 1000:.1f} ms, "
+                  f"min {times[0] * 1000:.1f} ms")
             print(f"host peak RSS growth over the turns: {(rss_after - rss_before) / 1024:.1f} MB")
             await agent.aclose()
         store.close()
