@@ -220,35 +220,6 @@ def record_output(entry: CacheEntry) -> str:
         return ""
 
 
-def human_size(size: float, sep: str = "") -> str:
-    """'12B', '195.3K', '1.2G' (``sep`` goes between number and unit)."""
-    for unit in ("B", "K", "M", "G"):
-        if size < 1024 or unit == "G":
-            return f"{size:.0f}{sep}{unit}" if unit == "B" else f"{size:.1f}{sep}{unit}"
-        size /= 1024
-    return f"{size}"
-
-
-DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
-SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-
-
-def parse_duration(text: str) -> float:
-    """'90s', '30m', '12h', '7d', '2w' in seconds; raises ValueError with what is allowed."""
-    match = DURATION_RE.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration: use a number and s, m, h, d or w (e.g. 7d, 12h)")
-    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[match.group(2).lower()]
-
-
-def parse_size(text: str) -> int:
-    """'500K', '200M', '1G', '1.5GB' in bytes; raises ValueError with what is allowed."""
-    match = SIZE_RE.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a size: use a number and K, M, G or T (e.g. 500M, 1G)")
-    return int(float(match.group(1)) * 1024 ** " kmgt".index(match.group(2).lower() or " "))
-
-
 @dataclass
 class PrunePlan:
     """What a prune deletes, and what it keeps because it may still be in use."""
@@ -267,7 +238,8 @@ def plan_prune(entries: Iterable[CacheEntry], *, older_than: float | None, max_s
     """
     now = time.time() if now is None else now
     busy_ids = set(busy)
-    candidates, kept = [], []
+    candidates: list[CacheEntry] = []
+    kept: list[CacheEntry] = []
     for entry in sorted(entries, key=lambda e: e.when):
         newest = max((_mtime(p) for p in entry.files), default=entry.when)
         in_use = (entry.id in busy_ids or now - newest < FRESH_SECONDS

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hermes_tui.paths import config_path
+from hermes_tui.units import parse_duration, parse_size
 
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -111,8 +112,6 @@ class CacheConfig(_Section):
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
-            from hermes_tui.cache import parse_duration
-
             parse_duration(value)
         return value
 
@@ -120,8 +119,6 @@ class CacheConfig(_Section):
     @classmethod
     def _size(cls, value: str | None) -> str | None:
         if value is not None:
-            from hermes_tui.cache import parse_size
-
             parse_size(value)
         return value
 
@@ -255,4 +252,5 @@ def _describe(error: Any) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string"}
+    return names.get(type(value), type(value).__name__)

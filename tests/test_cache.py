@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from cache_trees import make_tree
 
-from hermes_tui.cache import find, parse_duration, parse_size, plan_prune, scan
+from hermes_tui.cache import find, plan_prune, scan
+from hermes_tui.units import parse_duration, parse_size
 from hermes_tui.widgets.pager import find_in_file, offset_of_line, read_block
 
 CLI = [sys.executable, "-m", "hermes_tui"]

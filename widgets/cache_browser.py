@@ -7,17 +7,20 @@ import json
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import ClassVar, cast
 
 from rich.syntax import Syntax
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
-from hermes_tui.cache import CacheEntry, delete_entry, human_size, parse_duration, scan
+from hermes_tui.cache import CacheEntry, delete_entry, scan
+from hermes_tui.units import human_size, parse_duration
 from hermes_tui.widgets.conversation import code_theme
+from hermes_tui.widgets.dialog import Dialog
 from hermes_tui.widgets.entry_list import EntryList
 from hermes_tui.widgets.messages import OpenInEditor
 from hermes_tui.widgets.pager import Pager
@@ -31,7 +34,8 @@ MARKER_NOTE = ("This run printed {total:,} bytes. The result kept the first 20,0
 
 def parse_filter(text: str) -> tuple[str, dict[str, object]]:
     """'error session:s1 since:2d boom' -> ('boom', {status, session, since}); bad tokens raise ValueError."""
-    words, options = [], {}
+    words: list[str] = []
+    options: dict[str, object] = {}
     for token in text.split():
         key, _, value = token.partition(":")
         if value and key in ("status", "session"):
@@ -45,28 +49,26 @@ def parse_filter(text: str) -> tuple[str, dict[str, object]]:
     return " ".join(words), options
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(Dialog[bool]):
     """Yes or no; Esc and n say no."""
 
     DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical { width: 70; height: auto; border: thick $error; background: $surface; padding: 1; }
+    ConfirmScreen > #dialog { width: 70; height: auto; border: thick $error; padding: 1; }
     ConfirmScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmScreen Button { margin-right: 1; }
     """
-    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm-yes"),
-                Binding("n,escape", "answer(False)", "No", id="confirm-no")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "Yes", id="confirm-yes"),
+                                              Binding("n,escape", "answer(False)", "No", id="confirm-no")]
 
     def __init__(self, question: str) -> None:
         super().__init__()
         self.question = question
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(self.question)
-            with Horizontal():
-                yield Button("y Delete", id="yes", variant="error")
-                yield Button("n Keep", id="no", variant="primary")
+    def compose_dialog(self) -> ComposeResult:
+        yield Label(self.question)
+        with Horizontal():
+            yield Button("y Delete", id="yes", variant="error")
+            yield Button("n Keep", id="no", variant="primary")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -97,7 +99,7 @@ class EntryScreen(Screen[None]):
     EntryScreen #entry-note { color: $warning; padding: 0 1; height: auto; }
     EntryScreen #entry-inline { height: 1fr; padding: 0 1; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back", id="entry-back"),
         Binding("c", "copy_path", "Copy path", id="entry-copy"),
         Binding("e", "edit", "Open in $EDITOR", id="entry-edit"),
@@ -153,7 +155,8 @@ class EntryScreen(Screen[None]):
         self.query_one("#entry-head", Static).update(
             Syntax(code, "python", line_numbers=True, word_wrap=True, background_color="default", theme=code_theme(self)))
         if self.entry.output_file is not None and record.get("stdout_truncated"):
-            self._note(MARKER_NOTE.format(total=int(record.get("stdout_bytes_total") or 0), path=self.entry.output_file))
+            self._note(MARKER_NOTE.format(total=int(cast(int, record.get("stdout_bytes_total") or 0)),
+                                          path=self.entry.output_file))
         elif record.get("stdout_truncated"):
             self._note("The output was cut (see the marker) and the full text was not saved.")
         outputs = self.query("#entry-output")
@@ -182,7 +185,7 @@ class CacheBrowser(Screen[None]):
     CacheBrowser #cache-filter { margin: 0 0; }
     CacheBrowser #cache-header { height: 1; text-style: bold; color: $primary; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", id="cache-back"),
         Binding("ctrl+s", "sort", "Sort", id="cache-sort"),
         Binding("ctrl+f", "focus_filter", "Filter", id="cache-filter"),

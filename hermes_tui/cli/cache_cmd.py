@@ -10,13 +10,11 @@ from collections import deque
 from datetime import datetime
 from pathlib import Path
 
-from hermes_tui.cache import CacheEntry, delete_entry, find, human_size, parse_duration, parse_size, plan_prune, record_output, scan
+from hermes_tui.cache import CacheEntry, delete_entry, find, plan_prune, record_output, scan
+from hermes_tui.cli.errors import UsageError
 from hermes_tui.config import Config
 from hermes_tui.paths import exec_cache_dir
-
-
-class CacheUsageError(Exception):
-    """Bad arguments; one line for the user."""
+from hermes_tui.units import human_size, parse_duration, parse_size
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,7 +37,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def cache_command(args: argparse.Namespace, config: Config) -> int:
-    """Run one ``cache`` action; returns the exit code (2 for bad arguments)."""
+    """Run one ``cache`` action; returns the exit code.
+
+    Bad arguments raise a UsageError whose message names the action (``cache prune: ...``).
+    """
     folder = exec_cache_dir()
     try:
         if args.cache_command == "ls":
@@ -47,16 +48,15 @@ def cache_command(args: argparse.Namespace, config: Config) -> int:
         if args.cache_command == "show":
             return _show(folder, args)
         return _prune(folder, args, config)
-    except CacheUsageError as exc:
-        print(f"hermes-tui: cache {args.cache_command}: {exc}", file=sys.stderr)
-        return 2
+    except UsageError as exc:
+        raise UsageError(f"cache {args.cache_command}: {exc}") from None
 
 
 def _duration(text: str) -> float:
     try:
         return parse_duration(text)
     except ValueError as exc:
-        raise CacheUsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _row(entry: CacheEntry) -> str:
@@ -83,10 +83,10 @@ def _ls(folder: Path, args: argparse.Namespace) -> int:
 
 def _show(folder: Path, args: argparse.Namespace) -> int:
     if args.head is not None and args.tail is not None:
-        raise CacheUsageError("give --head or --tail, not both")
+        raise UsageError("give --head or --tail, not both")
     entry = find(folder, args.entry)
     if entry is None:
-        raise CacheUsageError(f"no entry {args.entry!r} (or the id prefix is ambiguous); see `hermes-tui cache ls`")
+        raise UsageError(f"no entry {args.entry!r} (or the id prefix is ambiguous); see `hermes-tui cache ls`")
     source = entry.output_file
     out = sys.stdout
     if source is None:  # the whole output is in the record
@@ -100,7 +100,7 @@ def _show(folder: Path, args: argparse.Namespace) -> int:
     try:
         handle = source.open("rb")
     except OSError as exc:
-        raise CacheUsageError(f"cannot read {source}: {exc.strerror}") from None
+        raise UsageError(f"cannot read {source}: {exc.strerror}") from None
     with handle:  # streamed: a 1 GB file is never held whole
         if args.head is not None:
             for number, line in enumerate(handle):
@@ -137,12 +137,12 @@ def _prune(folder: Path, args: argparse.Namespace, config: Config) -> int:
     older = args.older_than or config.cache.retention
     size = args.max_size or config.cache.max_size
     if older is None and size is None:
-        raise CacheUsageError("say what to prune: --older-than AGE and/or --max-size SIZE "
+        raise UsageError("say what to prune: --older-than AGE and/or --max-size SIZE "
                               "(or set cache.retention / cache.max_size in config.yaml)")
     try:
         max_size = parse_size(size) if size else None
     except ValueError as exc:
-        raise CacheUsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     plan = plan_prune(scan(folder), older_than=_duration(older) if older else None, max_size=max_size)
     verb = "would delete" if args.dry_run else "deleted"
     for entry in plan.delete:

@@ -1,5 +1,14 @@
 """Entry point: ``hermes-tui`` (the app) and its headless subcommands.
 
+The top-level parser and the dispatch live here; each command lives in its own module:
+
+* ``app_cmd`` — no subcommand: the full-screen app
+* ``exec_cmd`` — ``hermes-tui exec``
+* ``cache_cmd`` — ``hermes-tui cache`` (its parser too: ``add_parser``)
+* ``approvals_cmd`` — ``hermes-tui approvals``
+* ``sessions_cmd`` — ``hermes-tui inject``, ``export`` and ``sessions``
+* ``errors`` — ``UsageError`` and the exit codes, shared by all of them
+
 Exit codes: 0 success, 1 a script failed, 2 usage or config error, 130 interrupted.
 Errors are one line on stderr, never a traceback.
 """
@@ -7,18 +16,13 @@ Errors are one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import sys
-from pathlib import Path
 
 from hermes_tui import __version__
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class UsageError(Exception):
-    """Bad command-line input; the message is one line for the user."""
+from hermes_tui.cli.app_cmd import app_command
+from hermes_tui.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from hermes_tui.cli.exec_cmd import exec_command
 
 
 def _seconds(text: str) -> float:
@@ -74,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="who the turn comes from; injected and automation turns have each whole script approved first")
     run.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
 
-    from hermes_tui.cache_cli import add_parser as add_cache_parser
+    from hermes_tui.cli.cache_cmd import add_parser as add_cache_parser
 
     add_cache_parser(commands)
 
@@ -108,21 +112,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command in ("inject", "export", "sessions"):  # no config needed
+            from hermes_tui.cli.sessions_cmd import export_command, inject_command, sessions_command
+
+            if args.command == "inject":
+                return inject_command(args)
+            if args.command == "export":
+                return export_command(args)
+            return sessions_command(args)
+        config = _load_config(args)
         if args.command == "exec":
-            return _exec_command(args)
+            return exec_command(args, config)
         if args.command == "cache":
-            from hermes_tui.cache_cli import cache_command
+            from hermes_tui.cli.cache_cmd import cache_command
 
-            return cache_command(args, _load_config(args))
+            return cache_command(args, config)
         if args.command == "approvals":
-            from hermes_tui.approvals_cli import approvals_command
+            from hermes_tui.cli.approvals_cmd import approvals_command
 
-            return approvals_command(args, _load_config(args))
-        if args.command in ("inject", "export", "sessions"):
-            from hermes_tui import sessions_cli
-
-            return getattr(sessions_cli, f"{args.command}_command")(args)
-        return _app_command(args)
+            return approvals_command(args, config)
+        return app_command(args, config)
     except UsageError as exc:
         print(f"hermes-tui: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -139,117 +148,3 @@ def _load_config(args: argparse.Namespace):  # -> Config
         return load_config(path)
     except ConfigError as exc:
         raise UsageError(f"config error: {exc}") from None
-
-
-def _app_command(args: argparse.Namespace) -> int:
-    config = _load_config(args)  # a broken config is reported now, one line, not inside the app
-    if args.app_yolo:
-        config.approvals.mode = "off"
-    from hermes_tui.agent.providers import ProviderError, resolve_provider
-    from hermes_tui.paths import hermes_home
-
-    flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
-    provider, problem = None, None
-    try:
-        provider = resolve_provider(config, hermes_home(), **flags)
-    except ProviderError as exc:
-        if any(flags.values()):
-            raise UsageError(f"model: {exc}") from None
-        # A config.yaml written for Hermes Agent may name a provider this app does not know:
-        # the app still opens (the input runs Python) and says why there is no model.
-        problem = str(exc)
-    session = args.app_session
-    if session is not None:
-        from hermes_tui.store import SESSION_ID, SESSION_ID_RULE
-
-        if not SESSION_ID.fullmatch(session):
-            raise UsageError(f"--session {session!r} is not allowed: {SESSION_ID_RULE}")
-    if args.resume is not None:
-        from hermes_tui.sessions_cli import resolve_session
-
-        session = resolve_session(args.resume)
-    if not sys.stdout.isatty() or not sys.stdin.isatty():
-        raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
-    from hermes_tui.app import HermesApp
-
-    HermesApp(config, session=session, provider=provider, provider_problem=problem).run()
-    return EXIT_OK
-
-
-def _read_scripts(files: list[str]) -> list[tuple[str, str]]:
-    scripts = []
-    for name in files:
-        if name == "-":
-            scripts.append(("<stdin>", sys.stdin.read()))
-            continue
-        path = Path(name)
-        try:
-            scripts.append((name, path.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            raise UsageError(f"exec: no such file: {name}") from None
-        except IsADirectoryError:
-            raise UsageError(f"exec: {name} is a directory, not a Python file") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"exec: {name} is not UTF-8 text") from None
-        except OSError as exc:
-            raise UsageError(f"exec: cannot read {name}: {exc.strerror or exc}") from None
-    return scripts
-
-
-def _exec_command(args: argparse.Namespace) -> int:
-    config = _load_config(args)
-    if args.yolo:
-        config.approvals.mode = "off"
-        print("hermes-tui: YOLO: approvals are off for this run; terminal commands run without asking "
-              "(hard-blocked ones are still refused)", file=sys.stderr)
-    if args.files.count("-") > 1:
-        raise UsageError("exec: '-' (standard input) can be given only once")
-    scripts = _read_scripts(args.files)
-    return asyncio.run(_run_scripts(config, scripts, args))
-
-
-async def _run_scripts(config, scripts: list[tuple[str, str]], args: argparse.Namespace) -> int:
-    from hermes_tui.runtime import Runtime
-
-    from hermes_tui.tty_approver import tty_approver
-
-    failed = False
-    async with Runtime(config, approver=tty_approver()) as runtime:
-        for index, (name, code) in enumerate(scripts):
-            result = await runtime.execute_code(
-                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout, origin=args.origin
-            )
-            if args.json:
-                print(result.model_dump_json(), flush=True)
-            else:
-                _print_result(name, result)
-            if result.status != "success":
-                failed = True
-                if not args.keep_going:
-                    rest = len(scripts) - index - 1
-                    if rest and not args.json:
-                        print(f"hermes-tui exec: {rest} file(s) not run after the failure "
-                              "(use --keep-going to run them)", file=sys.stderr)
-                    break
-    return EXIT_FAILED if failed else EXIT_OK
-
-
-def _print_result(name: str, result) -> None:
-    sys.stdout.write(result.output)
-    sys.stdout.flush()
-    notes = []
-    if result.stdout_spill_path:
-        notes.append(f"full output ({result.stdout_bytes_total} bytes): {result.stdout_spill_path}")
-    if result.warning:
-        notes.append(f"warning: {result.warning}")
-    if result.status != "success":
-        notes.append(f"{result.status}: {result.error or 'failed'}")
-    for note in notes:
-        print(f"hermes-tui exec: {name}: {note}", file=sys.stderr)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    # Run the imported module, not __main__: subcommand modules import UsageError from it.
-    from hermes_tui.cli import main as real_main
-
-    sys.exit(real_main())

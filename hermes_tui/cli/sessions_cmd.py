@@ -11,9 +11,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from hermes_tui import store as db
-from hermes_tui.cli import EXIT_OK, UsageError
+from hermes_tui.cli.errors import EXIT_OK, UsageError
 
 
 @contextmanager
@@ -50,7 +51,7 @@ def inject_command(args: argparse.Namespace) -> int:
         answer = inject(text, session=args.session)
     except InjectError as exc:
         raise UsageError(f"inject: {exc}") from None
-    ahead = int(answer.get("queued") or 0)
+    ahead = int(cast(int, answer.get("queued") or 0))  # the app replies with a JSON number
     where = f"session {answer.get('session')}"
     print(f"injected into {where}" + (f"; queued behind {ahead} turn(s)" if ahead else "; running now"))
     return EXIT_OK

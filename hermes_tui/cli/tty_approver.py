@@ -115,7 +115,7 @@ def tty_approver() -> Approver | None:
                     result = _ask(terminal, lines, request)
                 except Exception as exc:  # the terminal went away: deny
                     result = ApprovalDecision(choice="deny", reason=f"terminal error: {exc}")
-                loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(result))
+                loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(result))  # type: ignore[func-returns-value]  # `or` as `if`
 
             threading.Thread(target=work, name="hermes-tty-question", daemon=True).start()
             try:

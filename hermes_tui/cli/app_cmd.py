@@ -1,0 +1,43 @@
+"""``hermes-tui`` with no subcommand: the full-screen app."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hermes_tui.cli.errors import EXIT_OK, UsageError
+
+
+def app_command(args: argparse.Namespace, config) -> int:  # config: Config
+    """Open the app on ``config`` (already loaded, so a broken one is reported as one line, not inside the app)."""
+    if args.app_yolo:
+        config.approvals.mode = "off"
+    from hermes_tui.agent.providers import ProviderError, resolve_provider
+    from hermes_tui.paths import hermes_home
+
+    flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
+    provider, problem = None, None
+    try:
+        provider = resolve_provider(config, hermes_home(), **flags)
+    except ProviderError as exc:
+        if any(flags.values()):
+            raise UsageError(f"model: {exc}") from None
+        # A config.yaml written for Hermes Agent may name a provider this app does not know:
+        # the app still opens (the input runs Python) and says why there is no model.
+        problem = str(exc)
+    session = args.app_session
+    if session is not None:
+        from hermes_tui.store import SESSION_ID, SESSION_ID_RULE
+
+        if not SESSION_ID.fullmatch(session):
+            raise UsageError(f"--session {session!r} is not allowed: {SESSION_ID_RULE}")
+    if args.resume is not None:
+        from hermes_tui.cli.sessions_cmd import resolve_session
+
+        session = resolve_session(args.resume)
+    if not sys.stdout.isatty() or not sys.stdin.isatty():
+        raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
+    from hermes_tui.app import HermesApp
+
+    HermesApp(config, session=session, provider=provider, provider_problem=problem).run()
+    return EXIT_OK

@@ -1,0 +1,81 @@
+"""``hermes-tui exec FILE...``: run Python files in one session kernel, headless."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
+
+
+def exec_command(args: argparse.Namespace, config) -> int:  # config: Config
+    """Run the files in order; 0 if all succeeded, 1 otherwise (a UsageError for bad input)."""
+    if args.yolo:
+        config.approvals.mode = "off"
+        print("hermes-tui: YOLO: approvals are off for this run; terminal commands run without asking "
+              "(hard-blocked ones are still refused)", file=sys.stderr)
+    if args.files.count("-") > 1:
+        raise UsageError("exec: '-' (standard input) can be given only once")
+    scripts = _read_scripts(args.files)
+    return asyncio.run(_run_scripts(config, scripts, args))
+
+
+def _read_scripts(files: list[str]) -> list[tuple[str, str]]:
+    scripts = []
+    for name in files:
+        if name == "-":
+            scripts.append(("<stdin>", sys.stdin.read()))
+            continue
+        path = Path(name)
+        try:
+            scripts.append((name, path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise UsageError(f"exec: no such file: {name}") from None
+        except IsADirectoryError:
+            raise UsageError(f"exec: {name} is a directory, not a Python file") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"exec: {name} is not UTF-8 text") from None
+        except OSError as exc:
+            raise UsageError(f"exec: cannot read {name}: {exc.strerror or exc}") from None
+    return scripts
+
+
+async def _run_scripts(config, scripts: list[tuple[str, str]], args: argparse.Namespace) -> int:
+    from hermes_tui.cli.tty_approver import tty_approver
+    from hermes_tui.runtime import Runtime
+
+    failed = False
+    async with Runtime(config, approver=tty_approver()) as runtime:
+        for index, (name, code) in enumerate(scripts):
+            result = await runtime.execute_code(
+                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout, origin=args.origin
+            )
+            if args.json:
+                print(result.model_dump_json(), flush=True)
+            else:
+                _print_result(name, result)
+            if result.status != "success":
+                failed = True
+                if not args.keep_going:
+                    rest = len(scripts) - index - 1
+                    if rest and not args.json:
+                        print(f"hermes-tui exec: {rest} file(s) not run after the failure "
+                              "(use --keep-going to run them)", file=sys.stderr)
+                    break
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _print_result(name: str, result) -> None:
+    sys.stdout.write(result.output)
+    sys.stdout.flush()
+    notes = []
+    if result.stdout_spill_path:
+        notes.append(f"full output ({result.stdout_bytes_total} bytes): {result.stdout_spill_path}")
+    if result.warning:
+        notes.append(f"warning: {result.warning}")
+    if result.status != "success":
+        notes.append(f"{result.status}: {result.error or 'failed'}")
+    for note in notes:
+        print(f"hermes-tui exec: {name}: {note}", file=sys.stderr)
