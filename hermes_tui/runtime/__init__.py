@@ -12,6 +12,7 @@ from hermes_tui.runtime.events import (
     KernelStateChanged,
     RuntimeEvent,
     Subscription,
+    ToolCallMade,
 )
 from hermes_tui.runtime.models import ExecResult, KernelInfo, KernelRef
 from hermes_tui.runtime.runtime import Runtime
@@ -32,4 +33,5 @@ __all__ = [
     "Runtime",
     "RuntimeEvent",
     "Subscription",
+    "ToolCallMade",
 ]

@@ -31,18 +31,18 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
 from hermes_tui.runtime.danger import analyze
+from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rules import Rule, active_rules, add_rule, allowlist_path
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
 
 Choice = Literal["once", "session", "always", "deny"]
-Origin = Literal["user", "injected", "automation"]
 SessionKind = Literal["local", "gateway"]
 
 
@@ -57,10 +57,12 @@ class ApprovalRequest(BaseModel):
     session: str
     kernel: str | None = None
     exec_id: str | None = None
+    call_id: str | None = None
+    """The model's (or the typed turn's) tool call this request belongs to, if any."""
     origin: Origin = "user"
     reasons: list[str] = Field(default_factory=list)
     """Why it is flagged, or why it asks at all."""
-    choices: list[Choice] = Field(default_factory=lambda: ["once", "session", "always", "deny"])
+    choices: list[Choice] = Field(default_factory=lambda: cast("list[Choice]", ["once", "session", "always", "deny"]))
     created_at: float = Field(default_factory=time.time)
     deadline: float
     """``time.time()`` after which no answer means deny."""
@@ -178,7 +180,7 @@ class ApprovalGate:
     # -- scripts --------------------------------------------------------------------------
 
     async def check_script(
-        self, code: str, *, cwd: str, session: str, origin: Origin, exec_id: str | None
+        self, code: str, *, cwd: str, session: str, origin: Origin, exec_id: str | None, call_id: str | None = None,
     ) -> str | None:
         """None if the script may run; else the reason it is blocked (no ``BLOCKED:`` prefix)."""
         if self.session_kind == "local" and origin == "user":
@@ -191,7 +193,7 @@ class ApprovalGate:
             return None
         why = "a gateway session" if self.session_kind == "gateway" else f"an {origin} turn"
         request = self._request("script", code, cwd, session, None, exec_id, origin,
-                                [f"{why}: the whole script is asked first"], ["once", "session", "deny"])
+                                [f"{why}: the whole script is asked first"], ["once", "session", "deny"], call_id)
         return await self._ask(request)
 
     # -- terminal commands ----------------------------------------------------------------
@@ -207,6 +209,7 @@ class ApprovalGate:
         origin: Origin = "user",
         what: str | None = None,
         extra_reasons: list[str] | None = None,
+        call_id: str | None = None,
     ) -> str | None:
         """None if ``command`` may run; else the reason it is blocked (no ``BLOCKED:`` prefix)."""
         analysis = analyze(command, os.path.expanduser("~"), str(self.home))
@@ -234,7 +237,8 @@ class ApprovalGate:
             await self.audit.write(event="auto", decision="allow", why="not flagged (approvals.mode dangerous)", **base)
             return None
         choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
-        request = self._request("terminal", what or command, cwd, session, kernel, exec_id, origin, reasons, choices)
+        request = self._request("terminal", what or command, cwd, session, kernel, exec_id, origin, reasons, choices,
+                                call_id)
         request.session_rule = command
         if "always" in choices:
             request.always_rule = command
@@ -243,21 +247,23 @@ class ApprovalGate:
 
     def _request(
         self, kind: Literal["script", "terminal"], text: str, cwd: str, session: str, kernel: str | None,
-        exec_id: str | None, origin: Origin, reasons: list[str], choices: list[Choice],
+        exec_id: str | None, origin: Origin, reasons: list[str], choices: list[Choice], call_id: str | None,
     ) -> ApprovalRequest:
         return ApprovalRequest(
-            kind=kind, text=text, cwd=cwd, session=session, kernel=kernel, exec_id=exec_id, origin=origin,
-            reasons=reasons, choices=choices, deadline=time.time() + self.timeout,
+            kind=kind, text=text, cwd=cwd, session=session, kernel=kernel, exec_id=exec_id, call_id=call_id,
+            origin=origin, reasons=reasons, choices=choices, deadline=time.time() + self.timeout,
         )
 
     async def _ask(self, request: ApprovalRequest, allow_key: str | None = None) -> str | None:
         key = allow_key or request.text
+        refusal: str | None
         await self.audit.write(event="request", id=request.id, kind=request.kind, session=request.session,
                                origin=request.origin, reasons=request.reasons, cwd=request.cwd, text=request.text)
         if self.approver is None:
             refusal = "no one to approve this (no approver / no terminal to ask on); it was not run"
             await self.audit.write(event="decision", id=request.id, decision="deny", why=refusal)
             return refusal
+        decision: ApprovalDecision | None
         try:
             decision = await asyncio.wait_for(self.approver(request), self.timeout)
         except TimeoutError:

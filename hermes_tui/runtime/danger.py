@@ -318,7 +318,7 @@ def _after_options(args: list[str], with_values: set[str]) -> list[str]:
 
 def _redirections(words: list[str], paths: _Paths, result: Analysis) -> list[str]:
     """Check and drop redirections (``> file``, ``2>&1``, ``< file``); returns the rest."""
-    kept = []
+    kept: list[str] = []
     i = 0
     while i < len(words):
         word = words[i]

@@ -92,6 +92,18 @@ class ExecOutput(RuntimeEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallMade(RuntimeEvent):
+    """A running script called a tool (counted against ``max_tool_calls``; refused calls
+    past the limit are not counted)."""
+
+    exec_id: str
+    session: str
+    tool: str
+    calls: int
+    """Tool calls this execution has made so far, this one included."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExecFinished(RuntimeEvent):
     """An execution ended; ``result`` is what ``execute_code`` returned."""
 

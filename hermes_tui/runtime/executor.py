@@ -11,29 +11,25 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
-from hermes_tui.config import Config
-from hermes_tui.runtime.approvals import ApprovalGate, Origin
+from hermes_tui.runtime.approvals import ApprovalGate
 from hermes_tui.runtime.capture import HeadTailCapture
+from hermes_tui.runtime.child_process import KILL_GRACE, ChildProcess, EndedBy, run_to_end, wait_or_end
 from hermes_tui.runtime.events import EventBus, ExecFinished, ExecStarted
-from hermes_tui.runtime.kernel import KILL_GRACE, STAGING_CWD, ChildProcess, Kernel, KernelGone, KernelKey, KernelStartError, WorkingDirError
-from hermes_tui.runtime.models import ExecResult, KernelRef, parent_session
+from hermes_tui.runtime.kernel import STAGING_CWD, Kernel, KernelGone, KernelKey, KernelStartError, WorkingDirError
+from hermes_tui.runtime.launch import Launcher
+from hermes_tui.runtime.models import ExecResult, ExecStatus, KernelRef, Origin, parent_session
 from hermes_tui.runtime.pool import KernelPool, Lease, describe_exit
 from hermes_tui.runtime.process import CellOutcome
-from hermes_tui.runtime.rpc import ExecBudget, RpcServer
-from hermes_tui.runtime.tools import ToolContext
+from hermes_tui.runtime.rpc import ExecBudget
 from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, spill_path
 
 INTERRUPT_NOTICE = "[execution interrupted — user sent a new message]"
 DISPOSED_NOTICE = "[execution interrupted — session disposed]"
 STDERR_LABEL = "--- stderr ---\n"
-
-EndedBy = Literal["timeout", "interrupt"] | None
 
 
 @dataclass(slots=True)
@@ -54,9 +50,8 @@ class Executor:
         bus: where exec events go.
         cache_dir: ``$HERMES_HOME/cache/exec`` (records and spills).
         staging_root: private temp dir for standalone scripts.
-        config: the runtime's config (tools read their settings from it).
-        gate: the approval gate terminal() calls pass.
-        prepare_standalone: gives a standalone process its environment and tool channel.
+        gate: the approval gate whole scripts pass.
+        launcher: readies standalone processes and makes each execution's tool context.
     """
 
     def __init__(
@@ -66,17 +61,15 @@ class Executor:
         bus: EventBus,
         cache_dir: Path,
         staging_root: Path,
-        config: Config,
         gate: ApprovalGate,
-        prepare_standalone: Callable[[ChildProcess, KernelKey, Path, Callable[[], ExecBudget | None]], Awaitable[RpcServer]],
+        launcher: Launcher,
     ) -> None:
         self.pool = pool
         self.bus = bus
         self.cache_dir = cache_dir
         self.staging_root = staging_root
-        self.config = config
         self.gate = gate
-        self.prepare_standalone = prepare_standalone
+        self.launcher = launcher
         self.running: dict[str, Running] = {}
         self.records = RecordWriter()
 
@@ -90,6 +83,7 @@ class Executor:
         max_tool_calls: int,
         start_warning: str | None = None,
         origin: Origin = "user",
+        call_id: str | None = None,
     ) -> ExecResult:
         """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`.
 
@@ -101,7 +95,8 @@ class Executor:
         started_at = time.time()
         capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id))
         cwd = str(self.staging_root) if key.cwd == STAGING_CWD else key.cwd
-        refusal = await self.gate.check_script(code, cwd=cwd, session=key.session, origin=origin, exec_id=exec_id)
+        refusal = await self.gate.check_script(code, cwd=cwd, session=key.session, origin=origin, exec_id=exec_id,
+                                               call_id=call_id)
         if refusal is not None:  # never starts a kernel
             result = self.refused(exec_id, f"BLOCKED: {refusal}", time.perf_counter() - started)
             self._finish(result, key, code, started_at)
@@ -130,12 +125,12 @@ class Executor:
                 if start_warning and kernel.execution_count == 0:
                     warnings.append(start_warning)
                 budget = kernel.budget = self._budget(exec_id, key, kernel.cwd, kernel.env, kernel.id, max_tool_calls,
-                                                      origin)
+                                                      origin, call_id)
                 outcome, ended_by = await self._run_in_kernel(kernel, code, exec_id, capture, timeout, running)
             else:
                 if start_warning:
                     warnings.append(start_warning)
-                budget = self._budget(exec_id, key, key.cwd, {}, None, max_tool_calls, origin)
+                budget = self._budget(exec_id, key, key.cwd, {}, None, max_tool_calls, origin, call_id)
                 outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running, budget)
             if budget.limit_hit:
                 warnings.append(f"The script reached the tool call limit ({budget.limit}, "
@@ -171,24 +166,22 @@ class Executor:
         except asyncio.CancelledError:
             # The caller gave up: don't leave the script running unattended.
             self.pool.retire(kernel, "was interrupted")
-            self.pool._background(kernel.terminate(KILL_GRACE))
+            self.pool.background(kernel.terminate(KILL_GRACE))
             raise
         outcome = await future
         if outcome.reply is None:  # the process ended under the script: never reuse it
             self.pool.retire(kernel, describe_exit(outcome.returncode))
         elif outcome.reply.get("status") == "exit":
             self.pool.retire(kernel, "ended with sys.exit()")
-            self.pool._background(kernel.terminate(1.0))  # it is exiting; make sure it does
+            self.pool.background(kernel.terminate(1.0))  # it is exiting; make sure it does
         return outcome, ended_by
 
     def _budget(
         self, exec_id: str, key: KernelKey, cwd: str, env: dict[str, str], kernel_id: str | None, limit: int,
-        origin: Origin,
+        origin: Origin, call_id: str | None,
     ) -> ExecBudget:
-        context = ToolContext(
-            cwd=cwd, env=env, config=self.config, gate=self.gate, session=key.session,
-            cache_dir=self.cache_dir, kernel_id=kernel_id, exec_id=exec_id, origin=origin,
-        )
+        context = self.launcher.tool_context(cwd=cwd, env=env, session=key.session, origin=origin,
+                                             kernel_id=kernel_id, exec_id=exec_id, call_id=call_id)
         return ExecBudget(exec_id, limit, context)
 
     async def _run_standalone(
@@ -208,44 +201,33 @@ class Executor:
         cwd = str(folder) if key.cwd == STAGING_CWD else key.cwd
         budget.context.cwd = cwd
         await asyncio.to_thread(folder.mkdir, mode=0o700, parents=True)
-        server = await self.prepare_standalone(child, key, folder, lambda: budget)
+        server = await self.launcher.prepare_standalone(child, key, folder, self.pool.allowed_names, lambda: budget)
         budget.context.env = child.env
-
-        def spawn() -> None:
-            script.write_text(code, encoding="utf-8")
-            child._spawn([key.interpreter, str(script)], cwd=cwd, env=child.env)
-
         try:
             future = child.begin(exec_id, None, capture)
             try:
-                await asyncio.to_thread(spawn)
+                await asyncio.to_thread(script.write_text, code, encoding="utf-8")
+                ended_by = await run_to_end(child, [key.interpreter, str(script)], cwd=cwd, env=child.env,
+                                            outcome=future, timeout=timeout, stop=running.interrupt)
             except OSError as exc:
                 message = f"cannot start {key.interpreter}: {exc.strerror or exc}\n".encode()
                 capture_err = HeadTailCapture()
                 capture_err.feed(message)
                 return CellOutcome(capture.finish(), capture_err.finish(), None, 127), None
-            try:
-                ended_by = await self._wait(child, future, timeout, running)
-            except asyncio.CancelledError:
-                await asyncio.shield(child.terminate(KILL_GRACE))
-                raise
             return await future, ended_by
         finally:
             await server.close()
             await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def _wait(
-        self, child: ChildProcess, future: asyncio.Future[CellOutcome], timeout: float, running: Running
+        self, kernel: Kernel, future: asyncio.Future[CellOutcome], timeout: float, running: Running
     ) -> EndedBy:
-        """Wait for the outcome; on timeout or interrupt, end the process group."""
-        done, _ = await asyncio.wait({future, running.interrupt}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if future in done:
-            return None
-        ended_by: EndedBy = "interrupt" if running.interrupt in done else "timeout"
-        if isinstance(child, Kernel):  # retired first, so the next result says why
-            self.pool.retire(child, "timed out" if ended_by == "timeout" else "was interrupted")
-        await child.terminate(KILL_GRACE)
-        return ended_by
+        """Wait for a kernel's outcome; on timeout or interrupt, retire it and end its group."""
+
+        def retire(ended_by: EndedBy) -> None:  # retired first, so the next result says why
+            self.pool.retire(kernel, "timed out" if ended_by == "timeout" else "was interrupted")
+
+        return await wait_or_end(kernel, future, timeout, running.interrupt, before_end=retire)
 
     def interrupt(self, session: str, notice: str = INTERRUPT_NOTICE, *, with_subagents: bool = True) -> int:
         """Stop every execution of ``session``; returns how many were running."""
@@ -287,7 +269,9 @@ class Executor:
     ) -> ExecResult:
         stdout, stderr, reply = outcome.stdout, outcome.stderr, outcome.reply
         exit_code: int | None
-        notice = None
+        status: ExecStatus
+        error: str | None
+        notice: str | None = None
         if ended_by == "timeout":
             status, exit_code = "timeout", outcome.returncode
             error = notice = f"Script timed out after {timeout:g}s and was killed."
@@ -363,7 +347,7 @@ class Executor:
         # Small fields first, code and output last: `hermes_tui.cache` lists 10,000 records by
         # reading only the head of each file.
         first_line = next((line.strip() for line in code.splitlines() if line.strip()), "")
-        record = {
+        record: dict[str, object] = {
             "id": result.exec_id,
             "status": result.status,
             "session": key.session,

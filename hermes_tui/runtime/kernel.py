@@ -1,9 +1,5 @@
-"""The host side of one child process: spawn, send, read (through a Pump), kill.
-
-:class:`ChildProcess` is any child we run scripts in: its own session and process group,
-stdout and stderr on pipes read by a :class:`~hermes_tui.runtime.process.Pump`, and a kill
-that takes the whole group. :class:`Kernel` adds the driver protocol: a persistent
-``__main__`` that runs one script after another.
+"""The host side of one kernel: a :class:`~hermes_tui.runtime.child_process.ChildProcess`
+that runs the stdlib-only driver, a persistent ``__main__`` running one script after another.
 """
 
 from __future__ import annotations
@@ -14,23 +10,20 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.runtime.capture import STDERR_HEAD, STDERR_MARKER, STDERR_TAIL, HeadTailCapture
-from hermes_tui.runtime.process import CellCapture, CellOutcome, Pump, group_alive, kill_group
+from hermes_tui.runtime.capture import HeadTailCapture
+from hermes_tui.runtime.child_process import ChildProcess
+from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, new_token
 from hermes_tui.runtime.stub import stage_tools_module
 
 DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
 STARTUP_TIMEOUT = 20.0
 """Seconds a kernel may take to say it is ready."""
-KILL_GRACE = 5.0
-"""Seconds between SIGTERM and SIGKILL of a process group (SPEC §2)."""
 STAGING_CWD = "<staging>"
 """A key's cwd in strict mode: the process runs in its own private temp dir."""
 
@@ -59,118 +52,6 @@ class KernelKey:
 
     def __str__(self) -> str:
         return " | ".join((self.session, self.mode, self.interpreter, self.cwd, ",".join(self.tools)))
-
-
-class ChildProcess:
-    """A child in its own process group whose output a :class:`Pump` reads.
-
-    Args:
-        label: shown in thread names and events (the kernel id, or None for standalone).
-        loop: the event loop callbacks run on.
-        publish: receives live-output events (on ``loop``).
-    """
-
-    def __init__(self, label: str | None, *, loop: asyncio.AbstractEventLoop, publish: Any) -> None:
-        self.label = label
-        self.loop = loop
-        self.publish = publish
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.pump: Pump | None = None
-        self.env: dict[str, str] = {}
-        """The environment the process starts with (frozen)."""
-        self._first_cell: CellCapture | None = None
-        self.exited: asyncio.Future[int | None] = loop.create_future()
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and not self.exited.done()
-
-    def _spawn(
-        self,
-        argv: list[str],
-        *,
-        cwd: str,
-        env: dict[str, str],
-        pass_fds: tuple[int, ...] = (),
-        ctrl_fd: int | None = None,
-        merge_stderr: bool = False,
-    ) -> None:
-        """Start the process (blocking: run it in a thread) and its pump."""
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,  # own group: a timeout kills grandchildren too
-            pass_fds=pass_fds,
-            bufsize=0,
-        )
-        pump = Pump(
-            self.proc,
-            loop=self.loop,
-            kernel_id=self.label,
-            ctrl_fd=ctrl_fd,
-            publish=self.publish,
-            on_reply=self._on_reply,
-            on_exit=self._on_exit,
-        )
-        if self._first_cell is not None:  # begun before the spawn: no early byte is lost
-            pump.cell = self._first_cell
-        self.pump = pump
-        pump.start()
-
-    def _on_reply(self, message: dict[str, Any]) -> None:
-        """A control reply that is not an execution's ``done`` (loop thread)."""
-
-    def _on_exit(self, returncode: int | None) -> None:
-        if not self.exited.done():
-            self.exited.set_result(returncode)
-
-    def begin(self, exec_id: str, marker: bytes | None, stdout: HeadTailCapture) -> asyncio.Future[CellOutcome]:
-        """Credit output from now on to a new execution; its outcome arrives on the future.
-
-        Called before the process is spawned, the execution gets its output from the first byte.
-        """
-        future: asyncio.Future[CellOutcome] = self.loop.create_future()
-        stderr = HeadTailCapture(STDERR_HEAD, STDERR_TAIL, marker=STDERR_MARKER)
-        cell = CellCapture(exec_id, marker, stdout, stderr, future)
-        if self.pump is None:
-            self._first_cell = cell
-        else:
-            self.pump.begin_cell(cell)
-        return future
-
-    async def terminate(self, grace: float = KILL_GRACE) -> int | None:
-        """SIGTERM the whole group, SIGKILL it after ``grace`` seconds; wait for the end."""
-        if self.proc is None:
-            return None
-        pgid = self.proc.pid
-        if self.pump is not None:
-            self.pump.terminating = True
-        try:
-            if kill_group(pgid, signal.SIGTERM):
-                deadline = time.monotonic() + grace
-                # /proc is read in a thread: the event loop never waits on it.
-                while time.monotonic() < deadline and await asyncio.to_thread(group_alive, pgid):
-                    await asyncio.sleep(0.02)
-            kill_group(pgid, signal.SIGKILL)
-        finally:
-            if self.pump is not None:
-                self.pump.terminating = False
-        return await self.exited
-
-    async def kill(self) -> int | None:
-        """SIGKILL the whole group now and wait for the end."""
-        if self.proc is None:
-            return None
-        kill_group(self.proc.pid, signal.SIGKILL)
-        return await self.exited
 
 
 class Kernel(ChildProcess):
@@ -268,7 +149,7 @@ class Kernel(ChildProcess):
         ctrl_out, child_out = os.pipe()
         child_life, self._lifeline = os.pipe()
         try:
-            self._spawn(
+            self.spawn(
                 [self.key.interpreter, str(driver), str(child_in), str(child_out), str(child_life)],
                 cwd=self.cwd,
                 env=self.env,

@@ -16,7 +16,7 @@ import itertools
 import signal
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from hermes_tui.runtime.events import (
     KernelStateChanged,
 )
 from hermes_tui.runtime.kernel import Kernel, KernelKey
+from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.models import KernelInfo, is_subagent_session, parent_session
 
 _LOST_MEMORY = 512
@@ -52,7 +53,7 @@ class KernelPool:
 
     Args:
         config: the ``code_execution`` section (read on each decision, so changes apply).
-        prepare: readies a new kernel before its process starts (environment, tool channel).
+        launcher: readies a new kernel before its process starts (environment, tool channel).
         staging_root: private directory under which each kernel gets its own.
         bus: where kernel events go.
     """
@@ -61,12 +62,12 @@ class KernelPool:
         self,
         config: CodeExecutionConfig,
         *,
-        prepare: Callable[[Kernel], Awaitable[None]],
+        launcher: Launcher,
         staging_root: Path,
         bus: EventBus,
     ) -> None:
         self.config = config
-        self.prepare = prepare
+        self.launcher = launcher
         self.staging_root = staging_root
         self.bus = bus
         self.loop = asyncio.get_running_loop()
@@ -78,7 +79,7 @@ class KernelPool:
         self.allowed_names: frozenset[str] = frozenset()
         """Names let into new kernels by exact name now (kernels started with others are stale)."""
         self._ids = itertools.count(1)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
         self.closed = False
 
     # -- handing out kernels --------------------------------------------------------------
@@ -145,7 +146,8 @@ class KernelPool:
             loop=self.loop,
             publish=self.bus.publish,
         )
-        await self.prepare(kernel)
+        await self.launcher.prepare_kernel(kernel)
+        self.allowed_names = kernel.allowed_names  # older kernels may now be stale
         try:
             await kernel.start()  # KernelStartError goes to the caller (who falls back)
         except BaseException:
@@ -190,7 +192,7 @@ class KernelPool:
         reason = f"was evicted to stay within max_session_kernels={cap}"
         self.retire(kernel, reason)
         self.bus.publish(KernelEvicted(kernel_id=kernel.id, reason=reason))
-        self._background(kernel.shutdown())
+        self.background(kernel.shutdown())
 
     def _reap(self, kernel: Kernel, timeout: float) -> None:
         self._idle_timers.pop(kernel.id, None)
@@ -199,7 +201,7 @@ class KernelPool:
         reason = f"was reaped after {timeout:g}s idle"
         self.retire(kernel, reason)
         self.bus.publish(KernelReaped(kernel_id=kernel.id, idle_seconds=timeout))
-        self._background(kernel.shutdown())
+        self.background(kernel.shutdown())
 
     def retire(self, kernel: Kernel, reason: str, *, remember: bool = True) -> None:
         """Take ``kernel`` out of service now (the process may still be ending).
@@ -220,7 +222,7 @@ class KernelPool:
                     self._lost.popitem(last=False)
 
     def _on_exit(self, kernel: Kernel) -> None:
-        self._background(kernel.close_rpc())
+        self.background(kernel.close_rpc())
         returncode = kernel.exited.result()
         self.retire(kernel, describe_exit(returncode))
         self._kernels.pop(kernel.id, None)
@@ -289,8 +291,9 @@ class KernelPool:
         if self.bus.active:
             self.bus.publish(KernelStateChanged(kernel=self.info(kernel)))
 
-    def _background(self, coroutine: asyncio.Future[None] | object) -> None:
-        task = asyncio.ensure_future(coroutine)  # type: ignore[arg-type]
+    def background(self, coroutine: Coroutine[object, object, object]) -> None:
+        """Run ``coroutine`` as a task the pool waits for when it closes."""
+        task: asyncio.Task[object] = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

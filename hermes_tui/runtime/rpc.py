@@ -60,12 +60,18 @@ class ToolHost:
         token: the per-process secret; requests without it are refused.
         tools: the tools enabled for the session.
         current: returns the budget of the execution now running, or None between runs.
+        counted: told of each call counted against the budget (tool name, budget); called on
+            whichever thread checked the request.
     """
 
-    def __init__(self, token: str, tools: tuple[str, ...], current: Callable[[], ExecBudget | None]) -> None:
+    def __init__(
+        self, token: str, tools: tuple[str, ...], current: Callable[[], ExecBudget | None],
+        counted: Callable[[str, ExecBudget], None] | None = None,
+    ) -> None:
         self.token = token
         self.tools = tools
         self.current = current
+        self.counted = counted
 
     def check(self, raw: bytes | str) -> tuple[Any, str, dict[str, Any], ExecBudget] | dict[str, Any]:
         """Authenticate and count a request: (id, tool, args, budget), or the error reply."""
@@ -98,6 +104,8 @@ class ToolHost:
             return _reply(request_id, f"Tool call limit reached ({budget.limit}). "
                                       "No more tool calls allowed in this execution.")
         budget.calls += 1
+        if self.counted is not None:
+            self.counted(tool, budget)
         args = {k: v for k, v in args.items() if v is not None}  # None = the tool's default
         return request_id, tool, args, budget
 
@@ -249,7 +257,7 @@ class SocketRpcServer:
                 with contextlib.suppress(OSError):
                     sock.close()
         threads, self._threads = self._threads, []
-        await asyncio.to_thread(lambda: [t.join(5) for t in threads])
+        await asyncio.to_thread(lambda: [t.join(5) for t in threads])  # type: ignore[func-returns-value]  # runs the joins
 
 
 class FileRpcServer:
@@ -288,7 +296,7 @@ class FileRpcServer:
             await asyncio.sleep(self.POLL_ACTIVE if busy else self.POLL_IDLE)
 
     def _take_requests(self) -> list[tuple[str, bytes]]:
-        taken = []
+        taken: list[tuple[str, bytes]] = []
         try:
             names = sorted(n for n in os.listdir(self.requests) if n.endswith(".json") and not n.startswith("."))
         except OSError:

@@ -6,24 +6,18 @@ import asyncio
 import json
 import os
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from hermes_tui.config import Config, load_config
 from hermes_tui.paths import exec_cache_dir, hermes_home
-from hermes_tui.runtime.approvals import ApprovalGate, Approver, Origin, SessionKind
-from hermes_tui.runtime.envs import build_child_env
+from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor
-from hermes_tui.runtime.interpreters import Choice, project_interpreter
-from hermes_tui.runtime.kernel import STAGING_CWD, ChildProcess, Kernel, KernelKey
-from hermes_tui.runtime.models import ExecResult, KernelInfo, parent_session
+from hermes_tui.runtime.launch import Launcher
+from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
 from hermes_tui.runtime.pool import KernelPool
-from hermes_tui.runtime.rpc import ExecBudget, RpcServer, ToolHost, new_token, open_rpc
-from hermes_tui.runtime.skills import required_env_names
-from hermes_tui.runtime.stub import stage_tools_module
 from hermes_tui.runtime.tools import TOOL_NAMES
 
 
@@ -60,17 +54,17 @@ class Runtime:
         self.cache_dir = exec_cache_dir(self.home)
         self.bus = EventBus()
         self.gate = ApprovalGate(approver, self.config, self.home, session_kind)
-        self._host_env = host_env
+        self.launcher = Launcher(self.config, self.home, host_env, bus=self.bus, gate=self.gate,
+                                 cache_dir=self.cache_dir)
         self._staging_root: Path | None = None
         self._pool: KernelPool | None = None
         self._executor: Executor | None = None
-        self._interpreters: dict[tuple[str | None, str | None], Choice] = {}
         self._starting: asyncio.Future[None] | None = None
 
     @property
-    def host_env(self) -> dict[str, str] | os._Environ[str]:
+    def host_env(self) -> Mapping[str, str]:
         """The environment kernels are derived from."""
-        return os.environ if self._host_env is None else self._host_env
+        return self.launcher.host_env
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -88,12 +82,12 @@ class Runtime:
         self._staging_root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="hermes-tui-"))
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
         self._pool = KernelPool(
-            self.config.code_execution, prepare=self._prepare_kernel, staging_root=self._staging_root, bus=self.bus
+            self.config.code_execution, launcher=self.launcher, staging_root=self._staging_root, bus=self.bus
         )
-        self._pool.allowed_names = await asyncio.to_thread(self._allowed_names)
+        self._pool.allowed_names = await asyncio.to_thread(self.launcher.allowed_names)
         self._executor = Executor(
-            self._pool, bus=self.bus, cache_dir=self.cache_dir, staging_root=self._staging_root,
-            config=self.config, gate=self.gate, prepare_standalone=self._prepare_standalone,
+            self._pool, bus=self.bus, cache_dir=self.cache_dir, staging_root=self._staging_root, gate=self.gate,
+            launcher=self.launcher,
         )
 
     async def aclose(self) -> None:
@@ -132,16 +126,24 @@ class Runtime:
         taken from a reload (a script may have written the file): see :meth:`reload_approvals`.
         """
         new = config or await asyncio.to_thread(load_config, self.config.source)
+        assert new is not None  # load_config returns a Config; mypy infers to_thread's result from `config`'s type
         for section in ("code_execution", "terminal", "approvals", "web", "model"):
             setattr(self.config, section, getattr(new, section))
         self.config.command_allowlist = new.command_allowlist
         if self._pool is not None:
             self._pool.config = self.config.code_execution
-            self._pool.allowed_names = await asyncio.to_thread(self._allowed_names)
+            self._pool.allowed_names = await asyncio.to_thread(self.launcher.allowed_names)
 
     async def reload_approvals(self) -> None:
         """Apply approvals.mode/timeout and re-read the allow rules: a deliberate user action."""
         await self.gate.load_rules()
+
+    async def ask_again(self, request: ApprovalRequest) -> str | None:
+        """Ask again a request that was pending when the app stopped (SPEC §4). None if it is
+        allowed — the re-run of its tool call then passes the gate once without asking;
+        else the reason it was refused."""
+        await self.start()
+        return await self.gate.ask_restored(request)
 
     # -- the API --------------------------------------------------------------------------
 
@@ -156,6 +158,7 @@ class Runtime:
         mode: str | None = None,
         tools: Iterable[str] | None = None,
         origin: Origin = "user",
+        call_id: str | None = None,
     ) -> ExecResult:
         """Run ``code`` in the session's kernel and return its :class:`ExecResult`.
 
@@ -171,6 +174,7 @@ class Runtime:
             tools: the tools ``hermes_tools`` offers (default all seven).
             origin: ``user`` (typed), ``injected`` or ``automation``: in a local session the
                 last two have the whole script approved first (always, in a gateway session).
+            call_id: the conversation's tool call this run answers; approvals it asks carry it.
 
         Raises:
             ValueError: for a bad ``mode``, ``timeout`` or tool name (the caller's mistake).
@@ -186,10 +190,10 @@ class Runtime:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         enabled = self._tool_set(tools)
-        key, warning = await self._key(session, mode, cwd, enabled)
+        key, warning = await self.launcher.key(session, mode, cwd, enabled)
         return await self._executor.execute(
             code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
-            start_warning=warning, origin=origin,
+            start_warning=warning, origin=origin, call_id=call_id,
         )
 
     def kernels(self) -> list[KernelInfo]:
@@ -220,7 +224,9 @@ class Runtime:
         return True
 
     def tool_calls(self, exec_id: str) -> int | None:
-        """Tool calls made so far by a running execution (None once it has finished)."""
+        """Tool calls made so far by a running execution (None once it has finished).
+
+        To follow the count as it grows, subscribe: each call is a :class:`ToolCallMade` event."""
         running = self._executor.running.get(exec_id) if self._executor else None
         budget = running.kernel.budget if running and running.kernel else None
         return budget.calls if budget is not None and budget.exec_id == exec_id else None
@@ -258,35 +264,33 @@ class Runtime:
 
     async def terminal(
         self, command: str, *, session: str = "default", cwd: str | Path | None = None, timeout: float | None = None,
-        origin: Origin = "user",
+        origin: Origin = "user", call_id: str | None = None,
     ) -> dict[str, object]:
         """Run one shell command at the top level (``!cmd``, or the model's ``terminal`` call),
         through the same approval gate as ``terminal()`` in scripts. Returns the tool's dict."""
         args: dict[str, object] = {"command": command}
         if timeout is not None:
             args["timeout"] = timeout
-        return await self.call_tool("terminal", args, session=session, cwd=cwd, origin=origin)
+        return await self.call_tool("terminal", args, session=session, cwd=cwd, origin=origin, call_id=call_id)
 
     async def call_tool(
         self, name: str, args: dict[str, object], *, session: str = "default", cwd: str | Path | None = None,
-        origin: Origin = "user",
+        origin: Origin = "user", call_id: str | None = None,
     ) -> dict[str, object]:
         """Run one of the seven tools at the top level (a model's direct call), as a script's
         call would run: validated, approved where needed, never raising. In an injected or
         automation turn a call that writes files is asked first, like a whole script."""
         await self.start()
-        from hermes_tui.runtime.tools import ToolContext, call_tool
+        from hermes_tui.runtime.tools import call_tool
 
         folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
         if origin != "user" and name in ("write_file", "patch"):
             refusal = await self.gate.check_script(f"{name}({json.dumps(args, ensure_ascii=False)})", cwd=folder,
-                                                   session=session, origin=origin, exec_id=None)
+                                                   session=session, origin=origin, exec_id=None, call_id=call_id)
             if refusal is not None:
                 return {"error": f"BLOCKED: {refusal}"}
-        context = ToolContext(
-            cwd=folder, env=self._child_env(self._pool.allowed_names if self._pool else frozenset()),
-            config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir, origin=origin,
-        )
+        env = self.launcher.child_env(self._pool.allowed_names if self._pool else frozenset())
+        context = self.launcher.tool_context(cwd=folder, env=env, session=session, origin=origin, call_id=call_id)
         return await call_tool(name, dict(args), context)
 
     async def flush_records(self) -> None:
@@ -303,7 +307,7 @@ class Runtime:
         kernel = self._pool.get(kernel_id) if self._pool else None
         return parent_session(kernel.key.session) if kernel else None
 
-    # -- kernels: key, environment, tool channel ------------------------------------------
+    # -- helpers ------------------------------------------------------------------------
 
     @staticmethod
     def _tool_set(tools: Iterable[str] | None) -> tuple[str, ...]:
@@ -314,56 +318,3 @@ class Runtime:
         if unknown:
             raise ValueError(f"unknown tool(s) {sorted(unknown)}; the tools are {', '.join(TOOL_NAMES)}")
         return tuple(name for name in TOOL_NAMES if name in chosen)
-
-    async def _key(
-        self, session: str, mode: str, cwd: str | Path | None, tools: tuple[str, ...]
-    ) -> tuple[KernelKey, str | None]:
-        if mode == "strict":
-            # Strict: a private temp dir as cwd (made per kernel) and the host's Python.
-            return KernelKey(session, mode, sys.executable, STAGING_CWD, tools), None
-        env = self.host_env
-        which = (env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"))
-        choice = self._interpreters.get(which)
-        if choice is None:  # probed once per environment, in a thread
-            choice = self._interpreters[which] = await asyncio.to_thread(project_interpreter, dict(env))
-        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
-        return KernelKey(session, mode, choice.path, folder, tools), choice.warning
-
-    def _allowed_names(self) -> frozenset[str]:
-        """Names let in by exact name: env_passthrough and skills' requirements. Blocking."""
-        return frozenset(self.config.terminal.env_passthrough) | required_env_names(self.home)
-
-    def _child_env(self, allowed: frozenset[str]) -> dict[str, str]:
-        inject = {"HERMES_HOME": str(self.home), "HOME": os.path.expanduser("~")}
-        if "TZ" in self.host_env:
-            inject["TZ"] = self.host_env["TZ"]
-        return build_child_env(self.host_env, passthrough=allowed, inject=inject)
-
-    async def _open_tools(
-        self, folder: Path, token: str, tools: tuple[str, ...], current: Callable[[], ExecBudget | None]
-    ) -> RpcServer:
-        host = ToolHost(token, tools, current)
-        return await open_rpc(self.config.code_execution.rpc_transport, host, folder)
-
-    async def _prepare_kernel(self, kernel: Kernel) -> None:
-        """Environment (frozen now) and tool channel of a kernel about to start."""
-        assert self._pool is not None
-        allowed = await asyncio.to_thread(self._allowed_names)
-        self._pool.allowed_names = allowed  # older kernels may now be stale
-        kernel.allowed_names = allowed
-        await asyncio.to_thread(kernel.staging_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
-        kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
-                                            lambda: kernel.budget)
-        kernel.env = {**self._child_env(allowed), **kernel.rpc.env()}
-
-    async def _prepare_standalone(
-        self, child: ChildProcess, key: KernelKey, folder: Path, current: Callable[[], ExecBudget | None]
-    ) -> RpcServer:
-        """Environment and tool channel of a standalone process (when no kernel can start)."""
-        assert self._pool is not None
-        token = new_token()
-        server = await self._open_tools(folder / "rpc", token, key.tools, current)
-        child.env = {**self._child_env(self._pool.allowed_names), **server.env()}
-        await asyncio.to_thread(stage_tools_module, folder, {**server.stub_config(), "token": token,
-                                                             "tools": list(key.tools)})
-        return server

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 
+_CONFIG: dict  # declared apart: runtime/stub.py replaces the next line verbatim
 _CONFIG = {}  # replaced by the host when it stages this file
 
 _ALL_TOOLS = ("web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal")

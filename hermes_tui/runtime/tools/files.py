@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from hermes_tui.runtime.fsutil import atomic_write
-from hermes_tui.runtime.tools import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 
 LINE_CHARS = 2000
 """A longer line is cut (read_file is for reading, not for dumping minified files)."""

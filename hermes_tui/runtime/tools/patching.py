@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import model_validator
 
-from hermes_tui.runtime.tools import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools.files import os_error
 
@@ -140,7 +140,7 @@ def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
             result = whatthepatch.apply_diff(diff, lines)
         except HunkApplyException as exc:
             return {"error": f"the patch does not apply to {target}: {exc}; nothing was changed"}
-        text = "\n".join(result) + ("\n" if result else "")
+        text: str | None = "\n".join(result) + ("\n" if result else "")
         planned.append((path, None if action == "deleted" else text, action))
     for path, text, _ in planned:
         try:

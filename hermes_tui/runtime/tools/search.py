@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from hermes_tui.runtime.tools import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.files import BINARY_PROBE, is_binary
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox")

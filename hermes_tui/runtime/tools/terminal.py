@@ -17,9 +17,9 @@ from pydantic import Field
 
 from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.capture import HeadTailCapture
-from hermes_tui.runtime.kernel import KILL_GRACE, ChildProcess
+from hermes_tui.runtime.child_process import ChildProcess, run_to_end
 from hermes_tui.runtime.records import new_exec_id, spill_path
-from hermes_tui.runtime.tools import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 
 
 class TerminalArgs(Args):
@@ -40,7 +40,7 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
         return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}
     refusal = await ctx.gate.check_terminal(
         args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
-        origin=ctx.origin,  # type: ignore[arg-type]
+        origin=ctx.origin, call_id=ctx.call_id,
     )
     if refusal is not None:
         return blocked(refusal)
@@ -55,18 +55,12 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
     child = ChildProcess(None, loop=asyncio.get_running_loop(), publish=_ignore)
     future = child.begin(run_id, None, capture)
     try:
-        await asyncio.to_thread(child._spawn, [shell(), "-c", command], cwd=cwd, env=env, merge_stderr=True)
+        # Cancelled (the script that asked is gone): so is its command, 1 s after SIGTERM.
+        ended_by = await run_to_end(child, [shell(), "-c", command], cwd=cwd, env=env, outcome=future,
+                                    timeout=timeout, merge_stderr=True, cancel_grace=1.0)
     except OSError as exc:
         return {"output": "", "exit_code": -1, "error": f"cannot start {shell()}: {exc.strerror or exc}"}
-    try:
-        done, _ = await asyncio.wait({future}, timeout=timeout)
-    except asyncio.CancelledError:  # the script that asked is gone: so is its command
-        await asyncio.shield(child.terminate(1.0))
-        raise
-    error = None
-    if not done:
-        await child.terminate(KILL_GRACE)
-        error = f"Command timed out after {timeout:g}s and was killed."
+    error = f"Command timed out after {timeout:g}s and was killed." if ended_by == "timeout" else None
     outcome = await future
     out = outcome.stdout
     result: dict[str, Any] = {"output": out.text, "exit_code": outcome.returncode, "error": error}

@@ -1,0 +1,176 @@
+"""A child process scripts or commands run in, and the one way to run it to its end.
+
+:class:`ChildProcess` has its own session and process group, stdout and stderr on pipes read
+by a :class:`~hermes_tui.runtime.process.Pump`, and a kill that takes the whole group.
+:func:`run_to_end` spawns one, waits for its outcome under a timeout and an optional stop
+signal, and ends the group when either fires (or when the caller is cancelled): both the
+standalone fallback of ``execute_code`` and ``terminal()`` use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from hermes_tui.runtime.capture import STDERR_HEAD, STDERR_MARKER, STDERR_TAIL, HeadTailCapture
+from hermes_tui.runtime.process import CellCapture, CellOutcome, Pump, group_alive, kill_group
+
+KILL_GRACE = 5.0
+"""Seconds between SIGTERM and SIGKILL of a process group (SPEC §2)."""
+
+EndedBy = Literal["timeout", "interrupt"] | None
+"""Why a wait ended early (None: the process finished by itself)."""
+
+
+class ChildProcess:
+    """A child in its own process group whose output a :class:`Pump` reads.
+
+    Args:
+        label: shown in thread names and events (the kernel id, or None for standalone).
+        loop: the event loop callbacks run on.
+        publish: receives live-output events (on ``loop``).
+    """
+
+    def __init__(self, label: str | None, *, loop: asyncio.AbstractEventLoop, publish: Any) -> None:
+        self.label = label
+        self.loop = loop
+        self.publish = publish
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pump: Pump | None = None
+        self.env: dict[str, str] = {}
+        """The environment the process starts with (frozen)."""
+        self._first_cell: CellCapture | None = None
+        self.exited: asyncio.Future[int | None] = loop.create_future()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and not self.exited.done()
+
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        pass_fds: tuple[int, ...] = (),
+        ctrl_fd: int | None = None,
+        merge_stderr: bool = False,
+    ) -> None:
+        """Start the process (blocking: run it in a thread) and its pump."""
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,  # own group: a timeout kills grandchildren too
+            pass_fds=pass_fds,
+            bufsize=0,
+        )
+        pump = Pump(
+            self.proc,
+            loop=self.loop,
+            kernel_id=self.label,
+            ctrl_fd=ctrl_fd,
+            publish=self.publish,
+            on_reply=self._on_reply,
+            on_exit=self._on_exit,
+        )
+        if self._first_cell is not None:  # begun before the spawn: no early byte is lost
+            pump.cell = self._first_cell
+        self.pump = pump
+        pump.start()
+
+    def _on_reply(self, message: dict[str, Any]) -> None:
+        """A control reply that is not an execution's ``done`` (loop thread)."""
+
+    def _on_exit(self, returncode: int | None) -> None:
+        if not self.exited.done():
+            self.exited.set_result(returncode)
+
+    def begin(self, exec_id: str, marker: bytes | None, stdout: HeadTailCapture) -> asyncio.Future[CellOutcome]:
+        """Credit output from now on to a new execution; its outcome arrives on the future.
+
+        Called before the process is spawned, the execution gets its output from the first byte.
+        """
+        future: asyncio.Future[CellOutcome] = self.loop.create_future()
+        stderr = HeadTailCapture(STDERR_HEAD, STDERR_TAIL, marker=STDERR_MARKER)
+        cell = CellCapture(exec_id, marker, stdout, stderr, future)
+        if self.pump is None:
+            self._first_cell = cell
+        else:
+            self.pump.begin_cell(cell)
+        return future
+
+    async def terminate(self, grace: float = KILL_GRACE) -> int | None:
+        """SIGTERM the whole group, SIGKILL it after ``grace`` seconds; wait for the end."""
+        if self.proc is None:
+            return None
+        pgid = self.proc.pid
+        if self.pump is not None:
+            self.pump.terminating = True
+        try:
+            if kill_group(pgid, signal.SIGTERM):
+                deadline = time.monotonic() + grace
+                # /proc is read in a thread: the event loop never waits on it.
+                while time.monotonic() < deadline and await asyncio.to_thread(group_alive, pgid):
+                    await asyncio.sleep(0.02)
+            kill_group(pgid, signal.SIGKILL)
+        finally:
+            if self.pump is not None:
+                self.pump.terminating = False
+        return await self.exited
+
+    async def kill(self) -> int | None:
+        """SIGKILL the whole group now and wait for the end."""
+        if self.proc is None:
+            return None
+        kill_group(self.proc.pid, signal.SIGKILL)
+        return await self.exited
+
+
+async def wait_or_end(
+    child: ChildProcess, outcome: asyncio.Future[CellOutcome], timeout: float,
+    stop: asyncio.Future[Any] | None = None, *, before_end: Callable[[EndedBy], None] | None = None,
+) -> EndedBy:
+    """Wait for ``outcome``; when ``timeout`` passes or ``stop`` is set first, end the group
+    (SIGTERM, SIGKILL after :data:`KILL_GRACE`) and say which of the two it was.
+
+    ``before_end`` is told why just before the group is ended."""
+    waiters: set[asyncio.Future[Any]] = {outcome} if stop is None else {outcome, stop}
+    done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if outcome in done:
+        return None
+    ended_by: EndedBy = "interrupt" if stop is not None and stop in done else "timeout"
+    if before_end is not None:
+        before_end(ended_by)
+    await child.terminate(KILL_GRACE)
+    return ended_by
+
+
+async def run_to_end(
+    child: ChildProcess, argv: list[str], *, cwd: str, env: dict[str, str], outcome: asyncio.Future[CellOutcome],
+    timeout: float, stop: asyncio.Future[Any] | None = None, merge_stderr: bool = False,
+    cancel_grace: float = KILL_GRACE,
+) -> EndedBy:
+    """Spawn ``child`` (in a thread) and wait for it as :func:`wait_or_end` does.
+
+    ``outcome`` comes from ``child.begin(...)`` called before this, so no early byte is lost.
+    Raises ``OSError`` when the process cannot start. If the caller is cancelled, the group
+    is ended (``cancel_grace`` seconds before SIGKILL) before the cancellation goes on.
+    """
+    await asyncio.to_thread(child.spawn, argv, cwd=cwd, env=env, merge_stderr=merge_stderr)
+    try:
+        return await wait_or_end(child, outcome, timeout, stop)
+    except asyncio.CancelledError:  # whoever waited is gone: so is the process
+        await asyncio.shield(child.terminate(cancel_grace))
+        raise

@@ -1,0 +1,145 @@
+"""Everything a process needs before a script runs in it: its key, environment and tool channel.
+
+One :class:`Launcher` per runtime. The pool asks it to ready a new kernel, the executor to
+ready a standalone process (when no kernel can start) and to make the :class:`ToolContext`
+of each execution; the runtime asks it for the context of a top-level tool call. Nothing here
+calls back up into the runtime: the launcher is handed what it needs when it is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from hermes_tui.config import Config
+from hermes_tui.runtime.approvals import ApprovalGate
+from hermes_tui.runtime.envs import build_child_env
+from hermes_tui.runtime.events import EventBus, ToolCallMade
+from hermes_tui.runtime.interpreters import Choice, project_interpreter
+from hermes_tui.runtime.kernel import STAGING_CWD, Kernel, KernelKey
+from hermes_tui.runtime.child_process import ChildProcess
+from hermes_tui.runtime.models import Origin
+from hermes_tui.runtime.rpc import ExecBudget, RpcServer, ToolHost, new_token, open_rpc
+from hermes_tui.runtime.skills import required_env_names
+from hermes_tui.runtime.stub import stage_tools_module
+from hermes_tui.runtime.tools import ToolContext
+
+
+class Launcher:
+    """Keys, environments, tool channels and tool contexts for one runtime.
+
+    Args:
+        config: the runtime's config (read on each use, so reloads apply).
+        home: ``HERMES_HOME``.
+        host_env: the environment children are derived from (None: ``os.environ``).
+        bus: where :class:`ToolCallMade` events go.
+        gate: the approval gate tool calls pass.
+        cache_dir: ``$HERMES_HOME/cache/exec``.
+    """
+
+    def __init__(
+        self, config: Config, home: Path, host_env: Mapping[str, str] | None, *, bus: EventBus, gate: ApprovalGate,
+        cache_dir: Path,
+    ) -> None:
+        self.config = config
+        self.home = home
+        self._host_env = host_env
+        self.bus = bus
+        self.gate = gate
+        self.cache_dir = cache_dir
+        self._interpreters: dict[tuple[str | None, str | None], Choice] = {}
+
+    @property
+    def host_env(self) -> Mapping[str, str]:
+        """The environment children are derived from."""
+        return os.environ if self._host_env is None else self._host_env
+
+    # -- which kernel ---------------------------------------------------------------------
+
+    async def key(
+        self, session: str, mode: str, cwd: str | Path | None, tools: tuple[str, ...]
+    ) -> tuple[KernelKey, str | None]:
+        """The reuse key of a script's kernel, and a warning to give if a new one starts
+        (e.g. which interpreter project mode fell back to)."""
+        if mode == "strict":
+            # Strict: a private temp dir as cwd (made per kernel) and the host's Python.
+            return KernelKey(session, mode, sys.executable, STAGING_CWD, tools), None
+        env = self.host_env
+        which = (env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"))
+        choice = self._interpreters.get(which)
+        if choice is None:  # probed once per environment, in a thread
+            choice = self._interpreters[which] = await asyncio.to_thread(project_interpreter, dict(env))
+        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        return KernelKey(session, mode, choice.path, folder, tools), choice.warning
+
+    # -- environment ----------------------------------------------------------------------
+
+    def allowed_names(self) -> frozenset[str]:
+        """Names let in by exact name: env_passthrough and skills' requirements. Blocking."""
+        return frozenset(self.config.terminal.env_passthrough) | required_env_names(self.home)
+
+    def child_env(self, allowed: frozenset[str]) -> dict[str, str]:
+        """The scrubbed environment of a child (SPEC §3), with ``allowed`` names let in."""
+        inject = {"HERMES_HOME": str(self.home), "HOME": os.path.expanduser("~")}
+        if "TZ" in self.host_env:
+            inject["TZ"] = self.host_env["TZ"]
+        return build_child_env(self.host_env, passthrough=allowed, inject=inject)
+
+    # -- readying processes ---------------------------------------------------------------
+
+    async def prepare_kernel(self, kernel: Kernel) -> None:
+        """Environment (frozen now) and tool channel of a kernel about to start."""
+        allowed = await asyncio.to_thread(self.allowed_names)
+        kernel.allowed_names = allowed
+        await asyncio.to_thread(kernel.staging_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
+        kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
+                                            lambda: kernel.budget)
+        kernel.env = {**self.child_env(allowed), **kernel.rpc.env()}
+
+    async def prepare_standalone(
+        self, child: ChildProcess, key: KernelKey, folder: Path, allowed: frozenset[str],
+        current: Callable[[], ExecBudget | None],
+    ) -> RpcServer:
+        """Environment and tool channel of a standalone process (when no kernel can start)."""
+        token = new_token()
+        server = await self._open_tools(folder / "rpc", token, key.tools, current)
+        child.env = {**self.child_env(allowed), **server.env()}
+        await asyncio.to_thread(stage_tools_module, folder, {**server.stub_config(), "token": token,
+                                                             "tools": list(key.tools)})
+        return server
+
+    async def _open_tools(
+        self, folder: Path, token: str, tools: tuple[str, ...], current: Callable[[], ExecBudget | None]
+    ) -> RpcServer:
+        host = ToolHost(token, tools, current, counted=self._counter(asyncio.get_running_loop()))
+        return await open_rpc(self.config.code_execution.rpc_transport, host, folder)
+
+    def _counter(self, loop: asyncio.AbstractEventLoop) -> Callable[[str, ExecBudget], None]:
+        """Announces each counted tool call as an event, from whichever thread counted it."""
+        bus = self.bus
+
+        def counted(tool: str, budget: ExecBudget) -> None:
+            if not bus.active:
+                return  # nobody listens: no event, no wake-up of the loop
+            event = ToolCallMade(exec_id=budget.exec_id, session=budget.context.session, tool=tool,
+                                 calls=budget.calls)
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to tell
+                loop.call_soon_threadsafe(bus.publish, event)
+
+        return counted
+
+    # -- where tools run ------------------------------------------------------------------
+
+    def tool_context(
+        self, *, cwd: str, env: dict[str, str], session: str, origin: Origin, kernel_id: str | None = None,
+        exec_id: str | None = None, call_id: str | None = None,
+    ) -> ToolContext:
+        """Where and for whom a tool call runs (a script's, or a top-level one)."""
+        return ToolContext(
+            cwd=cwd, env=env, config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
+            kernel_id=kernel_id, exec_id=exec_id, origin=origin, call_id=call_id,
+        )

@@ -1,0 +1,83 @@
+"""What every tool is made of: where it runs (:class:`ToolContext`), its name, argument
+model and handler (:class:`Tool`), and the base of argument models (:class:`Args`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from hermes_tui.config import Config
+    from hermes_tui.runtime.approvals import ApprovalGate
+    from hermes_tui.runtime.models import Origin
+
+TOOL_NAMES: tuple[str, ...] = (
+    "web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal",
+)
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Where and for whom a tool runs."""
+
+    cwd: str
+    """Relative paths and terminal() commands start here (the kernel's working dir)."""
+    env: dict[str, str]
+    """The kernel's frozen environment (terminal() commands get it too)."""
+    config: Config
+    gate: ApprovalGate
+    session: str
+    cache_dir: Path
+    kernel_id: str | None = None
+    exec_id: str | None = None
+    origin: Origin = "user"
+    """Who started the turn: user, injected or automation (shown in approval requests)."""
+    call_id: str | None = None
+    """The tool call of the conversation this work belongs to (approvals are recorded under it)."""
+
+    def resolve(self, path: str) -> Path:
+        """``path`` made absolute against the working dir (``~`` expanded)."""
+        candidate = Path(path).expanduser()
+        return candidate if candidate.is_absolute() else Path(self.cwd) / candidate
+
+
+Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool's name, argument model and handler.
+
+    ``blocking``, when set, does the same work synchronously: the socket transport calls it on
+    its own thread (never the event loop's), which saves two thread hand-offs per call.
+    """
+
+    name: str
+    args: type[BaseModel]
+    handler: Handler
+    blocking: Callable[[ToolContext, Any], dict[str, Any]] | None = None
+    writes: Callable[[ToolContext, Any], list[str]] | None = None
+    """The files a call would write: one that holds keys, rules or start-up code must be
+    approved first (like a terminal command writing it)."""
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """'path: Field required; limit: Input should be greater than 0' in one line."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "not an argument of this tool"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+class Args(BaseModel):
+    """Base of tool argument models: unknown arguments are an error."""
+
+    model_config = {"extra": "forbid"}

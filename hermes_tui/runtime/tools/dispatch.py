@@ -1,0 +1,96 @@
+"""The one way any tool runs: looked up, its arguments validated, protected writes approved,
+and every failure turned into a dict with ``error`` — nothing a script sends can crash the host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from hermes_tui.runtime.tools.base import TOOL_NAMES, Tool, ToolContext, describe_validation
+
+
+def registry() -> dict[str, Tool]:
+    """Every tool by name (imported lazily: the web tools pull in httpx)."""
+    from hermes_tui.runtime.tools import files, patching, search, terminal, web
+
+    tools = [*files.TOOLS, *search.TOOLS, *patching.TOOLS, *terminal.TOOLS, *web.TOOLS]
+    return {tool.name: tool for tool in tools}
+
+
+_REGISTRY: dict[str, Tool] | None = None
+
+
+def get_tool(name: str) -> Tool | None:
+    """The tool called ``name``, if there is one."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = registry()
+    return _REGISTRY.get(name)
+
+
+def _prepare(name: str, args: dict[str, Any]) -> tuple[Tool, Any] | dict[str, Any]:
+    tool = get_tool(name)
+    if tool is None:
+        return {"error": f"unknown tool {name!r}; the tools are: {', '.join(TOOL_NAMES)}"}
+    try:
+        return tool, tool.args.model_validate(args)
+    except ValidationError as exc:
+        return {"error": f"{name}(): invalid arguments: {describe_validation(exc)}"}
+
+
+def _failed(name: str, exc: Exception) -> dict[str, Any]:
+    # A bug or an OS error in a tool is the script's error dict, never the host's crash.
+    return {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
+
+
+async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Validate ``args`` and run tool ``name`` on the event loop; always returns a dict."""
+    prepared = _prepare(name, args)
+    if isinstance(prepared, dict):
+        return prepared
+    tool, parsed = prepared
+    try:
+        reasons = _guarded(tool, ctx, parsed)
+        if reasons:
+            what = f"{name} {' '.join(reasons)}"
+            refusal = await ctx.gate.check_terminal(
+                what, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
+                origin=ctx.origin, extra_reasons=list(reasons.values()), call_id=ctx.call_id,
+            )
+            if refusal is not None:
+                return {"error": f"BLOCKED: {refusal}"}
+        return await tool.handler(ctx, parsed)
+    except Exception as exc:
+        return _failed(name, exc)
+
+
+def _guarded(tool: Tool, ctx: ToolContext, parsed: Any) -> dict[str, str]:
+    """Protected files this call would write, with why each is protected."""
+    if tool.writes is None:
+        return {}
+    from hermes_tui.runtime.danger import protected_write
+
+    hermes_home = str(ctx.gate.home) if ctx.gate is not None else None
+    found = {}
+    for path in tool.writes(ctx, parsed):
+        reason = protected_write(path, hermes_home=hermes_home)
+        if reason:
+            found[path] = reason
+    return found
+
+
+def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
+    """Like :func:`call_tool`, in the calling thread; None if the tool needs the event loop."""
+    tool = get_tool(name)
+    if tool is None or tool.blocking is None:
+        return None
+    prepared = _prepare(name, args)
+    if isinstance(prepared, dict):
+        return prepared
+    try:
+        if _guarded(tool, ctx, prepared[1]):
+            return None  # needs an approval: that is the event loop's work
+        return tool.blocking(ctx, prepared[1])
+    except Exception as exc:
+        return _failed(name, exc)
