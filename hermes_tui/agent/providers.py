@@ -141,9 +141,10 @@ def resolve_provider(
         if importlib.util.find_spec("anthropic") is None:
             raise ProviderError("the anthropic provider needs its SDK: pip install 'hermes-tui[anthropic]'")
     top_level = getattr(config, "model_extra", None) or {}  # `tool_format:` written at the top level
-    tool_format = (settings.tool_format or (extra.tool_format if extra else None)
-                   or (top_level.get("tool_format") if top_level.get("tool_format") in ("native", "hermes") else None)
-                   or "native")
+    tool_format: Literal["native", "hermes"] = (
+        settings.tool_format or (extra.tool_format if extra else None)
+        or (top_level.get("tool_format") if top_level.get("tool_format") in ("native", "hermes") else None)
+        or "native")
     return ProviderSettings(name=name, kind=kind, model=model_name, base_url=url, api_key=key, key_source=source,
                             tool_format=tool_format, max_retries=settings.max_retries)
 
