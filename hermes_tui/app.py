@@ -1,130 +1,58 @@
-"""The Textual app: wires runtime events to the panes. No business logic lives here.
+"""The Textual app: wiring only. The workspace below it runs the engine and the conversation;
+the main screen draws; the app connects the two and opens the other screens.
 
-Runtime events arrive on one subscription read by an async worker on the app's loop; the
-approval dialog is the runtime's Approver; anything that touches a file or /proc runs in a
-worker thread or through the runtime, so no frame waits on a kernel, a file or the network.
+Runtime events arrive on one subscription read by an async worker on the app's loop; agent
+events are posted to the main screen in order; the approval dialog is how this front end asks
+a person (the workspace records every request and answer). Anything that touches a file or
+/proc runs in a worker thread or through the runtime, so no frame waits on a kernel, a file
+or the network.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shlex
-import sqlite3
 import subprocess
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import ClassVar
 
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
-from textual.css.query import NoMatches
-from textual.containers import Horizontal, Vertical
-from textual.message import Message
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from rich.markup import escape
-from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from hermes_tui import __version__
 from hermes_tui import store as db
-from hermes_tui.agent.loop import (
-    Agent,
-    AgentEvent,
-    Notice,
-    ReplyDone,
-    ReplyText,
-    ToolFinished,
-    ToolStarted,
-    TurnEnded,
-    TurnQueued,
-    TurnStarted,
-)
+from hermes_tui.agent.events import TurnKind
+from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
+from hermes_tui.agent.workspace import Workspace
+from hermes_tui.commands import PALETTE, parse_command
 from hermes_tui.config import Config
-from hermes_tui.paths import exec_cache_dir, hermes_home, tui_dir
-from hermes_tui.runtime import (
-    ExecFinished,
-    ExecOutput,
-    ExecStarted,
-    KernelDied,
-    KernelStarted,
-    KernelStateChanged,
-    Runtime,
-)
+from hermes_tui.paths import exec_cache_dir, hermes_home
+from hermes_tui.runtime import KernelDied, KernelStarted, KernelStateChanged
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
-
-if TYPE_CHECKING:
-    from hermes_tui.widgets.approval import ApprovalScreen
+from hermes_tui.widgets.conversation import PromptInput, RunBlock
+from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.widgets.main_screen import MainScreen
+from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
 # opened: the first screen comes up sooner.
-from hermes_tui.widgets.conversation import ConversationPane, PromptInput, ReplyBlock, RunBlock
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
-from hermes_tui.widgets.output import OutputPane
-
-INPUT_HINT = "No model: type Python · !cmd · /help · to chat, add model: to config.yaml"
-
-HELP = {
-    "conversation": """# Conversation
-
-With a **model** (`model:` in `$HERMES_HOME/config.yaml`, or `--model`): Enter sends the
-message, Ctrl+J adds a line. The model answers in Markdown and acts through `execute_code`
-(Python in this session's kernel, calling the seven tools) and the file, web and terminal tools.
-A new message while a turn runs interrupts it first; injected messages (`hermes-tui inject`)
-wait their turn and have every script approved first.
-
-With **no model**, type **Python**: it runs in this session's kernel, where variables and
-imports persist. Enter runs the input once it is a complete statement (as in the Python REPL);
-an empty line ends a block.
-
-* `!cmd` runs a shell command (asks for approval, like `terminal()` in scripts)
-* `Esc` or `/stop` stops the running turn · `/retry` sends the conversation again after a
-  failed request · `/sessions` (`Ctrl+O`) picks a stored session · `/new` starts a new one
-* `/reset` starts a fresh kernel · `/kernels` · `/cache` (the output browser, also F9) · `/help` · `/quit`
-* Select a run (click, or Tab to it and Enter) to show its output in the output pane; `c` on
-  a run opens its saved entry.
-
-Every session is stored in `$HERMES_HOME/tui/sessions.db`: `hermes-tui --resume` continues the
-latest, `hermes-tui export ID --format sharegpt` writes it out.""",
-    "output": """# execute_code output
-
-Live output of the running script (batched, the last 5,000 lines), then the result: at most
-the first 20,000 and last 30,000 bytes, with a marker where output was cut.
-
-* `o` opens the full output (in `$EDITOR`, or `less`) · `y` copies its path · `c` opens the
-  run's entry in the output browser (pager, search, delete)""",
-    "kernels": """# Kernels
-
-○ idle · ● busy · ◍ starting · ⨂ dead · ☹ error. *reaped in* counts down to the idle reaper
-(`code_execution.kernel_idle_timeout`); *next-evicted* marks the kernel a new one would replace
-at `max_session_kernels`; *stale-env* means allowed variables changed since it started.
-
-* `r` reset · `i` interrupt · `k` kill · `v` variables (asked of an idle kernel)""",
-}
 
 
 class HermesApp(App[None]):
     """hermes-tui: conversation, live output, kernels, and the approval dialog."""
 
     TITLE = "hermes-tui"
-    CSS = """
-    Screen { layout: vertical; }
-    #topbar { height: 1; background: $panel; color: $text; padding: 0 1; }
-    #topbar .yolo { color: $error; text-style: bold reverse; }
-    #main { height: 1fr; }
-    ConversationPane { width: 2fr; min-width: 30; }
-    #right { width: 3fr; }
-    .chat ConversationPane { width: 3fr; }
-    .chat #right { width: 2fr; }
-    OutputPane { height: 2fr; }
-    KernelsPane { height: 1fr; min-height: 6; }
-    """
-
-    BINDINGS = [
+    CSS_PATH = "app.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="help"),
         Binding("f2", "focus_pane('conversation')", "Input", id="focus-conversation"),
         Binding("f3", "focus_pane('output')", "Output", id="focus-output"),
@@ -139,16 +67,9 @@ class HermesApp(App[None]):
     ]
 
     def __init__(
-        self,
-        config: Config | None = None,
-        *,
-        session: str | None = None,
-        cwd: str | None = None,
-        home: Path | None = None,
-        host_env: dict[str, str] | None = None,
-        provider: ProviderSettings | None = None,
-        model_flags: dict[str, str | None] | None = None,
-        provider_problem: str | None = None,
+        self, config: Config | None = None, *, session: str | None = None, cwd: str | None = None,
+        home: Path | None = None, host_env: dict[str, str] | None = None, provider: ProviderSettings | None = None,
+        model_flags: dict[str, str | None] | None = None, provider_problem: str | None = None,
     ) -> None:
         """Args:
             session: the session to open (stored ones are continued); a new id if None.
@@ -161,185 +82,77 @@ class HermesApp(App[None]):
         self.session = session or db.new_session_id()
         self.cwd = cwd or os.getcwd()
         self.home = home or hermes_home()
-        self.runtime = Runtime(self.config, home=self.home, host_env=host_env, approver=self.approve)
-        self.provider_problem = provider_problem
         self.settings = provider
         if provider is None and provider_problem is None:
             try:
                 self.settings = resolve_provider(self.config, self.home, host_env, **(model_flags or {}))
             except ProviderError as exc:
-                self.provider_problem = str(exc)
-        self.store: db.SessionStore | None = None
-        self.agent: Agent | None = None
-        self._inject = None
+                provider_problem = str(exc)
+        self.provider_problem = provider_problem
+        self.workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
+                                   settings=self.settings, provider_problem=provider_problem, host_env=host_env)
+        self.runtime = self.workspace.runtime
         self._session_ready = asyncio.Event()
-        self._closing = False
-        self._replies: dict[int, ReplyBlock] = {}
-        self._tools: dict[str, RunBlock] = {}
-        self._approval_lock = asyncio.Lock()
-        self._waiting_approvals = 0
-        self._dialogs: dict[str, ApprovalScreen] = {}
+        self.main = MainScreen(self.settings, provider_problem)
 
-    # -- layout ---------------------------------------------------------------------------
+    @property
+    def agent(self) -> Agent | None:
+        """The open session's agent (None while it opens)."""
+        return self.workspace.agent
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="topbar")
-        with Horizontal(id="main"):
-            yield ConversationPane(self._hint(), id="conversation")
-            with Vertical(id="right"):
-                yield OutputPane(id="output")
-                yield KernelsPane(id="kernels")
-        yield Footer()
+    def get_default_screen(self) -> Screen[None]:
+        return self.main
 
     async def on_mount(self) -> None:
         for theme in THEMES:
             self.register_theme(theme)
-        self.theme = await asyncio.to_thread(self._remembered_theme)
+        self.theme = await asyncio.to_thread(remembered_theme, self.home, {t.name for t in THEMES}, DEFAULT_THEME)
         self._update_topbar()
-        prompt = self.query_one(PromptInput)
-        prompt.chat = self.settings is not None
-        self.screen.set_class(prompt.chat, "chat")  # with a model, the conversation gets the room
-        prompt.focus()
         self.follow_events()
         self.start_runtime()  # after the first frame: the screen does not wait for it
         self.open_session(self.session)
         self.set_interval(1.0, self.refresh_kernels)
-        self.set_interval(0.25, self._live_tool_calls)
 
     async def on_unmount(self) -> None:
-        self._closing = True
-        await self._close_session()
-        await self.runtime.aclose()
-        if self.store is not None:
-            await asyncio.to_thread(self.store.close)
+        await self.workspace.aclose()
 
-    def _hint(self) -> str:
-        if self.settings is not None:
-            return f"{self.settings.label} · Enter sends · Ctrl+J new line · !cmd · /help"
-        if self.provider_problem:
-            return f"Model not usable ({self.provider_problem}) — input runs Python"
-        return INPUT_HINT
+    def _update_topbar(self) -> None:
+        self.main.set_topbar(version=__version__, session=self.session, cwd=self.cwd,
+                             model=self.settings.label if self.settings else None,
+                             approvals=self.config.approvals.mode, yolo=self.runtime.yolo)
 
     # -- the session ----------------------------------------------------------------------
 
     @work(group="session", exclusive=True, exit_on_error=False)
     async def open_session(self, session_id: str) -> None:
-        """Open (or create) a stored session: draw what it holds, answer what was pending,
-        and listen for injected messages."""
+        """Open (or create) a stored session: draw what it holds, listen for injected
+        messages, and ask again what was pending."""
         self._session_ready.clear()
-        if self.store is None:
-            try:
-                self.store = await asyncio.to_thread(db.SessionStore.open, self.home)
-            except (OSError, sqlite3.Error) as exc:  # the app still works; this session is not kept
-                self.store = await asyncio.to_thread(db.SessionStore, Path(":memory:"))
-                self.query_one(ConversationPane).add_note(
-                    f"The sessions database {db.sessions_db_path(self.home)} cannot be opened ({exc}); "
-                    "this session is kept in memory only and will not survive a restart.", "error")
-        self.session = session_id
+        self.session = self.main.session = session_id
         self._update_topbar()
-        agent = Agent(
-            self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd,
-            listener=lambda event: self.post_message(self.AgentUpdate(event, session_id)),
-            max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
-            system_prompt=self.config.agent.system_prompt, max_context_chars=self.config.agent.max_context_chars,
-        )
-        loaded = await agent.load()  # None for a new session
-        await agent.open()
-        self.agent = agent
-        conversation = self.query_one(ConversationPane)
-        if self.provider_problem:
-            conversation.add_note(f"The configured model cannot be used: {self.provider_problem}", "error")
-        elif self.settings is not None and self.settings.missing_key:
-            conversation.add_note(f"No API key for {self.settings.name}: {self.settings.key_source}.", "warning")
-        if loaded is not None:
+        opened = await self.workspace.open(
+            session_id, lambda event: self.main.post_message(MainScreen.AgentUpdate(event, session_id)))
+        conversation = self.main.conversation
+        for text, level in opened.notes:
+            conversation.add_note(text, level)
+        if opened.loaded is not None:
             from hermes_tui.widgets.transcript import draw_session
 
-            draw_session(conversation, loaded)
-        from hermes_tui.inject import InjectServer
-
-        server = InjectServer(self.home, session_id, self._injected)
-        try:
-            await server.start()
-            self._inject = server  # listening: `hermes-tui inject` reaches this app
-        except OSError as exc:
-            conversation.add_note(f"hermes-tui inject is not available for this app: {exc}", "warning")
+            draw_session(conversation, opened.loaded)
+        problem = await self.workspace.listen_for_injected(opened.agent)
+        if problem:
+            conversation.add_note(problem, "warning")
         self._session_ready.set()
-        if loaded is not None and loaded.pending:
-            await agent.resume_pending()
-
-    async def _close_session(self) -> None:
-        if self._inject is not None:
-            await self._inject.aclose()
-            self._inject = None
-        if self.agent is not None:
-            await self.agent.aclose()
-            self.agent = None
-
-    async def _injected(self, text: str) -> int:
-        await self._session_ready.wait()
-        assert self.agent is not None
-        return await self.agent.submit(text, "injected")
+        if opened.loaded is not None and opened.loaded.pending:
+            await opened.agent.resume_pending()
 
     @work(group="session-switch", exclusive=True, exit_on_error=False)
     async def switch_session(self, session_id: str | None) -> None:
         """Leave this session (its kernels idle on) and open another, or a new one."""
         await self.runtime.interrupt(self.session)
-        await self._close_session()
-        self.query_one(ConversationPane).action_clear()
-        self._replies.clear()
-        self._tools.clear()
+        await self.workspace.close_session()
+        self.main.conversation.action_clear()
         self.open_session(session_id or db.new_session_id())
-
-    # -- agent events ---------------------------------------------------------------------
-
-    class AgentUpdate(Message):
-        """An agent event, delivered in order on the app's loop."""
-
-        def __init__(self, event: AgentEvent, session: str) -> None:
-            super().__init__()
-            self.event = event
-            self.session = session
-
-    @on(AgentUpdate)
-    async def _show_agent_event(self, message: AgentUpdate) -> None:
-        event = message.event
-        if message.session != self.session:
-            return  # a late event of the session the app just left
-        try:
-            conversation = self.query_one(ConversationPane)
-        except NoMatches:
-            return  # the app is closing: the screen is gone (the event is stored all the same)
-        if isinstance(event, TurnStarted):
-            if self.settings is not None or event.origin != "user":
-                conversation.add_message(event.text, event.origin)  # typed Python shows as its run block
-            if self.settings is not None:
-                conversation.set_hint(f"… {self.settings.model} is working · a new message interrupts · /help")
-        elif isinstance(event, TurnQueued):
-            what = "injected message" if event.origin == "injected" else "message"
-            conversation.add_note(f"⋯ {what} queued ({event.position} ahead): {event.text[:120]}")
-        elif isinstance(event, ReplyText):
-            block = self._replies.get(event.reply_id)
-            if block is None:
-                block = self._replies[event.reply_id] = conversation.add_reply()
-            await block.add(event.delta)
-            conversation.follow()
-        elif isinstance(event, ReplyDone):
-            block = self._replies.pop(event.reply_id, None)
-            if block is not None:
-                await block.finish(event.text, event.status)
-        elif isinstance(event, ToolStarted):
-            self._tools[event.call_id] = conversation.add_tool(event.name, event.arguments)
-        elif isinstance(event, ToolFinished):
-            block = self._tools.pop(event.call_id, None) or conversation.add_tool(event.name, {})
-            if event.exec_result is not None:
-                self.query_one(OutputPane).finish(event.exec_result)
-                block.set_result(event.exec_result)
-            else:
-                show_tool_result(conversation, block, event.result)
-        elif isinstance(event, Notice):
-            conversation.add_note(event.text, event.level)
-        elif isinstance(event, TurnEnded):
-            conversation.set_hint(self._hint())
 
     @work(group="runtime", exit_on_error=False)
     async def start_runtime(self) -> None:
@@ -347,113 +160,35 @@ class HermesApp(App[None]):
         await self.runtime.start()
         self._update_topbar()
 
-    def _update_topbar(self) -> None:
-        yolo = " [reverse bold red] YOLO: approvals off [/]" if self.runtime.yolo else ""
-        model = escape(self.settings.label) if self.settings else "no model"
-        self.query_one("#topbar", Static).update(
-            f"[bold]hermes-tui[/] {__version__} · session [b]{escape(self.session)}[/] · {model} · {escape(self.cwd)}"
-            f" · approvals {self.config.approvals.mode}{yolo}"
-        )
-
-    # -- runtime events -------------------------------------------------------------------
-
     @work(exclusive=True, group="events", exit_on_error=False)
     async def follow_events(self) -> None:
-        """Read runtime events and hand them to the panes."""
+        """Hand runtime events to the main screen; kernel changes refresh the kernels pane."""
         subscription = self.runtime.subscribe()
-        output = self.query_one(OutputPane)
         try:
             async for event in subscription:
-                if isinstance(event, ExecStarted):
-                    if event.session == self.session:
-                        output.begin(event.exec_id, event.kernel_id, event.timeout, event.max_tool_calls)
-                elif isinstance(event, ExecOutput):
-                    output.feed(event.exec_id, event.text, event.skipped_bytes)
-                elif isinstance(event, ExecFinished):
-                    output.finish(event.result)
-                elif isinstance(event, (KernelStarted, KernelStateChanged, KernelDied)):
+                if isinstance(event, (KernelStarted, KernelStateChanged, KernelDied)):
                     self.refresh_kernels()
+                else:
+                    self.main.show_runtime_event(event)
         finally:
             subscription.close()
-
-    def _live_tool_calls(self) -> None:
-        output = self.query_one(OutputPane)
-        if output.status == "running" and output.exec_id:
-            calls = self.runtime.tool_calls(output.exec_id)
-            if calls is not None:
-                output.set_tool_calls(calls)
 
     @work(exclusive=True, group="kernels", exit_on_error=False)
     async def refresh_kernels(self) -> None:
         """Kernel rows and their memory (read off /proc by the runtime, in a thread)."""
         memory = await self.runtime.kernel_memory()
-        self.query_one(KernelsPane).update_kernels(self.runtime.kernels(), memory)
+        self.main.show_kernels(self.runtime.kernels(), memory)
 
-    # -- approvals ------------------------------------------------------------------------
-
-    class ApprovalNeeded(Message):
-        """From the runtime's approver (any task) to the app: ask, and set ``answer``."""
-
-        def __init__(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
-            super().__init__()
-            self.request = request
-            self.answer = answer
-
-    class ApprovalWithdrawn(Message):
-        """The gate stopped waiting (approvals.timeout): close that dialog."""
-
-        def __init__(self, request_id: str) -> None:
-            super().__init__()
-            self.request_id = request_id
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """The runtime's Approver. It runs in the runtime's tasks, so it only posts messages:
-        the dialog is opened by the app itself (one at a time; the others queue). The request
-        is stored before it is shown, so it survives a crash of the app."""
-        store, agent = self.store, self.agent
-        if store is not None and agent is not None and request.session == agent.session_id:
-            await store.call(db.add_approval, request.session, agent.current_call_id, request.model_dump(mode="json"))
+    async def ask_person(self, request: ApprovalRequest) -> ApprovalDecision:
+        """How this front end asks: the main screen's dialog (one at a time; the others wait).
+        Called from the runtime's tasks, so it only posts messages."""
         answer: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self.post_message(self.ApprovalNeeded(request, answer))
+        self.main.post_message(MainScreen.ApprovalNeeded(request, answer))
         try:
-            decision = await answer
+            return await answer
         except asyncio.CancelledError:
-            self.post_message(self.ApprovalWithdrawn(request.id))
-            if store is not None and not self._closing:  # closing: it stays pending for --resume
-                store.submit(db.answer_approval, request.id, "deny", "no answer in time", "withdrawn")
+            self.main.post_message(MainScreen.ApprovalWithdrawn(request.id))
             raise
-        if store is not None:
-            await store.call(db.answer_approval, request.id, decision.choice, decision.reason)
-        return decision
-
-    @on(ApprovalNeeded)
-    def _approval_needed(self, message: ApprovalNeeded) -> None:
-        self._waiting_approvals += 1
-        self.ask_approval(message.request, message.answer)
-
-    @work(group="approvals", exit_on_error=False)
-    async def ask_approval(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
-        async with self._approval_lock:
-            self._waiting_approvals -= 1
-            if answer.done():  # withdrawn while it waited in line
-                return
-            from hermes_tui.widgets.approval import ApprovalScreen
-
-            screen = ApprovalScreen(request, waiting=self._waiting_approvals)
-            self._dialogs[request.id] = screen
-            try:
-                decision = await self.push_screen_wait(screen)
-            finally:
-                self._dialogs.pop(request.id, None)
-            if not answer.done():
-                answer.set_result(decision or ApprovalDecision(choice="deny"))
-
-    @on(ApprovalWithdrawn)
-    def _approval_withdrawn(self, message: ApprovalWithdrawn) -> None:
-        screen = self._dialogs.get(message.request_id)
-        if screen is not None and screen.is_current:
-            screen.dismiss(None)
-            self.notify("No answer in time: the request was denied.", severity="warning")
 
     # -- the input ------------------------------------------------------------------------
 
@@ -461,70 +196,52 @@ class HermesApp(App[None]):
     async def _submitted(self, event: PromptInput.Submitted) -> None:
         text = event.text
         if text.startswith("/"):
-            await self._command(text[1:].strip())
+            command = parse_command(text[1:])
+            if isinstance(command, str):
+                self.main.conversation.add_note(command)
+            else:
+                await self.run_action(command.action)
         elif text.startswith("!"):
-            self.run_command(text[1:].strip())
+            if text[1:].strip():
+                self.send(text[1:].strip(), kind="shell")
+            else:
+                self.main.conversation.add_note("Type a command after ! (for example: !git status).")
         else:
             self.send(text)
 
     @work(group="send", exit_on_error=False)
-    async def send(self, text: str, origin: str = "user") -> None:
-        """Hand a message to the agent (once the session is open): a model turn, or Python."""
+    async def send(self, text: str, kind: TurnKind | None = None) -> None:
+        """Hand a turn to the agent once the session is open: a message, Python, or a ``!cmd``."""
         await self._session_ready.wait()
         assert self.agent is not None
-        await self.agent.submit(text, origin)
+        await self.agent.submit(text, "user", kind)
 
-    @work(group="exec", exit_on_error=False)
-    async def run_command(self, command: str) -> None:
-        """Run ``!cmd`` through the approval gate."""
-        conversation = self.query_one(ConversationPane)
-        if not command:
-            conversation.add_note("Type a command after ! (for example: !git status).")
-            return
-        block = conversation.add_run(command, kind="shell")
-        result = await self.runtime.terminal(command, session=self.session, cwd=self.cwd)
-        show_tool_result(conversation, block, result)
+    async def action_retry(self) -> None:
+        if self.agent is None or not await self.agent.retry():
+            self.main.conversation.add_note(
+                "Nothing to retry: /retry sends the conversation again after a failed request.")
 
-    async def _command(self, text: str) -> None:
-        conversation = self.query_one(ConversationPane)
-        name = text.split()[0].lower() if text else "help"
-        if name == "reset":
-            await self.action_reset_session()
-        elif name == "kernels":
-            self.action_focus_pane("kernels")
-        elif name == "cache":
-            self.action_open_cache()
-        elif name == "help":
-            self.action_help("conversation")
-        elif name == "stop":
-            await self.action_stop()
-        elif name == "retry":
-            if self.agent is None or not await self.agent.retry():
-                conversation.add_note("Nothing to retry: /retry sends the conversation again after a failed request.")
-        elif name == "sessions":
-            self.action_sessions()
-        elif name == "new":
-            self.switch_session(None)
-        elif name in ("quit", "exit"):
-            self.exit()
-        else:
-            conversation.add_note(f"Unknown command /{name}. Commands: /stop /retry /sessions /new /reset /kernels "
-                                  "/cache /help /quit")
+    @on(PromptInput.StopRequested)
+    async def action_stop(self) -> None:
+        """Stop the running turn (a running script is interrupted, a reply is cut)."""
+        if self.agent is not None and await self.agent.interrupt():
+            self.notify("Stopped the running turn.")
 
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        """A failed worker becomes a notice, never a crash or a silent loss."""
-        if event.state == WorkerState.ERROR and event.worker.error is not None:
-            error = event.worker.error
-            self.notify(f"{event.worker.name or 'task'} failed: {type(error).__name__}: {error}",
-                        severity="error", timeout=10)
+    def action_new_session(self) -> None:
+        self.switch_session(None)
 
-    # -- pane messages --------------------------------------------------------------------
+    async def action_reset_session(self) -> None:
+        await self.runtime.dispose_session(self.session)
+        self.main.conversation.add_note("Kernel reset: the next input starts a fresh one.")
+        self.refresh_kernels()
 
-    @on(RunBlock.Selected)
-    def _show_run(self, event: RunBlock.Selected) -> None:
-        if event.block.result is not None:
-            self.query_one(OutputPane).show(event.block.result)
+    def action_focus_pane(self, pane: str) -> None:
+        self.main.focus_pane(pane)
+
+    def action_toggle_maximize(self) -> None:
+        self.main.toggle_maximize()
+
+    # -- kernels --------------------------------------------------------------------------
 
     @on(KernelsPane.Action)
     async def _kernel_action(self, event: KernelsPane.Action) -> None:
@@ -545,25 +262,21 @@ class HermesApp(App[None]):
     async def show_variables(self, kernel_id: str) -> None:
         try:
             variables = await self.runtime.inspect_kernel(kernel_id)
-        except (LookupError, RuntimeError, Exception) as exc:
+        except Exception as exc:  # gone, busy, or it did not answer: say so
             self.notify(str(exc), severity="warning")
             return
         from hermes_tui.widgets.dialogs import VariablesScreen
 
         await self.push_screen(VariablesScreen(kernel_id, variables))
 
-    @on(PromptInput.StopRequested)
-    async def action_stop(self) -> None:
-        """Stop the running turn (a running script is interrupted, a reply is cut)."""
-        if self.agent is not None and await self.agent.interrupt():
-            self.notify("Stopped the running turn.")
+    # -- other screens --------------------------------------------------------------------
 
     @work(group="sessions", exclusive=True, exit_on_error=False)
     async def action_sessions(self) -> None:
         """The sessions picker: choose a stored session to continue."""
         await self._session_ready.wait()
-        assert self.store is not None
-        sessions = [s for s in await self.store.call(db.list_sessions) if s.messages]  # empty ones are noise
+        assert self.workspace.store is not None
+        sessions = [s for s in await self.workspace.store.call(db.list_sessions) if s.messages]  # empty ones are noise
         from hermes_tui.widgets.sessions import SessionsScreen
 
         chosen = await self.push_screen_wait(SessionsScreen(sessions, current=self.session))
@@ -598,37 +311,11 @@ class HermesApp(App[None]):
         except Exception as exc:  # no terminal to suspend to (tests), or no such editor
             self.notify(f"Could not open {event.path} with {editor}: {exc}", severity="error")
 
-    # -- actions --------------------------------------------------------------------------
-
-    def action_focus_pane(self, pane: str) -> None:
-        if pane == "conversation":
-            self.query_one(PromptInput).focus()
-        elif pane == "output":
-            self.query_one("#output-log").focus()
-        else:
-            self.query_one("#kernel-table").focus()
-
-    def action_toggle_maximize(self) -> None:
-        screen = self.screen
-        if screen.maximized is not None:
-            screen.minimize()
-            return
-        pane = self._focused_pane()
-        if pane is not None:
-            screen.maximize(pane, container=False)
-
-    def _focused_pane(self) -> ConversationPane | OutputPane | KernelsPane | None:
-        focused = self.focused
-        return next((w for w in (focused, *(focused.ancestors if focused else ()))
-                     if isinstance(w, (ConversationPane, OutputPane, KernelsPane))), None)
-
     def action_help(self, pane: str | None = None) -> None:
-        if pane is None:
-            pane = {OutputPane: "output", KernelsPane: "kernels"}.get(type(self._focused_pane()), "conversation")
         from hermes_tui.widgets.dialogs import HelpScreen
 
-        keys = "\n".join(f"* `{b.key}` {b.description}" for b in self.BINDINGS)
-        self.push_screen(HelpScreen(HELP[pane] + "\n\n## Everywhere\n\n" + keys + "\n* `ctrl+p` command palette"))
+        keys = [(b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
+        self.push_screen(HelpScreen.for_pane(pane or self.main.focused_help(), keys))
 
     def action_cycle_theme(self) -> None:
         names = [t.name for t in THEMES]
@@ -636,56 +323,22 @@ class HermesApp(App[None]):
         self.theme = names[(current + 1) % len(names)]
         self.notify(f"Theme: {self.theme}")
 
-    async def action_reset_session(self) -> None:
-        await self.runtime.dispose_session(self.session)
-        self.query_one(ConversationPane).add_note("Kernel reset: the next input starts a fresh one.")
-        self.refresh_kernels()
-
     def watch_theme(self, theme: str) -> None:
-        for block in self.query(RunBlock):
+        for block in self.main.query(RunBlock):
             block.refresh_theme()
         if theme in {t.name for t in THEMES}:
-            self.run_worker(asyncio.to_thread(self._remember_theme, theme), group="settings", exit_on_error=False)
+            self.run_worker(asyncio.to_thread(remember_theme, self.home, theme), group="settings",
+                            exit_on_error=False)
 
-    def get_system_commands(self, screen: Screen) -> object:
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Reset kernel", "Start a fresh kernel for this session", self.action_reset_session)
-        yield SystemCommand("Focus kernels", "Show and act on kernels", lambda: self.action_focus_pane("kernels"))
-        yield SystemCommand("Focus output", "The execute_code output pane", lambda: self.action_focus_pane("output"))
-        yield SystemCommand("Next theme", "Switch between dark, light and high contrast", self.action_cycle_theme)
-        yield SystemCommand("Help", "Keys and commands of the focused pane", self.action_help)
-        yield SystemCommand("Output browser", "Every saved output in $HERMES_HOME/cache/exec", self.action_open_cache)
-        yield SystemCommand("Sessions", "Continue a stored conversation", self.action_sessions)
-        yield SystemCommand("New session", "Start a new conversation", lambda: self.switch_session(None))
+        for title, help_text, action in PALETTE:
+            yield SystemCommand(title, help_text, partial(self.run_action, action))
 
-    # -- settings -------------------------------------------------------------------------
-
-    def _settings_path(self) -> Path:
-        return tui_dir(self.home) / "settings.json"
-
-    def _remembered_theme(self) -> str:
-        try:
-            name = json.loads(self._settings_path().read_text()).get("theme")
-        except (OSError, ValueError, AttributeError):
-            name = None
-        return name if name in {t.name for t in THEMES} else DEFAULT_THEME
-
-    def _remember_theme(self, theme: str) -> None:
-        path = self._settings_path()
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            data = {}
-        if data.get("theme") == theme:
-            return
-        data["theme"] = theme
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=1))
-
-
-def show_tool_result(conversation: ConversationPane, block: RunBlock, result: dict[str, object]) -> None:
-    """A direct tool call's outcome on its block, and its output (capped) as a note."""
-    block.set_tool_result(result)
-    output = str(result.get("output") or result.get("content") or "")
-    if output:
-        conversation.add_note(output if len(output) <= 4000 else output[:2000] + "\n…\n" + output[-2000:])
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """A failed worker becomes a notice, never a crash or a silent loss."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            self.notify(f"{event.worker.name or 'task'} failed: {type(error).__name__}: {error}",
+                        severity="error", timeout=10)

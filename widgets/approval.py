@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import ClassVar
 
 from rich.syntax import Syntax
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Static
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.widgets.conversation import code_theme
+from hermes_tui.widgets.dialog import Dialog
 
 
-class ApprovalScreen(ModalScreen[ApprovalDecision]):
+class ApprovalScreen(Dialog[ApprovalDecision]):
     """Asks to allow one request; dismisses with the :class:`ApprovalDecision`.
 
     Keys: 1/o once, 2/s session, 3/a always (when offered), 4/d deny, r deny with a reason,
@@ -25,10 +26,9 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     """
 
     DEFAULT_CSS = """
-    ApprovalScreen { align: center middle; }
     ApprovalScreen > #dialog {
         width: 90%; max-width: 120; height: auto; max-height: 90%;
-        border: thick $warning; background: $surface; padding: 0 1;
+        border: thick $warning; padding: 0 1;
     }
     #dialog #title-row { height: 1; }
     #dialog #title { text-style: bold; color: $warning; width: 1fr; }
@@ -44,7 +44,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     #dialog #deny-reason.visible { display: block; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1,o", "answer('once')", "Once", id="approve-once"),
         Binding("2,s", "answer('session')", "Session", id="approve-session"),
         Binding("3,a", "answer('always')", "Always", id="approve-always"),
@@ -59,36 +59,35 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         self.waiting = waiting
         self.clock = clock
 
-    def compose(self) -> ComposeResult:
+    def compose_dialog(self) -> ComposeResult:
         request = self.request
         title = "Approve this terminal command?" if request.kind == "terminal" else "Approve this whole script?"
         language = "bash" if request.kind == "terminal" else "python"
-        with Vertical(id="dialog"):
-            with Horizontal(classes="row", id="title-row"):
-                yield Label(title, id="title")
-                yield Label("", id="countdown")
-            with VerticalScroll(id="code"):
-                yield Static(Syntax(request.text, language, word_wrap=True, line_numbers=request.kind == "script",
-                                    background_color="default", theme=code_theme(self)))
-            where = f"in {request.cwd} · session {request.session}"
-            if request.kernel:
-                where += f" · kernel {request.kernel}"
-            if request.exec_id:
-                where += f" · script {request.exec_id}"
-            yield Label(where + f" · {request.origin} turn", classes="meta")
-            for reason in request.reasons:
-                yield Label(f"⚠ {reason}", classes="reason")
-            yield Static(self._rules_text(), id="rules")
-            if self.waiting:
-                yield Label(f"{self.waiting} more request(s) waiting", classes="meta")
-            yield Label("r: deny with a reason · Esc: deny", classes="meta")
-            yield Input(placeholder="why not? (Enter denies with this reason)", id="deny-reason")
-            with Horizontal(id="buttons"):
-                yield Button("1 Once", id="once", variant="success")
-                yield Button("2 Session", id="session", variant="primary")
-                if "always" in request.choices:
-                    yield Button("3 Always", id="always", variant="warning")
-                yield Button("4 Deny", id="deny", variant="error")
+        with Horizontal(classes="row", id="title-row"):
+            yield Label(title, id="title")
+            yield Label("", id="countdown")
+        with VerticalScroll(id="code"):
+            yield Static(Syntax(request.text, language, word_wrap=True, line_numbers=request.kind == "script",
+                                background_color="default", theme=code_theme(self)))
+        where = f"in {request.cwd} · session {request.session}"
+        if request.kernel:
+            where += f" · kernel {request.kernel}"
+        if request.exec_id:
+            where += f" · script {request.exec_id}"
+        yield Label(where + f" · {request.origin} turn", classes="meta")
+        for reason in request.reasons:
+            yield Label(f"⚠ {reason}", classes="reason")
+        yield Static(self._rules_text(), id="rules")
+        if self.waiting:
+            yield Label(f"{self.waiting} more request(s) waiting", classes="meta")
+        yield Label("r: deny with a reason · Esc: deny", classes="meta")
+        yield Input(placeholder="why not? (Enter denies with this reason)", id="deny-reason")
+        with Horizontal(id="buttons"):
+            yield Button("1 Once", id="once", variant="success")
+            yield Button("2 Session", id="session", variant="primary")
+            if "always" in request.choices:
+                yield Button("3 Always", id="always", variant="warning")
+            yield Button("4 Deny", id="deny", variant="error")
 
     def _rules_text(self) -> str:
         request = self.request

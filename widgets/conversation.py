@@ -3,26 +3,46 @@
 With a model, Enter sends the message (Ctrl+J adds a line). Without one, what you type is
 Python for the session kernel (Enter runs it once it is a complete statement, as in the
 Python REPL). ``!cmd`` runs a terminal command through the approvals; ``/`` starts a command.
+
+The pane draws the agent's events (:meth:`ConversationPane.show_event`): it keeps which
+block a streaming reply or a running tool call is drawn in.
 """
 
 from __future__ import annotations
 
 import codeop
+from typing import TYPE_CHECKING, ClassVar
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Label, Markdown, Static, TextArea
 
+from hermes_tui.agent.events import (
+    AgentEvent,
+    Notice,
+    ReplyDone,
+    ReplyText,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnQueued,
+    TurnStarted,
+)
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.messages import OpenEntry
 
+if TYPE_CHECKING:
+    from textual.widgets.markdown import MarkdownStream
+
 MAX_BLOCKS = 200
 """Blocks kept in the transcript (older ones are pruned: memory stays bounded)."""
+MAX_NOTE_CHARS = 4000
+"""A tool's output longer than this shows as its head and tail (the result keeps it all)."""
 STATUS_MARK = {"success": ("✓", "green"), "error": ("✗", "red"), "timeout": ("⧗", "red"),
                "interrupted": ("■", "yellow"), "running": ("…", "yellow")}
 
@@ -146,7 +166,7 @@ class RunBlock(Static, can_focus=True):
         from rich.syntax import Syntax  # Pygments loads on the first run, not at start-up
 
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
-        parts: list[object] = []
+        parts: list[RenderableType] = []
         if self.title:
             parts.append(Text(self.title, style="bold"))
         if self.kind == "text":
@@ -200,7 +220,7 @@ class ReplyBlock(Markdown):
     def __init__(self, text: str = "") -> None:
         super().__init__(text)
         self.text = text
-        self._stream = None
+        self._stream: MarkdownStream | None = None
 
     async def add(self, delta: str) -> None:
         """More of the reply (appended through Textual's Markdown stream, which batches)."""
@@ -252,17 +272,29 @@ class ConversationPane(Vertical):
     ConversationPane PromptInput { height: auto; min-height: 3; max-height: 12; }
     """
 
-    BINDINGS = [Binding("ctrl+l", "clear", "Clear", id="conversation-clear")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+l", "clear", "Clear", id="conversation-clear")]
 
-    def __init__(self, label: str, **kwargs: object) -> None:
+    def __init__(self, label: str, *, busy_hint: str | None = None, chat: bool = False, **kwargs: object) -> None:
+        """Args:
+            label: the hint above the input while nothing runs.
+            busy_hint: the hint while a turn runs (None: the hint does not change).
+            chat: a model answers: Enter sends what is typed (else Python runs when complete).
+        """
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "conversation"
         self.label = label
+        self.busy_hint = busy_hint
+        self.chat = chat
+        self._replies: dict[int, ReplyBlock] = {}
+        self._tools: dict[str, RunBlock] = {}
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="transcript")
         yield Label(self.label, id="hint")
-        yield PromptInput.code_editor(language="python", id="prompt", show_line_numbers=False, theme="css")
+        prompt = PromptInput.code_editor(language="python", id="prompt", show_line_numbers=False, theme="css")
+        assert isinstance(prompt, PromptInput)  # code_editor is a classmethod: it makes a PromptInput
+        prompt.chat = self.chat
+        yield prompt
 
     def add_run(self, code: str, kind: str = "python") -> RunBlock:
         return self._append_block(RunBlock(code, kind))
@@ -321,3 +353,48 @@ class ConversationPane(Vertical):
 
     def action_clear(self) -> None:
         self.query_one("#transcript", VerticalScroll).remove_children()
+        self._replies.clear()
+        self._tools.clear()
+
+    # -- the agent's events -------------------------------------------------------------
+
+    async def show_event(self, event: AgentEvent) -> None:
+        """Draw one agent event (they arrive in order, each after it was stored)."""
+        if isinstance(event, TurnStarted):
+            if event.kind == "message" or event.origin != "user":  # typed Python and !cmd show as their run
+                self.add_message(event.text, event.origin)
+            if self.busy_hint is not None:
+                self.set_hint(self.busy_hint)
+        elif isinstance(event, TurnQueued):
+            what = "injected message" if event.origin == "injected" else "message"
+            self.add_note(f"⋯ {what} queued ({event.position} ahead): {event.text[:120]}")
+        elif isinstance(event, ReplyText):
+            block = self._replies.get(event.reply_id)
+            if block is None:
+                block = self._replies[event.reply_id] = self.add_reply()
+            await block.add(event.delta)
+            self.follow()
+        elif isinstance(event, ReplyDone):
+            reply = self._replies.pop(event.reply_id, None)
+            if reply is not None:
+                await reply.finish(event.text, event.status)
+        elif isinstance(event, ToolStarted):
+            self._tools[event.call_id] = self.add_tool(event.name, event.arguments)
+        elif isinstance(event, ToolFinished):
+            run = self._tools.pop(event.call_id, None) or self.add_tool(event.name, {})
+            if event.exec_result is not None:
+                run.set_result(event.exec_result)
+            else:
+                self.show_tool_result(run, event.result)
+        elif isinstance(event, Notice):
+            self.add_note(event.text, event.level)
+        elif isinstance(event, TurnEnded):
+            self.set_hint(self.label)
+
+    def show_tool_result(self, block: RunBlock, result: dict[str, object]) -> None:
+        """A direct tool call's outcome on its block, and its output (capped) as a note."""
+        block.set_tool_result(result)
+        output = str(result.get("output") or result.get("content") or "")
+        if output:
+            half = MAX_NOTE_CHARS // 2
+            self.add_note(output if len(output) <= MAX_NOTE_CHARS else output[:half] + "\n…\n" + output[-half:])

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.segment import Segment
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -20,7 +22,7 @@ class EntryList(ScrollView, can_focus=True):
     EntryList:focus > .entry-list--cursor { background: $accent 70%; }
     """
     COMPONENT_CLASSES = {"entry-list--cursor"}
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "move(1)", "Down", show=False, id="list-down"),
         Binding("up", "move(-1)", "Up", show=False, id="list-up"),
         Binding("pagedown", "page(1)", "Page down", show=False, id="list-pgdn"),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable
@@ -41,7 +42,7 @@ class KernelsPane(Vertical):
     KernelsPane DataTable { height: 1fr; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "act('reset')", "Reset", id="kernel-reset"),
         Binding("i", "act('interrupt')", "Interrupt", id="kernel-interrupt"),
         Binding("k", "act('kill')", "Kill", id="kernel-kill"),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Log, Static
 
@@ -36,7 +37,7 @@ class OutputPane(Vertical):
     OutputPane Log { height: 1fr; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "open_spill", "Open full output", id="output-open"),
         Binding("y", "copy_spill", "Copy path", id="output-copy"),
         Binding("c", "open_entry", "Open entry", id="output-entry"),

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
@@ -109,7 +110,7 @@ class Pager(Widget, can_focus=True):
     Pager #pager-prompt.visible { display: block; }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down,j", "move(1)", "Down", show=False, id="pager-down"),
         Binding("up,k", "move(-1)", "Up", show=False, id="pager-up"),
         Binding("pagedown,space", "page(1)", "Page down", show=False, id="pager-pgdn"),
@@ -214,7 +215,7 @@ class Pager(Widget, can_focus=True):
         """The lines on screen and the offset after them."""
         height = self._height()
         local = self.position - self.block_start
-        lines = []
+        lines: list[str] = []
         while len(lines) < height and local < len(self.block):
             end = self.block.find(b"\n", local)
             if end < 0:

@@ -3,42 +3,40 @@
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.binding import Binding, BindingType
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from hermes_tui.store import SessionInfo
+from hermes_tui.widgets.dialog import Dialog
 
 
-class SessionsScreen(ModalScreen[str | None]):
+class SessionsScreen(Dialog[str | None]):
     """Pick a session (dismisses with its id; Esc with None)."""
 
     DEFAULT_CSS = """
-    SessionsScreen { align: center middle; }
-    SessionsScreen > Vertical { width: 90%; max-width: 120; height: 80%; border: round $primary;
-                                background: $surface; padding: 0 1; }
+    SessionsScreen > #dialog { width: 90%; max-width: 120; height: 80%; border: round $primary; padding: 0 1; }
     SessionsScreen OptionList { height: 1fr; }
     SessionsScreen .hint { color: $text-muted; }
     """
-    BINDINGS = [Binding("escape", "dismiss(None)", "Close"), Binding("n", "new", "New session")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Close"),
+                                              Binding("n", "new", "New session")]
 
     def __init__(self, sessions: list[SessionInfo], current: str | None = None) -> None:
         super().__init__()
         self.sessions = sessions
         self.current = current
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(f"[b]Sessions[/b] ({len(self.sessions)}) — Enter continues one · n new · Esc closes")
-            options = [Option(self._line(s), id=s.id) for s in self.sessions]
-            yield OptionList(*options, id="session-list")
-            if not self.sessions:
-                yield Label("No stored sessions yet.", classes="hint")
+    def compose_dialog(self) -> ComposeResult:
+        yield Label(f"[b]Sessions[/b] ({len(self.sessions)}) — Enter continues one · n new · Esc closes")
+        options = [Option(self._line(s), id=s.id) for s in self.sessions]
+        yield OptionList(*options, id="session-list")
+        if not self.sessions:
+            yield Label("No stored sessions yet.", classes="hint")
 
     def _line(self, info: SessionInfo) -> Text:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
-from hermes_tui.agent.loop import LoadedSession
+from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.conversation import ConversationPane, MessageBlock, ReplyBlock, RunBlock, note, tool_block
 
@@ -64,7 +64,7 @@ def _call_block(call: dict[str, Any], row: dict[str, Any] | None, pending: bool)
         except ValueError:
             pass
     if isinstance(result, dict) and not pending:
-        block.set_tool_result(result, interrupted=bool(row) and row["status"] in ("interrupted", "blocked"))
+        block.set_tool_result(result, interrupted=bool(row) and cast("dict[str, Any]", row)["status"] in ("interrupted", "blocked"))
     return block
 
 

@@ -1,0 +1,205 @@
+"""The main screen: the top bar, the conversation, the live output and the kernels.
+
+It draws what it is told — agent events, runtime events, kernel rows — and asks the user the
+approvals the workspace hands it, one dialog at a time. It touches no process, socket or file:
+the app wires it to the runtime and the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, TypeAlias
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from hermes_tui.agent.events import AgentEvent, ToolFinished
+from hermes_tui.agent.providers import ProviderSettings
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
+from hermes_tui.runtime.models import KernelInfo
+from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
+from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.widgets.output import OutputPane
+
+if TYPE_CHECKING:
+    from hermes_tui.widgets.approval import ApprovalScreen
+
+Pane: TypeAlias = ConversationPane | OutputPane | KernelsPane
+INPUT_HINT = "No model: type Python · !cmd · /help · to chat, add model: to config.yaml"
+
+
+class MainScreen(Screen[None]):
+    """The four areas of the workstation (the approval dialog opens over them). Its layout is
+    in the app's stylesheet, ``hermes_tui/app.tcss``.
+
+    Args:
+        settings: the model (None: the input runs Python; the conversation gets less room).
+        provider_problem: why the configured model cannot be used, if it cannot.
+    """
+
+
+    class AgentUpdate(Message):
+        """An agent event of ``session``, delivered in order."""
+
+        def __init__(self, event: AgentEvent, session: str) -> None:
+            super().__init__()
+            self.event = event
+            self.session = session
+
+    class ApprovalNeeded(Message):
+        """Ask the user about ``request`` and set ``answer``."""
+
+        def __init__(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
+            super().__init__()
+            self.request = request
+            self.answer = answer
+
+    class ApprovalWithdrawn(Message):
+        """The gate stopped waiting (approvals.timeout): close that dialog."""
+
+        def __init__(self, request_id: str) -> None:
+            super().__init__()
+            self.request_id = request_id
+
+    AUTO_FOCUS = "#prompt"
+
+    def __init__(self, settings: ProviderSettings | None, provider_problem: str | None = None) -> None:
+        # With a model, the conversation gets the room (the .chat rules in app.tcss).
+        super().__init__(classes="chat" if settings is not None else None)
+        self.chat = settings is not None
+        if settings is not None:
+            self.hint = f"{settings.label} · Enter sends · Ctrl+J new line · !cmd · /help"
+        elif provider_problem:
+            self.hint = f"Model not usable ({provider_problem}) — input runs Python"
+        else:
+            self.hint = INPUT_HINT
+        self.busy_hint = f"… {settings.model} is working · a new message interrupts · /help" if settings else None
+        self.session = ""
+        """The session whose events are drawn (late events of another one are dropped)."""
+        self._approval_lock = asyncio.Lock()
+        self._waiting_approvals = 0
+        self._dialogs: dict[str, ApprovalScreen] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="topbar")
+        with Horizontal(id="main"):
+            yield ConversationPane(self.hint, busy_hint=self.busy_hint, chat=self.chat, id="conversation")
+            with Vertical(id="right"):
+                yield OutputPane(id="output")
+                yield KernelsPane(id="kernels")
+        yield Footer()
+
+    @property
+    def conversation(self) -> ConversationPane:
+        return self.query_one(ConversationPane)
+
+    def set_topbar(self, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
+                   yolo: bool) -> None:
+        """The line at the top: version, session, model, working dir, approvals mode."""
+        badge = " [reverse bold red] YOLO: approvals off [/]" if yolo else ""
+        label = escape(model) if model else "no model"
+        self.query_one("#topbar", Static).update(
+            f"[bold]hermes-tui[/] {version} · session [b]{escape(session)}[/] · {label} · {escape(cwd)}"
+            f" · approvals {escape(approvals)}{badge}"
+        )
+
+    # -- what the engine and the agent say ------------------------------------------------
+
+    @on(AgentUpdate)
+    async def _agent_update(self, message: AgentUpdate) -> None:
+        if message.session != self.session:
+            return  # a late event of the session the app just left
+        event = message.event
+        await self.conversation.show_event(event)
+        if isinstance(event, ToolFinished) and event.exec_result is not None:
+            self.query_one(OutputPane).finish(event.exec_result)
+
+    def show_runtime_event(self, event: RuntimeEvent) -> None:
+        """Live output of this session's scripts, and their tool-call count."""
+        output = self.query_one(OutputPane)
+        if isinstance(event, ExecStarted):
+            if event.session == self.session:
+                output.begin(event.exec_id, event.kernel_id, event.timeout, event.max_tool_calls)
+        elif isinstance(event, ExecOutput):
+            output.feed(event.exec_id, event.text, event.skipped_bytes)
+        elif isinstance(event, ToolCallMade):
+            if event.exec_id == output.exec_id and output.status == "running":
+                output.set_tool_calls(event.calls)
+        elif isinstance(event, ExecFinished):
+            output.finish(event.result)
+
+    def show_kernels(self, kernels: list[KernelInfo], memory: dict[str, int]) -> None:
+        """Kernel rows (and each one's resident memory)."""
+        self.query_one(KernelsPane).update_kernels(kernels, memory)
+
+    @on(RunBlock.Selected)
+    def _show_run(self, event: RunBlock.Selected) -> None:
+        if event.block.result is not None:
+            self.query_one(OutputPane).show(event.block.result)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    @on(ApprovalNeeded)
+    def _approval_needed(self, message: ApprovalNeeded) -> None:
+        self._waiting_approvals += 1
+        self._ask(message.request, message.answer)
+
+    @work(group="approvals", exit_on_error=False)
+    async def _ask(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
+        async with self._approval_lock:  # one dialog at a time; the others wait in line
+            self._waiting_approvals -= 1
+            if answer.done():  # withdrawn while it waited
+                return
+            from hermes_tui.widgets.approval import ApprovalScreen
+
+            screen = ApprovalScreen(request, waiting=self._waiting_approvals)
+            self._dialogs[request.id] = screen
+            try:
+                decision = await self.app.push_screen_wait(screen)
+            finally:
+                self._dialogs.pop(request.id, None)
+            if not answer.done():
+                answer.set_result(decision or ApprovalDecision(choice="deny"))
+
+    @on(ApprovalWithdrawn)
+    def _approval_withdrawn(self, message: ApprovalWithdrawn) -> None:
+        screen = self._dialogs.get(message.request_id)
+        if screen is not None and screen.is_current:
+            screen.dismiss(None)
+            self.notify("No answer in time: the request was denied.", severity="warning")
+
+    # -- panes ----------------------------------------------------------------------------
+
+    def focus_pane(self, pane: str) -> None:
+        """Focus the input (``conversation``), the output log (``output``) or the kernels table."""
+        if pane == "conversation":
+            self.query_one(PromptInput).focus()
+        elif pane == "output":
+            self.query_one("#output-log").focus()
+        else:
+            self.query_one("#kernel-table").focus()
+
+    def toggle_maximize(self) -> None:
+        """Maximise the focused pane, or bring the layout back."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        pane = self.focused_pane()
+        if pane is not None:
+            self.maximize(pane, container=False)
+
+    def focused_pane(self) -> Pane | None:
+        """The pane that holds the focus, if any."""
+        focused = self.focused
+        return next((w for w in (focused, *(focused.ancestors if focused else ()))
+                     if isinstance(w, (ConversationPane, OutputPane, KernelsPane))), None)
+
+    def focused_help(self) -> str:
+        """Which help page fits the focused pane: conversation, output or kernels."""
+        return {OutputPane: "output", KernelsPane: "kernels"}.get(type(self.focused_pane()), "conversation")
