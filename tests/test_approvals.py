@@ -276,3 +276,18 @@ def test_exec_yolo_and_injected_origin(hermes_home: Path, tmp_path: Path) -> Non
     injected = cli(hermes_home, "exec", "--origin", "injected", "t.py", cwd=tmp_path)
     assert injected.returncode == 1 and injected.stdout == ""
     assert "error: BLOCKED: no one to approve" in injected.stderr
+
+
+async def test_a_request_names_the_tool_call_it_belongs_to(hermes_home: Path, tmp_path: Path) -> None:
+    approver = Approver("once")
+    rt = await make(hermes_home, approver=approver)
+    try:
+        await rt.execute_code(SCRIPT, session="c", cwd=tmp_path, call_id="call-script")
+        await rt.execute_code(SCRIPT, session="c", cwd=tmp_path, origin="injected", call_id="call-injected")
+        await rt.terminal("echo top", session="c", cwd=tmp_path, call_id="call-top")
+        await rt.execute_code(SCRIPT, session="c", cwd=tmp_path)
+    finally:
+        await rt.aclose()
+    assert [(r.kind, r.call_id) for r in approver.asked] == [
+        ("terminal", "call-script"), ("script", "call-injected"), ("terminal", "call-injected"),
+        ("terminal", "call-top"), ("terminal", None)]

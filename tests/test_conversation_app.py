@@ -209,7 +209,7 @@ async def test_inject_without_a_model_runs_python_after_approval(hermes_home: Pa
 
     app = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-py-inject")
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.agent is not None and app._inject is not None)
+        await wait_until(pilot, lambda: app.agent is not None and app.workspace.listening)
         answer = await asyncio.to_thread(inject, "print('via inject', 6 * 7)", None, hermes_home)
         assert answer == {"ok": True, "session": "s-py-inject", "queued": 0}
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
@@ -244,3 +244,82 @@ async def test_escape_stops_a_streaming_reply(hermes_home: Path, tmp_path: Path)
     session = stored(hermes_home, "s-stop")
     assert [t["status"] for t in session.turns] == ["interrupted"]
     assert session.messages[-1]["status"] == "interrupted" and "[interrupted]" in session.messages[-1]["content"]
+
+
+def approvals_of(home: Path, session: str) -> list[dict]:
+    conn = db.connect(db.sessions_db_path(home))
+    try:
+        return [dict(row) for row in conn.execute(
+            "SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at", (session,))]
+    finally:
+        conn.close()
+
+
+async def test_bang_command_is_stored_seen_by_the_model_resumed_and_exported(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([{"text": "It printed from-the-shell."}]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-bang")
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "!echo from-the-$((1 + 1))-shell")
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            asked = app.screen.request
+            await pilot.press("1")
+            await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
+            assert not list(app.query(MessageBlock))  # a !cmd shows as its run, not as a message
+            await submit(pilot, app, "what did it print?")
+            await wait_until(pilot, lambda: "It printed" in replies(app))
+        # The model was sent the command and its output, as a call and its result.
+        sent = server.requests[0]["messages"]
+        assert [m["role"] for m in sent[1:]] == ["user", "assistant", "tool", "user"]
+        assert sent[1]["content"] == "!echo from-the-$((1 + 1))-shell"
+        assert sent[2]["tool_calls"][0]["function"]["name"] == "terminal"
+        assert "from-the-2-shell" in json.loads(sent[3]["content"])["output"]
+    session = stored(hermes_home, "s-bang")
+    [shell_call] = [c for c in session.tool_calls.values() if c["name"] == "terminal"]
+    assert shell_call["status"] == "success" and "from-the-2-shell" in shell_call["result"]["output"]
+    # Its approval is recorded under its own call, and answered.
+    [approval] = approvals_of(hermes_home, "s-bang")
+    assert asked.call_id == shell_call["id"] == approval["tool_call_id"]
+    assert approval["status"] == "answered" and approval["decision"] == "once"
+    # Exported: the command as the human's turn, its call and its output.
+    exported = json.dumps(to_sharegpt(session), ensure_ascii=False)
+    assert "!echo from-the-$((1 + 1))-shell" in exported and "from-the-2-shell" in exported
+    assert '\\"name\\": \\"terminal\\"' in exported
+    # Resumed: the run is drawn again, with its outcome.
+    again = model_app(hermes_home, tmp_path, server, session="s-bang")
+    async with again.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: any(b.code == "echo from-the-$((1 + 1))-shell" for b in again.query(RunBlock)))
+        run = next(b for b in again.query(RunBlock) if b.code == "echo from-the-$((1 + 1))-shell")
+        assert run.status == "success"
+
+
+async def test_a_bang_command_typed_during_a_model_call_waits_and_keeps_its_own_call_id(
+        hermes_home: Path, tmp_path: Path) -> None:
+    slow = ("import time\nfrom hermes_tools import terminal\ntime.sleep(1.5)\n"
+            "print(terminal('echo approved-$((40 + 2))')['output'])\n")
+    with FakeModelServer([
+        {"tool_calls": [{"name": "execute_code", "arguments": {"code": slow}}]},
+        {"text": "Model turn done."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-ids")
+        async with app.run_test(size=SIZE) as pilot:
+            await submit(pilot, app, "run the slow check")
+            await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "running")
+            await submit(pilot, app, "!echo typed-meanwhile")
+            await wait_until(pilot, lambda: any("queued" in str(n.render()) for n in app.query(".note")))
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            model_request = app.screen.request
+            assert model_request.text == "echo approved-$((40 + 2))"
+            await pilot.press("1")
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen)
+                             and app.screen.request.text == "echo typed-meanwhile")
+            shell_request = app.screen.request
+            await pilot.press("1")
+            await wait_until(pilot, lambda: app.agent is not None and not app.agent.busy
+                             and app.query(RunBlock).last().status == "success")
+    session = stored(hermes_home, "s-ids")
+    by_name = {c["name"]: c["id"] for c in session.tool_calls.values()}
+    assert model_request.call_id == by_name["execute_code"]
+    assert shell_request.call_id == by_name["terminal"] != model_request.call_id
+    assert {a["text"]: a["tool_call_id"] for a in approvals_of(hermes_home, "s-ids")} == {
+        "echo approved-$((40 + 2))": by_name["execute_code"], "echo typed-meanwhile": by_name["terminal"]}
+    assert [t["text"] for t in session.turns] == ["run the slow check", "!echo typed-meanwhile"]

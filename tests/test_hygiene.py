@@ -71,3 +71,69 @@ def test_widgets_touch_no_processes_or_sockets() -> None:
         if re.search(r"^\s*(import|from)\s+(subprocess|socket|multiprocessing)\b", path.read_text(), re.MULTILINE)
     ]
     assert offenders == []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Which hermes_tui modules each one imports, at any depth (in functions and
+    TYPE_CHECKING blocks too: a deferred import is still a dependency)."""
+    import ast
+
+    package = RUNTIME.parent
+    widgets = Path(__import__("hermes_tui.widgets", fromlist=["_"]).__file__).parent
+    files: dict[str, Path] = {}
+    for folder, prefix in ((package, "hermes_tui"), (widgets, "hermes_tui.widgets")):
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[0] == "widgets" and folder == package:
+                continue
+            name = ".".join((prefix, *parts))
+            files[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            # Each imported name: the submodule it names if there is one, else its module.
+            candidates: list[tuple[str, ...]] = []
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                candidates = [(f"{base}.{alias.name}", base) for alias in node.names]
+            elif isinstance(node, ast.Import):
+                candidates = [(alias.name,) for alias in node.names]
+            for options in candidates:
+                target = next((t for t in options if t in files), None)
+                if target is not None and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def test_no_import_circles() -> None:
+    graph = _import_graph()
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                circles.append(path[path.index(target):] + [target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert circles == [], "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_widgets_import_event_types_not_the_agent_loop() -> None:
+    graph = _import_graph()
+    offenders = {m: sorted(t for t in targets if t == "hermes_tui.agent.loop")
+                 for m, targets in graph.items() if m.startswith("hermes_tui.widgets")}
+    assert {m: t for m, t in offenders.items() if t} == {}

@@ -161,3 +161,25 @@ async def test_file_transport_end_to_end(runtime_factory, tmp_path: Path) -> Non
     assert result.output.splitlines() == [
         "False True", "     1|via files", "2", f"File not found: {tmp_path / 'missing'}"]
     assert result.tool_calls_made == 3 and (tmp_path / "g.txt").read_text() == "ok"
+
+
+@pytest.mark.parametrize("transport", ["socket", "file"])
+async def test_each_counted_tool_call_is_an_event(runtime_factory, tmp_path, transport: str) -> None:
+    from hermes_tui.runtime import ToolCallMade
+
+    rt = await runtime_factory(f"code_execution:\n  rpc_transport: {transport}\n  max_tool_calls: 3\n")
+    (tmp_path / "f.txt").write_text("x\n")
+    subscription = rt.subscribe()
+    try:
+        result = await rt.execute_code(
+            "from hermes_tools import read_file\nfor _ in range(4):\n    read_file('f.txt')", session="s", cwd=tmp_path)
+        made = []
+        while (event := subscription.get_nowait()) is not None:
+            if isinstance(event, ToolCallMade):
+                made.append(event)
+    finally:
+        subscription.close()
+    # The fourth call was refused at the limit: it is not counted, so it is no event.
+    assert [(e.exec_id, e.session, e.tool, e.calls) for e in made] == [
+        (result.exec_id, "s", "read_file", n) for n in (1, 2, 3)]
+    assert result.tool_calls_made == 3

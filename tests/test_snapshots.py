@@ -67,6 +67,7 @@ def test_main_screen(snap_compare, tmp_path) -> None:
     app = HermesApp(make_config(), cwd="/home/user/project", home=tmp_path, session="tui")
 
     async def settle(pilot) -> None:
+        await pilot.pause()  # the main screen composes its panes once the app is running
         app.query_one(PromptInput).cursor_blink = False
         await pilot.pause()
 
@@ -96,6 +97,7 @@ def test_model_conversation(snap_compare, tmp_path) -> None:
 
         async def converse(pilot) -> None:
             injected = False
+            await pilot.pause()  # the main screen composes its panes once the app is running
             prompt = app.query_one(PromptInput)
             prompt.cursor_blink = False
             prompt.insert("How do I fix a bug on main without losing my work?")
