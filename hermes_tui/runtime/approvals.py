@@ -258,7 +258,8 @@ class ApprovalGate:
         key = allow_key or request.text
         refusal: str | None
         await self.audit.write(event="request", id=request.id, kind=request.kind, session=request.session,
-                               origin=request.origin, reasons=request.reasons, cwd=request.cwd, text=request.text)
+                               origin=request.origin, call_id=request.call_id, reasons=request.reasons, cwd=request.cwd,
+                               text=request.text)
         if self.approver is None:
             refusal = "no one to approve this (no approver / no terminal to ask on); it was not run"
             await self.audit.write(event="decision", id=request.id, decision="deny", why=refusal)

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fake_models import FakeModelServer  # noqa: E402
 
-from hermes_tui.agent.loop import Agent, ReplyText, TurnEnded  # noqa: E402
+from hermes_tui.agent.events import ReplyText, TurnEnded  # noqa: E402
+from hermes_tui.agent.loop import Agent  # noqa: E402
 from hermes_tui.agent.providers import resolve_provider  # noqa: E402
 from hermes_tui.config import parse_config  # noqa: E402
 from hermes_tui.runtime import Runtime  # noqa: E402
