@@ -18,11 +18,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING
 
 from hermes_tui import __version__
 from hermes_tui.cli.app_cmd import app_command
 from hermes_tui.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from hermes_tui.cli.exec_cmd import exec_command
+
+if TYPE_CHECKING:
+    from hermes_tui.config import Config
 
 
 def _seconds(text: str) -> float:
@@ -140,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _load_config(args: argparse.Namespace):  # -> Config
+def _load_config(args: argparse.Namespace) -> Config:
     from hermes_tui.config import ConfigError, load_config
 
     path = getattr(args, "sub_config", None) or args.config

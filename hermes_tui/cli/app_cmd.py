@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from hermes_tui.cli.errors import EXIT_OK, UsageError
 
+if TYPE_CHECKING:
+    from hermes_tui.config import Config
 
-def app_command(args: argparse.Namespace, config) -> int:  # config: Config
+
+def app_command(args: argparse.Namespace, config: Config) -> int:
     """Open the app on ``config`` (already loaded, so a broken one is reported as one line, not inside the app)."""
     if args.app_yolo:
         config.approvals.mode = "off"

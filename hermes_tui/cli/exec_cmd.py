@@ -6,11 +6,16 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 
+if TYPE_CHECKING:
+    from hermes_tui.config import Config
+    from hermes_tui.runtime.models import ExecResult
 
-def exec_command(args: argparse.Namespace, config) -> int:  # config: Config
+
+def exec_command(args: argparse.Namespace, config: Config) -> int:
     """Run the files in order; 0 if all succeeded, 1 otherwise (a UsageError for bad input)."""
     if args.yolo:
         config.approvals.mode = "off"
@@ -42,7 +47,7 @@ def _read_scripts(files: list[str]) -> list[tuple[str, str]]:
     return scripts
 
 
-async def _run_scripts(config, scripts: list[tuple[str, str]], args: argparse.Namespace) -> int:
+async def _run_scripts(config: Config, scripts: list[tuple[str, str]], args: argparse.Namespace) -> int:
     from hermes_tui.cli.tty_approver import tty_approver
     from hermes_tui.runtime import Runtime
 
@@ -67,7 +72,7 @@ async def _run_scripts(config, scripts: list[tuple[str, str]], args: argparse.Na
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def _print_result(name: str, result) -> None:
+def _print_result(name: str, result: ExecResult) -> None:
     sys.stdout.write(result.output)
     sys.stdout.flush()
     notes = []
