@@ -2,9 +2,11 @@
 
 Two places hold permanent rules: ``command_allowlist`` in config.yaml (the user's own file,
 read, never written) and ``$HERMES_HOME/tui/allowlist.yaml`` (where "always" answers go). A
-rule is an exact command, or a glob (``git log *``). A glob never matches a command that
-contains shell operators (``;``, ``&&``, ``|``, ``$(``, redirections, ...), so ``git *`` can not
-be stretched into ``git status; rm -rf ~``. Rules are read by the host when the runtime starts
+rule is an exact command, or a glob (``git log *``). A glob is matched against the parsed
+command (:func:`hermes_tui.runtime.danger.simple_commands`): it matches only a command that
+parses to exactly one simple command with no redirection, substitution, variable or
+assignment, so ``git *`` can not be stretched into ``git status; rm -rf ~``, a second line, or
+``git $(rm -rf ~)``. Rules are read by the host when the runtime starts
 or reloads — never because a script changed the files.
 """
 
@@ -19,6 +21,7 @@ from typing import Literal
 
 import yaml
 
+from hermes_tui.runtime.danger import simple_commands
 from hermes_tui.runtime.fsutil import atomic_write
 
 OPERATOR_RE = re.compile(r"[;&|<>`\n]|\$\(")
@@ -44,7 +47,12 @@ class Rule:
         command = command.strip()
         if self.kind == "exact":
             return command == self.pattern.strip()
-        return not OPERATOR_RE.search(command) and fnmatch.fnmatchcase(command, self.pattern.strip())
+        if OPERATOR_RE.search(command):
+            return False
+        parsed = simple_commands(command)
+        if parsed is None or len(parsed) != 1:
+            return False
+        return fnmatch.fnmatchcase(" ".join(parsed[0]), self.pattern.strip())
 
 
 def allowlist_path(home: Path) -> Path:

@@ -1,0 +1,354 @@
+"""What a shell command would do: flagged parts (ask first) and the hard floor (never).
+
+The text is parsed with a real bash grammar (:mod:`.parse`, tree-sitter-bash) into every
+simple command it would run — through lists, pipelines, subshells, functions, loops,
+``$(...)``, backticks, ``<(...)`` and heredocs, with comments dropped and line continuations
+joined. Wrappers are unwrapped to the command they run (:mod:`.wrappers`: ``sudo``, ``env -S``,
+``timeout``, ``xargs``, ``find -exec``, ``bash -lc``, ``su -c``, ``eval``, ``ssh host CMD``, ...)
+and each command is read by the rules of its program (:mod:`.programs`). Quoted text given to a
+program as data (``echo 'rm -rf /'``, ``grep "rm -rf" .``) is not a command and is not flagged.
+A command that cannot be parsed, or that hides characters, is flagged — never waved through.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from hermes_tui.runtime.danger import windows
+from hermes_tui.runtime.danger.analysis import Analysis
+from hermes_tui.runtime.danger import wrappers as wrap
+from hermes_tui.runtime.danger.parse import COMPUTED, Command, Parsed, parse
+from hermes_tui.runtime.danger.paths import Paths, basename
+from hermes_tui.runtime.danger.programs import (
+    Check, check_program, interpreter_name, program_options, remote_code, sql, write_target,
+)
+from hermes_tui.runtime.danger.text import hidden_characters, reveal
+
+__all__ = ["Analysis", "analyze", "protected_write", "reveal", "hidden_characters", "quote_command", "simple_commands"]
+
+MAX_NESTING = 8
+"""Shells in shells deeper than this are not read (and flagged)."""
+SQL_PROGRAMS = frozenset({"DROP", "TRUNCATE", "DELETE", "ALTER", "UPDATE", "drop", "truncate", "delete"})
+
+
+def protected_write(path: str, home: str | None = None, hermes_home: str | None = None) -> str | None:
+    """Why writing the file at ``path`` must be approved (None if it need not)."""
+    return Paths.of(home, hermes_home).protected(path)
+
+
+def analyze(command: str, home: str | None = None, hermes_home: str | None = None) -> Analysis:
+    """Flags and hard-floor reasons for the shell text ``command``. Never raises."""
+    result = Analysis()
+    paths = Paths.of(home, hermes_home)
+    hidden = hidden_characters(command)
+    if hidden:
+        result.add(f"contains hidden characters ({', '.join(hidden[:6])}): it may not run what it shows")
+    try:
+        _Reader(paths, result).text(command, 0)
+    except RecursionError:
+        result.add("nests too deeply to read")
+    return result
+
+
+def simple_commands(command: str, home: str | None = None) -> list[list[str]] | None:
+    """The simple commands ``command`` parses to, as words; None if it cannot be read
+    statically (a syntax error, or a part known only at run time). Rules match on this."""
+    paths = Paths.of(home, None)
+    parsed = parse(command, {"HOME": paths.home})
+    if parsed.problems or parsed.functions:
+        return None
+    out = []
+    for item in parsed.commands:
+        if any(COMPUTED in w for w in item.words) or item.redirects or item.assignments or item.fed_by:
+            return None
+        out.append(item.words)
+    return out
+
+
+def quote_command(words: list[str]) -> str:
+    """A command line for ``words`` (used in messages)."""
+    return shlex.join(words)
+
+
+class _Reader:
+    def __init__(self, paths: Paths, result: Analysis) -> None:
+        self.paths = paths
+        self.result = result
+        self.made_executable: set[str] = set()
+
+    def text(self, text: str, depth: int, stdin_of: Command | None = None) -> None:
+        """Read shell text (the whole command, or what ``bash -c`` / ``eval`` / a piped shell runs)."""
+        if depth > MAX_NESTING:
+            self.result.add("nests shells too deeply to read")
+            return
+        parsed = parse(text, {"HOME": self.paths.home, "HERMES_HOME": self.paths.hermes_home})
+        for problem in parsed.problems:
+            self.result.add(f"{problem}: read it yourself" if "cannot be parsed" in problem
+                            else f"cannot be parsed: it {problem}")
+        self._fork_bombs(parsed)
+        for redirect in parsed.writes:
+            write_target(redirect.target, self.paths, self.result)
+        for redirect in parsed.reads:
+            if self.paths.credential(redirect.target):
+                self.result.add("reads a credentials file (its contents would reach the model)")
+        for command in parsed.commands:
+            if stdin_of is not None and not command.fed_by:
+                command.fed_by.extend(stdin_of.fed_by)
+            self.command(command, list(command.words), depth)
+
+    def _fork_bombs(self, parsed: Parsed) -> None:
+        for name, body in parsed.functions.items():
+            calls = [c for c in body if c.words[:1] == [name]]
+            piped = any(any(f.words[:1] == [name] for f in c.fed_by) for c in calls)
+            if len(calls) >= 2 or piped:
+                called = any(c.words[:1] == [name] for c in parsed.commands if c not in body)
+                self.result.add("is a fork bomb (a function that starts copies of itself)", hard=called)
+
+    def command(self, command: Command, words: list[str], depth: int) -> None:
+        """Unwrap ``words`` to the program that runs, then apply its rules."""
+        for name, _ in command.assignments:
+            self._environment(name)
+        for _ in range(32):  # wrappers in wrappers; each turn removes at least one word
+            if not words:
+                return
+            first = words[0]
+            if COMPUTED in first:
+                self.result.add("runs a program whose name is known only at run time ($VAR, $(...))")
+                return
+            program = program_name(first)
+            args = words[1:]
+            spec = wrap.WRAPPERS.get(program)
+            if program == "sudo" and _sudo_stdin_password(args):
+                self.result.add("feeds sudo a password on standard input (sudo -S): password guessing", hard=True)
+            if program == "sudo" and args and args[0] in ("-e", "--edit"):
+                self.result.add(wrap.as_root("sudo"))
+                for target in args[1:]:
+                    write_target(target, self.paths, self.result, "edits")
+                return
+            if program == "sudoedit":
+                self.result.add(wrap.as_root("sudoedit"))
+                for target in args:
+                    write_target(target, self.paths, self.result, "edits")
+                return
+            if spec is not None:
+                if spec.note:
+                    self.result.add(spec.note)
+                if program == "command" and args[:1] and args[0] in ("-v", "-V"):
+                    return  # looks a name up; runs nothing
+                if program == "sudo" and any(a in ("-s", "-i", "--shell", "--login") for a in args):
+                    rest = wrap.skip_options(args, spec)
+                    if rest:
+                        self.text(wrap.joined(rest), depth + 1)
+                    return
+                if program == "watch":
+                    rest = wrap.skip_options(args, spec)
+                    if rest:
+                        self.text(wrap.joined(rest), depth + 1)
+                    return
+                words = wrap.skip_options(args, spec)
+                if program == "flock" and words[:1] in (["-c"], ["--command"]):  # flock FILE -c TEXT
+                    self.text(" ".join(words[1:2]), depth + 1)
+                    return
+                continue
+            if program in ("su", "runuser", "sg", "script"):
+                if program in ("su", "runuser", "sg"):
+                    self.result.add(wrap.as_root(program) if program != "sg" else "runs as another group (sg)")
+                texts = wrap.su_texts(args)
+                for text in texts:
+                    self.text(text, depth + 1)
+                if texts:
+                    return
+                if program == "runuser" and "--" in args:
+                    words = args[args.index("--") + 1:]
+                    continue
+                elif program == "sg" and len(args) >= 2:
+                    self.text(args[1], depth + 1)
+                return
+            if program == "env":
+                unwrapped = wrap.env_command(args)
+                for note in unwrapped.notes:
+                    self._environment(note.removeprefix("env:"))
+                if unwrapped.text is not None:
+                    self.text(unwrapped.text, depth + 1)
+                    return
+                words = unwrapped.words or []
+                continue
+            if program == "xargs":
+                words = wrap.skip_options(args, wrap.XARGS_SPEC)
+                continue
+            if program in ("parallel",):
+                words = [w for w in wrap.skip_options(args, wrap.WRAPPERS["parallel"]) if w != ":::"]
+                continue
+            if program in wrap.SHELLS or program in ("busybox",) and args[:1] in (["sh"], ["ash"]):
+                self._shell(command, program, args if program != "busybox" else args[1:], depth)
+                return
+            if program == "eval":
+                self._eval(command, " ".join(args), depth)
+                return
+            if program in ("source", "."):
+                if remote_code(Check(program, args, command, self.paths, self.result), "source"):
+                    return
+                if args[:1] and args[0] in ("/dev/stdin", "-", "/proc/self/fd/0") or any(COMPUTED in a for a in args[:1]):
+                    self.result.add("runs shell code it reads at run time (source)")
+                return
+            if program == "find":
+                actions, _ = wrap.find_actions(args)
+                for action in actions:
+                    self.command(command, [w for w in action if w != "{}"] or action, depth)
+                check_program(Check(program, args, command, self.paths, self.result))
+                return
+            if program == "ssh":
+                host, remote = wrap.ssh_command(args)
+                self._program_options(program, args, depth)
+                if remote:
+                    self.result.add(f"runs a command on another machine (ssh {host}): {remote[:80]}")
+                    self.text(remote, depth + 1)
+                elif host and (command.stdin is not None or command.fed_by):
+                    self.result.add(f"runs commands it feeds to another machine (... | ssh {host})")
+                    self._fed_shell(command, program, depth)
+                return
+            if program in SQL_PROGRAMS:
+                sql(" ".join(words), self.result)
+                return
+            # Windows paths lose their backslashes to bash quoting: those rules read the raw words.
+            raw = command.text.split()[1:] if "\\" in command.text and len(words) == len(command.words) else args
+            if windows.check(program, raw, self.paths, self.result, lambda text: self.text(text, depth + 1)):
+                return
+            if program == "hermes" or (program == "hermes_cli.main"):
+                self._hermes(args, depth)
+                return
+            if interpreter_name(program) == "python" and args[:2] == ["-m", "hermes_cli.main"]:
+                self._hermes(args[2:], depth)
+                return
+            if program == "chmod" and any(re.fullmatch(r"[ugoa]*\+[rwx]*x[rwx]*|[0-7]?[0-7][1357][0-7]{2}|"
+                                                        r"[0-7]?[0-7]{2}[1357]|\+x", a) for a in args):
+                self.made_executable.update(basename(a) for a in args if not a.startswith(("-", "+")))
+            elif "/" in first and basename(first) in self.made_executable:
+                self.result.add("runs a script it has just made executable (chmod +x, then runs it)")
+            self._program_options(program, args, depth)
+            self._carrier(command, program, depth)
+            check_program(Check(program, args, command, self.paths, self.result))
+            return
+        self.result.add("wraps commands too deeply to read")
+
+    def _environment(self, name: str) -> None:
+        if name in ("DOCKER_HOST", "CONTAINER_HOST", "DOCKER_CONTEXT", "KUBECONFIG"):
+            self.result.add(f"points tools at another daemon or cluster ({name}=...)")
+        elif name in ("LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PROMPT_COMMAND",
+                      "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "PAGER", "GIT_PAGER", "EDITOR", "VISUAL"):
+            self.result.add(f"sets {name}, which makes programs run other code")
+
+    def _shell(self, command: Command, program: str, args: list[str], depth: int) -> None:
+        text, has_c = wrap.shell_text(args)
+        if has_c:
+            self.result.add(f"runs a command through another shell ({program} -c): its text is read below, "
+                            "but read it yourself")
+            if text is None:
+                self.result.add(f"runs a shell command the rules cannot read ({program} -c without text)")
+            elif COMPUTED in text:
+                if not remote_code(Check(program, args, command, self.paths, self.result), program):
+                    self.result.add(f"runs shell text known only at run time ({program} -c \"$(...)\")")
+            else:
+                self.text(text, depth + 1, command)
+            return
+        operands = [a for a in args if not a.startswith(("-", "+"))]
+        if remote_code(Check(program, args, command, self.paths, self.result), program):
+            return
+        if operands and COMPUTED in operands[0]:
+            self.result.add(f"runs a shell script known only at run time ({program} <(...))")
+            return
+        if operands and "-s" not in args:
+            return  # runs a script file
+        if command.stdin is not None or command.fed_by:
+            self.result.add(f"runs shell code fed on standard input ({program} <<EOF, ... | {program})")
+        self._fed_shell(command, program, depth)
+
+    def _fed_shell(self, command: Command, program: str, depth: int) -> None:
+        """Read what a shell (or ssh) reads on its standard input, when it can be known."""
+        if command.stdin is not None:
+            self.text(command.stdin, depth + 1)
+            return
+        static = _static_output(command)
+        if static is not None:
+            self.text(static, depth + 1)
+        elif command.fed_by and not remote_code(Check(program, [], command, self.paths, self.result), program):
+            self.result.add(f"runs shell code from a pipe the rules cannot read (... | {program})")
+
+    def _program_options(self, program: str, args: list[str], depth: int) -> None:
+        """Options that make a program run another (``rg --pre``, ``man -P``, ``tar -I``, ...)."""
+        for option, value in program_options(program, args):
+            self.result.add(f"runs a program through an option ({program} {option}): {value[:60]}")
+            self.text(value, depth + 1)
+
+    def _carrier(self, command: Command, program: str, depth: int) -> None:
+        """Text that will run later: ``echo 'CMD' > deploy.sh``, ``cat <<EOF > x.sh``. What it
+        would do is flagged (never refused: it does not run now)."""
+        if program not in ("echo", "printf", "cat", "tee"):
+            return
+        scripts = [r.target for r in command.redirects if r.op in (">", ">>", ">|", "&>", "&>>")
+                   and r.target.endswith((".sh", ".bash", ".zsh", ".command", ".ps1", "crontab"))]
+        if program == "tee":
+            scripts += [a for a in command.words[1:] if a.endswith((".sh", ".bash", ".zsh"))]
+        if not scripts:
+            return
+        text = command.stdin if program in ("cat", "tee") else " ".join(
+            w for w in command.words[1:] if w not in ("-n", "-e", "-E"))
+        if not text or COMPUTED in text:
+            return
+        inner = Analysis()
+        _Reader(self.paths, inner).text(text.replace("\\n", "\n"), depth + 1)
+        for reason in [*inner.hard, *inner.flags]:
+            self.result.add(f"writes a script ({scripts[0]}) that {reason}")
+
+    def _hermes(self, args: list[str], depth: int) -> None:
+        """Hermes Agent's own CLI: its gateway, its approval settings, and commands it is handed."""
+        words = [a for a in args if not a.startswith("-")]
+        lowered = [w.lower() for w in words]
+        if "gateway" in lowered and any(v in lowered for v in ("stop", "restart", "kill")) or \
+                ("gateway" in lowered and "run" in lowered and "--replace" in args):
+            self.result.add("stops or restarts the Hermes gateway (kills running agents)")
+        if lowered[:2] == ["config", "set"] and len(words) > 2 and re.search(
+                r"approval|allowlist|security|tirith|yolo|guardrail|permission|sandbox", lowered[2]):
+            self.result.add(f"changes Hermes approval or security settings ({words[2]})")
+        for word in words[1:]:
+            if " " in word or ";" in word:
+                inner = Analysis()
+                _Reader(self.paths, inner).text(word, depth + 1)
+                for reason in [*inner.hard, *inner.flags]:
+                    self.result.add(f"hands Hermes a command that {reason}")
+
+    def _eval(self, command: Command, text: str, depth: int) -> None:
+        if COMPUTED in text:
+            if not remote_code(Check("eval", [text], command, self.paths, self.result), "eval"):
+                self.result.add("evaluates text known only at run time (eval \"$(...)\")")
+            return
+        self.text(text, depth + 1)
+
+
+def program_name(word: str) -> str:
+    """The program a command word names (``/bin/rm`` is rm; ``.`` stays ``.``)."""
+    return word if word in (".", "..") else basename(word)
+
+
+def _sudo_stdin_password(args: list[str]) -> bool:
+    for arg in args:
+        if arg == "--" or not arg.startswith("-"):
+            return False
+        if arg == "--stdin" or (not arg.startswith("--") and "S" in arg[1:]):
+            return True
+    return False
+
+
+def _static_output(command: Command) -> str | None:
+    """What ``echo WORDS | sh`` / ``printf TEXT | sh`` hands the shell, when it is static."""
+    if len(command.fed_by) != 1:
+        return None
+    source = command.fed_by[0]
+    if source.words[:1] in (["echo"], ["printf"]) and not any(COMPUTED in w for w in source.words):
+        words = [w for w in source.words[1:] if not (source.words[0] == "echo" and w in ("-n", "-e", "-E"))]
+        return " ".join(words).replace("\\n", "\n")
+    if source.words[:1] == ["cat"] and source.stdin is not None and len(source.words) == 1:
+        return source.stdin
+    return None
+
