@@ -291,3 +291,45 @@ async def test_a_request_names_the_tool_call_it_belongs_to(hermes_home: Path, tm
     assert [(r.kind, r.call_id) for r in approver.asked] == [
         ("terminal", "call-script"), ("script", "call-injected"), ("terminal", "call-injected"),
         ("terminal", "call-top"), ("terminal", None)]
+
+
+async def test_a_typed_command_asks_only_when_flagged(hermes_home: Path, tmp_path: Path) -> None:
+    approver = Approver("once")
+    rt = await make(hermes_home, approver=approver)  # approvals.mode manual (the default)
+    try:
+        typed = await rt.terminal("echo typed", session="t", cwd=tmp_path, typed=True)
+        model = await rt.terminal("echo model", session="t", cwd=tmp_path)
+        (tmp_path / "build").mkdir()
+        flagged = await rt.terminal("rm -rf build", session="t", cwd=tmp_path, typed=True)
+        floor = await rt.terminal("rm -rf ~", session="t", cwd=tmp_path, typed=True)
+        injected = await rt.terminal("echo injected", session="t", cwd=tmp_path, origin="injected", typed=True)
+    finally:
+        await rt.aclose()
+    assert typed["output"] == "typed\n" and model["output"] == "model\n" and injected["output"] == "injected\n"
+    assert [r.text for r in approver.asked] == ["echo model", "rm -rf build", "echo injected"]
+    assert not (tmp_path / "build").exists() and flagged["exit_code"] == 0
+    assert floor["status"] == "blocked" and "refused" in floor["error"]
+
+
+async def test_file_requests_show_the_diff(hermes_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".bashrc").write_text("alias ll='ls -l'\n")
+    approver = Approver("deny", "not my shell")
+    rt = await make(hermes_home, approver=approver)
+    try:
+        patched = await rt.call_tool("patch", {"path": "~/.bashrc", "old_string": "ls -l", "new_string": "ls -la"},
+                                     session="f", cwd=tmp_path)
+        approver.choice = "once"
+        created = await rt.call_tool("write_file", {"path": "notes/new.txt", "content": "one\ntwo\n"},
+                                     session="f", cwd=tmp_path, origin="injected")
+    finally:
+        await rt.aclose()
+    first, second = approver.asked
+    assert first.kind == "file" and first.files[0].path == str(tmp_path / ".bashrc")
+    assert first.files[0].size == len("alias ll='ls -l'\n")
+    assert "-alias ll='ls -l'" in first.diff and "+alias ll='ls -la'" in first.diff
+    assert "start-up file" in first.reasons[0] and "always" not in first.choices
+    assert patched["error"].startswith("BLOCKED: denied by the user: not my shell")
+    assert (tmp_path / ".bashrc").read_text() == "alias ll='ls -l'\n"
+    assert second.kind == "file" and second.files[0].size is None and "+one" in second.diff
+    assert "injected turn" in second.reasons[0] and created["created"] is True

@@ -351,7 +351,8 @@ class Agent:
         status: ToolStatus
         try:
             outcome = dict(await _interruptible(turn, self.runtime.call_tool(
-                call.name, given, session=self.session_id, cwd=self.cwd, origin=turn.origin, call_id=call.id)))
+                call.name, given, session=self.session_id, cwd=self.cwd, origin=turn.origin, call_id=call.id,
+                typed=turn.kind == "shell")))
             status = "error" if outcome.get("error") else "success"
         except _Interrupted:
             outcome = {"output": "", "exit_code": -1, "status": "interrupted", "error": INTERRUPT_NOTICE}

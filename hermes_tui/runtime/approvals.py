@@ -46,13 +46,24 @@ Choice = Literal["once", "session", "always", "deny"]
 SessionKind = Literal["local", "gateway"]
 
 
+class FileChange(BaseModel):
+    """One file a ``write_file`` or ``patch`` request would write."""
+
+    path: str
+    size: int | None = None
+    """Its size in bytes now; None when it does not exist yet (it would be created)."""
+
+
+RequestKind = Literal["script", "terminal", "file"]
+
+
 class ApprovalRequest(BaseModel):
     """What the user is asked to allow."""
 
     id: str = Field(default_factory=lambda: secrets.token_hex(6))
-    kind: Literal["script", "terminal"]
+    kind: RequestKind
     text: str
-    """The full command (or script)."""
+    """The full command, script, or (kind ``file``) ``write_file PATH`` / ``patch PATH ...``."""
     cwd: str
     session: str
     kernel: str | None = None
@@ -72,6 +83,10 @@ class ApprovalRequest(BaseModel):
     """What "always" stores (an exact rule), when it is offered ..."""
     always_file: str | None = None
     """... and the file it is stored in."""
+    files: list[FileChange] = Field(default_factory=list)
+    """Kind ``file``: the files that would be written."""
+    diff: str | None = None
+    """Kind ``file``: a unified diff of the change (for a new file, a diff from nothing)."""
 
 
 class ApprovalDecision(BaseModel):
@@ -210,8 +225,13 @@ class ApprovalGate:
         what: str | None = None,
         extra_reasons: list[str] | None = None,
         call_id: str | None = None,
+        typed: bool = False,
     ) -> str | None:
-        """None if ``command`` may run; else the reason it is blocked (no ``BLOCKED:`` prefix)."""
+        """None if ``command`` may run; else the reason it is blocked (no ``BLOCKED:`` prefix).
+
+        ``typed``: the user typed it as a ``!cmd`` in a local session. It is the user's own
+        command: it runs without asking unless it is flagged, and the hard floor still refuses.
+        """
         analysis = analyze(command, os.path.expanduser("~"), str(self.home))
         reasons = [*(extra_reasons or []), *analysis.flags]
         base = dict(kind="terminal", session=session, origin=origin, text=command)
@@ -236,6 +256,9 @@ class ApprovalGate:
         if self.mode == "dangerous" and not reasons:
             await self.audit.write(event="auto", decision="allow", why="not flagged (approvals.mode dangerous)", **base)
             return None
+        if typed and origin == "user" and self.session_kind == "local" and not reasons:
+            await self.audit.write(event="auto", decision="allow", why="typed by the user (!cmd), not flagged", **base)
+            return None
         choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
         request = self._request("terminal", what or command, cwd, session, kernel, exec_id, origin, reasons, choices,
                                 call_id)
@@ -245,8 +268,33 @@ class ApprovalGate:
             request.always_file = str(allowlist_path(self.home))
         return await self._ask(request, command)
 
+    # -- file writes ----------------------------------------------------------------------
+
+    async def check_file(
+        self, tool: str, files: list[FileChange], diff: str, reasons: list[str], *, cwd: str, session: str,
+        kernel: str | None, exec_id: str | None, origin: Origin = "user", call_id: str | None = None,
+    ) -> str | None:
+        """Ask to let ``tool`` write ``files`` (the change shown as ``diff``); None if it may.
+
+        Asked for files that hold keys, rules or start-up code, and for the direct write_file /
+        patch calls of injected and automation turns. "session" allows the same tool writing the
+        same files again for the rest of the session; there is no "always" for a file write.
+        """
+        text = f"{tool} {' '.join(f.path for f in files)}"
+        base = dict(kind="file", session=session, origin=origin, text=text)
+        if self.yolo:
+            await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
+            return None
+        if text in self._session_allowed.get(session, set()) or self._take_once(session, text):
+            await self.audit.write(event="auto", decision="allow", why="allowed for this session", **base)
+            return None
+        request = self._request("file", text, cwd, session, kernel, exec_id, origin, reasons,
+                                ["once", "session", "deny"], call_id)
+        request.files, request.diff, request.session_rule = files, diff, text
+        return await self._ask(request, text)
+
     def _request(
-        self, kind: Literal["script", "terminal"], text: str, cwd: str, session: str, kernel: str | None,
+        self, kind: RequestKind, text: str, cwd: str, session: str, kernel: str | None,
         exec_id: str | None, origin: Origin, reasons: list[str], choices: list[Choice], call_id: str | None,
     ) -> ApprovalRequest:
         return ApprovalRequest(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import tempfile
@@ -264,33 +263,36 @@ class Runtime:
 
     async def terminal(
         self, command: str, *, session: str = "default", cwd: str | Path | None = None, timeout: float | None = None,
-        origin: Origin = "user", call_id: str | None = None,
+        origin: Origin = "user", call_id: str | None = None, typed: bool = False,
     ) -> dict[str, object]:
         """Run one shell command at the top level (``!cmd``, or the model's ``terminal`` call),
-        through the same approval gate as ``terminal()`` in scripts. Returns the tool's dict."""
+        through the same approval gate as ``terminal()`` in scripts. Returns the tool's dict.
+
+        ``typed``: the user typed this command (a ``!cmd``): it asks only when flagged."""
         args: dict[str, object] = {"command": command}
         if timeout is not None:
             args["timeout"] = timeout
-        return await self.call_tool("terminal", args, session=session, cwd=cwd, origin=origin, call_id=call_id)
+        return await self.call_tool("terminal", args, session=session, cwd=cwd, origin=origin, call_id=call_id,
+                                    typed=typed)
 
     async def call_tool(
         self, name: str, args: dict[str, object], *, session: str = "default", cwd: str | Path | None = None,
-        origin: Origin = "user", call_id: str | None = None,
+        origin: Origin = "user", call_id: str | None = None, typed: bool = False,
     ) -> dict[str, object]:
         """Run one of the seven tools at the top level (a model's direct call), as a script's
         call would run: validated, approved where needed, never raising. In an injected or
-        automation turn a call that writes files is asked first, like a whole script."""
+        automation turn a call that writes files is asked first, showing the diff.
+
+        ``typed``: a ``terminal`` call the user typed (``!cmd``): asks only when flagged."""
         await self.start()
         from hermes_tui.runtime.tools import call_tool
 
         folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
-        if origin != "user" and name in ("write_file", "patch"):
-            refusal = await self.gate.check_script(f"{name}({json.dumps(args, ensure_ascii=False)})", cwd=folder,
-                                                   session=session, origin=origin, exec_id=None, call_id=call_id)
-            if refusal is not None:
-                return {"error": f"BLOCKED: {refusal}"}
         env = self.launcher.child_env(self._pool.allowed_names if self._pool else frozenset())
         context = self.launcher.tool_context(cwd=folder, env=env, session=session, origin=origin, call_id=call_id)
+        context.typed = typed and name == "terminal"
+        if origin != "user":
+            context.ask_writes = f"an {origin} turn: its file writes are asked first"
         return await call_tool(name, dict(args), context)
 
     async def flush_records(self) -> None:

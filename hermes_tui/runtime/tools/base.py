@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
-    from hermes_tui.runtime.approvals import ApprovalGate
+    from hermes_tui.runtime.approvals import ApprovalGate, FileChange
     from hermes_tui.runtime.models import Origin
 
 TOOL_NAMES: tuple[str, ...] = (
@@ -38,6 +38,11 @@ class ToolContext:
     """Who started the turn: user, injected or automation (shown in approval requests)."""
     call_id: str | None = None
     """The tool call of the conversation this work belongs to (approvals are recorded under it)."""
+    typed: bool = False
+    """A ``!cmd`` the user typed: its terminal() call is the user's own (asks only if flagged)."""
+    ask_writes: str | None = None
+    """Why every file write of this call must be asked first (a top-level call of an injected
+    or automation turn), or None."""
 
     def resolve(self, path: str) -> Path:
         """``path`` made absolute against the working dir (``~`` expanded)."""
@@ -63,6 +68,9 @@ class Tool:
     writes: Callable[[ToolContext, Any], list[str]] | None = None
     """The files a call would write: one that holds keys, rules or start-up code must be
     approved first (like a terminal command writing it)."""
+    preview: Callable[[ToolContext, Any], tuple[list[FileChange], str]] | None = None
+    """The files a call would write, with their sizes, and the diff it would make (blocking):
+    what the approval dialog shows."""
 
 
 def describe_validation(exc: ValidationError) -> str:

@@ -3,6 +3,7 @@ and every failure turned into a dict with ``error`` — nothing a script sends c
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import ValidationError
@@ -51,12 +52,14 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
         return prepared
     tool, parsed = prepared
     try:
-        reasons = _guarded(tool, ctx, parsed)
-        if reasons:
-            what = f"{name} {' '.join(reasons)}"
-            refusal = await ctx.gate.check_terminal(
-                what, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
-                origin=ctx.origin, extra_reasons=list(reasons.values()), call_id=ctx.call_id,
+        reasons = list(dict.fromkeys(_guarded(tool, ctx, parsed).values()))
+        if tool.preview is not None and ctx.ask_writes and not reasons:
+            reasons = [ctx.ask_writes]
+        if reasons and tool.preview is not None:
+            files, diff = await asyncio.to_thread(tool.preview, ctx, parsed)
+            refusal = await ctx.gate.check_file(
+                name, files, diff, reasons, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id,
+                exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id,
             )
             if refusal is not None:
                 return {"error": f"BLOCKED: {refusal}"}
@@ -76,7 +79,7 @@ def _guarded(tool: Tool, ctx: ToolContext, parsed: Any) -> dict[str, str]:
     for path in tool.writes(ctx, parsed):
         reason = protected_write(path, hermes_home=hermes_home)
         if reason:
-            found[path] = reason
+            found[path] = f"{reason}: {path}"
     return found
 
 
@@ -89,7 +92,7 @@ def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dic
     if isinstance(prepared, dict):
         return prepared
     try:
-        if _guarded(tool, ctx, prepared[1]):
+        if _guarded(tool, ctx, prepared[1]) or (ctx.ask_writes and tool.preview is not None):
             return None  # needs an approval: that is the event loop's work
         return tool.blocking(ctx, prepared[1])
     except Exception as exc:

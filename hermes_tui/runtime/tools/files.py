@@ -9,8 +9,10 @@ from typing import Any
 
 from pydantic import Field
 
+from hermes_tui.runtime.approvals import FileChange
 from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.changes import file_diff
 
 LINE_CHARS = 2000
 """A longer line is cut (read_file is for reading, not for dumping minified files)."""
@@ -126,8 +128,14 @@ async def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict[str, Any]:
     return await asyncio.to_thread(_write, ctx.resolve(args.path), args.content)
 
 
+def _preview(ctx: ToolContext, args: WriteFileArgs) -> tuple[list[FileChange], str]:
+    """The file the call would write and the diff against it now, for an approval. Blocking."""
+    change, diff = file_diff(ctx.resolve(args.path), args.path, args.content)
+    return [change], diff
+
+
 TOOLS = (
     Tool("read_file", ReadFileArgs, read_file, lambda ctx, a: _read(ctx.resolve(a.path), a.offset, a.limit)),
     Tool("write_file", WriteFileArgs, write_file, lambda ctx, a: _write(ctx.resolve(a.path), a.content),
-         writes=lambda ctx, a: [str(ctx.resolve(a.path))]),
+         writes=lambda ctx, a: [str(ctx.resolve(a.path))], preview=_preview),
 )

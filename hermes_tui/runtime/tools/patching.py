@@ -8,15 +8,16 @@ every file's new text is computed before any file is written.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import model_validator
 
-from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.approvals import FileChange
 from hermes_tui.runtime.fsutil import atomic_write
+from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.changes import current, file_diff, unified_diff
 from hermes_tui.runtime.tools.files import os_error
 
 
@@ -44,18 +45,12 @@ class PatchArgs(Args):
         return self
 
 
-def unified_diff(path: str, before: str, after: str) -> str:
-    """A unified diff of one file's change."""
-    return "".join(difflib.unified_diff(
-        before.splitlines(True), after.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}"
-    ))
-
-
 def _read_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8")
 
 
-def _replace(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+def _replaced(ctx: ToolContext, args: PatchArgs) -> tuple[Path, str, str, int] | dict[str, Any]:
+    """The file, its text before and after the replacement, and the count; or an error dict."""
     assert args.path is not None and args.old_string is not None and args.new_string is not None
     path = ctx.resolve(args.path)
     try:
@@ -70,13 +65,20 @@ def _replace(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
     if count > 1 and not args.replace_all:
         return {"error": f"old_string appears {count} times in {path}; add surrounding lines to make it unique, "
                          "or pass replace_all=True"}
-    after = before.replace(args.old_string, args.new_string)
+    return path, before, before.replace(args.old_string, args.new_string), count
+
+
+def _replace(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+    found = _replaced(ctx, args)
+    if isinstance(found, dict):
+        return found
+    path, before, after, count = found
     try:
         atomic_write(path, after.encode("utf-8"))
     except OSError as exc:
         return os_error(path, exc)
     return {"path": str(path), "replacements": count if args.replace_all else 1,
-            "diff": unified_diff(args.path, before, after)}
+            "diff": unified_diff(args.path or str(path), before, after)}
 
 
 def _strip_prefix(name: str | None) -> str | None:
@@ -170,4 +172,17 @@ def _targets(ctx: ToolContext, args: PatchArgs) -> list[str]:
     return [str(ctx.resolve(n)) for n in names if n != "/dev/null"]
 
 
-TOOLS = (Tool("patch", PatchArgs, patch, patch_blocking, writes=_targets),)
+def _preview(ctx: ToolContext, args: PatchArgs) -> tuple[list[FileChange], str]:
+    """The files the call would write and its diff, for an approval. Blocking."""
+    if args.patch is not None:
+        return [current(ctx.resolve(name))[1] for name in dict.fromkeys(_targets(ctx, args))], args.patch
+    found = _replaced(ctx, args)
+    if isinstance(found, dict):  # it will fail without writing: show why
+        path = ctx.resolve(args.path or "")
+        return [current(path)[1]], f"(this replacement would not apply: {found['error']})\n"
+    path, _, after, _ = found
+    change, diff = file_diff(path, args.path or str(path), after)
+    return [change], diff
+
+
+TOOLS = (Tool("patch", PatchArgs, patch, patch_blocking, writes=_targets, preview=_preview),)

@@ -1,0 +1,44 @@
+"""What a file write would change, shown before it is approved: a unified diff and sizes."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from hermes_tui.runtime.approvals import FileChange
+
+PREVIEW_LIMIT = 2_000_000
+"""A file larger than this (bytes) is not read for the diff; the dialog says so instead."""
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """A unified diff of one file's change (from nothing for a new file)."""
+    return "".join(difflib.unified_diff(
+        before.splitlines(True), after.splitlines(True),
+        fromfile="/dev/null" if before == "" else f"a/{path}", tofile=f"b/{path}",
+    ))
+
+
+def current(path: Path) -> tuple[str | None, FileChange]:
+    """The file's text now (None if absent, binary or too large to show) and its change record."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return "", FileChange(path=str(path), size=None)
+    change = FileChange(path=str(path), size=size)
+    if size > PREVIEW_LIMIT or not path.is_file():
+        return None, change
+    try:
+        return path.read_bytes().decode("utf-8"), change
+    except (OSError, UnicodeDecodeError):
+        return None, change
+
+
+def file_diff(path: Path, shown: str, after: str) -> tuple[FileChange, str]:
+    """The change record and diff for writing ``after`` to ``path`` (``shown``: its name)."""
+    before, change = current(path)
+    if before is None:
+        what = "a directory" if path.is_dir() else f"{change.size:,} bytes, not shown (binary or too large)"
+        return change, f"--- a/{shown}\t({what})\n+++ b/{shown}\n" + "".join(
+            "+" + line for line in after.splitlines(True))
+    return change, unified_diff(shown, before, after)
