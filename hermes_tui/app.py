@@ -42,9 +42,11 @@ from hermes_tui.widgets.conversation import PromptInput, RunBlock
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.main_screen import MainScreen
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
+from hermes_tui.widgets.safe import visible
 
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
-# opened: the first screen comes up sooner.
+# opened: the first screen comes up sooner. Notices that quote data (ids, paths, errors) are
+# sent with markup=False: an error message holding "[/]" must not crash the app.
 
 
 class HermesApp(App[None]):
@@ -249,7 +251,8 @@ class HermesApp(App[None]):
         if event.action in ("reset", "kill"):
             reason = "was reset by the user" if event.action == "reset" else "was killed by the user"
             if await self.runtime.kill_kernel(kernel_id, reason):
-                self.notify(f"Kernel {kernel_id} {reason.split(' by ')[0].replace('was ', '')}.")
+                done = reason.split(" by ")[0].replace("was ", "")
+                self.notify(f"Kernel {visible(kernel_id)} {done}.", markup=False)
         elif event.action == "interrupt":
             session = self.runtime.session_of(kernel_id)
             count = await self.runtime.interrupt(session) if session else 0
@@ -263,7 +266,7 @@ class HermesApp(App[None]):
         try:
             variables = await self.runtime.inspect_kernel(kernel_id)
         except Exception as exc:  # gone, busy, or it did not answer: say so
-            self.notify(str(exc), severity="warning")
+            self.notify(visible(str(exc)), severity="warning", markup=False)
             return
         from hermes_tui.widgets.dialogs import VariablesScreen
 
@@ -298,7 +301,8 @@ class HermesApp(App[None]):
         await self.runtime.flush_records()
         entry = await asyncio.to_thread(find, exec_cache_dir(self.home), event.exec_id)
         if entry is None:
-            self.notify(f"No saved entry for {event.exec_id} (pruned?).", severity="warning")
+            self.notify(f"No saved entry for {visible(event.exec_id)} (pruned?).", severity="warning",
+                        markup=False)
             return
         await self.push_screen(EntryScreen(entry))
 
@@ -309,7 +313,7 @@ class HermesApp(App[None]):
             with self.suspend():
                 subprocess.call([*shlex.split(editor), event.path])
         except Exception as exc:  # no terminal to suspend to (tests), or no such editor
-            self.notify(f"Could not open {event.path} with {editor}: {exc}", severity="error")
+            self.notify(visible(f"Could not open {event.path} with {editor}: {exc}"), severity="error", markup=False)
 
     def action_help(self, pane: str | None = None) -> None:
         from hermes_tui.widgets.dialogs import HelpScreen
@@ -321,7 +325,7 @@ class HermesApp(App[None]):
         names = [t.name for t in THEMES]
         current = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(current + 1) % len(names)]
-        self.notify(f"Theme: {self.theme}")
+        self.notify(f"Theme: {visible(self.theme)}", markup=False)
 
     def watch_theme(self, theme: str) -> None:
         for block in self.main.query(RunBlock):
@@ -340,5 +344,5 @@ class HermesApp(App[None]):
         """A failed worker becomes a notice, never a crash or a silent loss."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
-            self.notify(f"{event.worker.name or 'task'} failed: {type(error).__name__}: {error}",
-                        severity="error", timeout=10)
+            self.notify(visible(f"{event.worker.name or 'task'} failed: {type(error).__name__}: {error}"),
+                        severity="error", timeout=10, markup=False)

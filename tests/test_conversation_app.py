@@ -13,12 +13,11 @@ from pathlib import Path
 from hermes_tui import store as db
 from hermes_tui.app import HermesApp
 from hermes_tui.export import to_sharegpt
-from hermes_tui.widgets.approval import ApprovalScreen
 from hermes_tui.widgets.conversation import MessageBlock, ReplyBlock, RunBlock
 
 from conftest import make_config
 from fake_models import FakeModelServer
-from test_app import SIZE, submit, wait_until
+from test_app import SIZE, dialog_ready, submit, wait_until
 
 
 def model_app(home: Path, cwd: Path, server: FakeModelServer, extra: str = "", **kwargs) -> HermesApp:
@@ -30,7 +29,7 @@ def model_app(home: Path, cwd: Path, server: FakeModelServer, extra: str = "", *
 async def ask_from_script(pilot, app: HermesApp, message: str) -> None:
     """Send ``message``; the model's script asks to run SCRIPT's command: wait for the dialog."""
     await submit(pilot, app, message)
-    await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    await wait_until(pilot, lambda: dialog_ready(app))
     assert app.screen.request.text == "echo approved-$((40 + 2))"
 
 
@@ -47,6 +46,10 @@ def stored(home: Path, session: str) -> db.StoredSession:
     assert found is not None
     return found
 
+
+BANG = "echo from-the-$((1 + 1))-shell && chmod -R u+rw ."
+"""A typed command that asks: chmod -R is flagged (an unflagged typed !cmd runs unasked)."""
+MEANWHILE = "echo typed-meanwhile && chmod -R u+rw ."
 
 SCRIPT = ("from hermes_tools import terminal\n"
           "r = terminal('echo approved-$((40 + 2))')\n"
@@ -121,7 +124,7 @@ async def test_inject_into_running_app(hermes_home: Path, tmp_path: Path) -> Non
             done = subprocess.Popen([sys.executable, "-m", "hermes_tui.cli", "inject", "check the build"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             # An injected turn has its whole script approved first.
-            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await wait_until(pilot, lambda: dialog_ready(app))
             assert app.screen.request.kind == "script" and app.screen.request.origin == "injected"
             await pilot.press("1")
             await wait_until(pilot, lambda: "Injected task done." in replies(app))
@@ -149,7 +152,7 @@ async def test_resume_answers_a_pending_approval_and_the_turn_goes_on(hermes_hom
         assert [a["status"] for a in session.pending_approvals] == ["pending"]
         again = model_app(hermes_home, tmp_path, server, session="s-resume")
         async with again.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: isinstance(again.screen, ApprovalScreen))
+            await wait_until(pilot, lambda: dialog_ready(again))
             assert again.screen.request.text == "echo approved-$((40 + 2))"
             assert any("asked again" in reason for reason in again.screen.request.reasons)
             await pilot.press("1")
@@ -212,7 +215,7 @@ async def test_inject_without_a_model_runs_python_after_approval(hermes_home: Pa
         await wait_until(pilot, lambda: app.agent is not None and app.workspace.listening)
         answer = await asyncio.to_thread(inject, "print('via inject', 6 * 7)", None, hermes_home)
         assert answer == {"ok": True, "session": "s-py-inject", "queued": 0}
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: dialog_ready(app))
         assert app.screen.request.kind == "script" and "via inject" in app.screen.request.text
         await pilot.press("1")
         await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
@@ -259,8 +262,8 @@ async def test_bang_command_is_stored_seen_by_the_model_resumed_and_exported(her
     with FakeModelServer([{"text": "It printed from-the-shell."}]) as server:
         app = model_app(hermes_home, tmp_path, server, session="s-bang")
         async with app.run_test(size=SIZE) as pilot:
-            await submit(pilot, app, "!echo from-the-$((1 + 1))-shell")
-            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await submit(pilot, app, "!" + BANG)
+            await wait_until(pilot, lambda: dialog_ready(app))
             asked = app.screen.request
             await pilot.press("1")
             await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "success")
@@ -270,7 +273,7 @@ async def test_bang_command_is_stored_seen_by_the_model_resumed_and_exported(her
         # The model was sent the command and its output, as a call and its result.
         sent = server.requests[0]["messages"]
         assert [m["role"] for m in sent[1:]] == ["user", "assistant", "tool", "user"]
-        assert sent[1]["content"] == "!echo from-the-$((1 + 1))-shell"
+        assert sent[1]["content"] == "!" + BANG
         assert sent[2]["tool_calls"][0]["function"]["name"] == "terminal"
         assert "from-the-2-shell" in json.loads(sent[3]["content"])["output"]
     session = stored(hermes_home, "s-bang")
@@ -282,13 +285,13 @@ async def test_bang_command_is_stored_seen_by_the_model_resumed_and_exported(her
     assert approval["status"] == "answered" and approval["decision"] == "once"
     # Exported: the command as the human's turn, its call and its output.
     exported = json.dumps(to_sharegpt(session), ensure_ascii=False)
-    assert "!echo from-the-$((1 + 1))-shell" in exported and "from-the-2-shell" in exported
+    assert "!" + BANG in exported and "from-the-2-shell" in exported
     assert '\\"name\\": \\"terminal\\"' in exported
     # Resumed: the run is drawn again, with its outcome.
     again = model_app(hermes_home, tmp_path, server, session="s-bang")
     async with again.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: any(b.code == "echo from-the-$((1 + 1))-shell" for b in again.query(RunBlock)))
-        run = next(b for b in again.query(RunBlock) if b.code == "echo from-the-$((1 + 1))-shell")
+        await wait_until(pilot, lambda: any(b.code == BANG for b in again.query(RunBlock)))
+        run = next(b for b in again.query(RunBlock) if b.code == BANG)
         assert run.status == "success"
 
 
@@ -304,14 +307,14 @@ async def test_a_bang_command_typed_during_a_model_call_waits_and_keeps_its_own_
         async with app.run_test(size=SIZE) as pilot:
             await submit(pilot, app, "run the slow check")
             await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "running")
-            await submit(pilot, app, "!echo typed-meanwhile")
+            await submit(pilot, app, "!" + MEANWHILE)
             await wait_until(pilot, lambda: any("queued" in str(n.render()) for n in app.query(".note")))
-            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await wait_until(pilot, lambda: dialog_ready(app))
             model_request = app.screen.request
             assert model_request.text == "echo approved-$((40 + 2))"
             await pilot.press("1")
-            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                             and app.screen.request.text == "echo typed-meanwhile")
+            await wait_until(pilot, lambda: dialog_ready(app)
+                             and app.screen.request.text == MEANWHILE)
             shell_request = app.screen.request
             await pilot.press("1")
             await wait_until(pilot, lambda: app.agent is not None and not app.agent.busy
@@ -321,5 +324,5 @@ async def test_a_bang_command_typed_during_a_model_call_waits_and_keeps_its_own_
     assert model_request.call_id == by_name["execute_code"]
     assert shell_request.call_id == by_name["terminal"] != model_request.call_id
     assert {a["text"]: a["tool_call_id"] for a in approvals_of(hermes_home, "s-ids")} == {
-        "echo approved-$((40 + 2))": by_name["execute_code"], "echo typed-meanwhile": by_name["terminal"]}
-    assert [t["text"] for t in session.turns] == ["run the slow check", "!echo typed-meanwhile"]
+        "echo approved-$((40 + 2))": by_name["execute_code"], MEANWHILE: by_name["terminal"]}
+    assert [t["text"] for t in session.turns] == ["run the slow check", "!" + MEANWHILE]

@@ -43,6 +43,16 @@ class Terminal:
             time.sleep(0.05)
         raise AssertionError(f"{text!r} never appeared; the screen was:\n{self.screen()}")
 
+    def wait_armed(self, timeout: float = 10.0) -> str:
+        """Wait until the approval dialog takes answers (it ignores keys while "arming…" shows)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if "arming…" not in screen:
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"the dialog never armed; the screen was:\n{self.screen()}")
+
     def type(self, text: str) -> None:
         self.tmux("send-keys", "-t", "app", "-l", text)
 
@@ -75,6 +85,7 @@ def test_type_code_approve_and_read_the_result(hermes_home: Path, tmp_path: Path
         terminal.key("Enter")
         screen = terminal.wait_for("Approve this terminal command?")
         assert "echo e2e-approved" in screen and f"in {tmp_path}" in screen
+        terminal.wait_armed()
         terminal.key("o")
         screen = terminal.wait_for("│e2e-approved ")  # the output pane's first line
         assert "success" in screen and "kernel k1" in screen
@@ -173,6 +184,7 @@ def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
         try:
             screen = second.wait_for("Approve this terminal command?")
             assert "echo resumed-ok" in screen
+            second.wait_armed()
             second.key("o")
             second.wait_for("resumed-ok.")  # the final reply (the output pane shows it without the period)
             second.quit()

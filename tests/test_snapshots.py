@@ -1,5 +1,6 @@
 """How the screens look: snapshots of the main screen, a long flagged script in the approval
-dialog, and a busy kernels pane. Update with `pytest --snapshot-update` after a deliberate change."""
+dialog, a file change in it while it arms, and a busy kernels pane. Update with
+`pytest --snapshot-update` after a deliberate change."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import datetime, timedelta
 from textual.app import App, ComposeResult
 
 from hermes_tui.app import HermesApp
-from hermes_tui.runtime.approvals import ApprovalRequest
+from hermes_tui.runtime.approvals import ApprovalRequest, FileChange
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.themes import THEMES
 from hermes_tui.widgets.approval import ApprovalScreen
@@ -40,7 +41,31 @@ class DialogApp(ThemedApp):
             origin="injected", reasons=["a gateway session: the whole script is asked first"],
             choices=["once", "session", "deny"], deadline=1_000_060.0, exec_id="20261129-120000-0a1b2c3d",
         )
-        self.push_screen(ApprovalScreen(request, waiting=2, clock=lambda: 1_000_000.0))
+        self.push_screen(ApprovalScreen(request, position=1, total=3, clock=lambda: 1_000_000.0, arming=0))
+
+
+BASHRC_DIFF = """--- a/.bashrc
++++ b/.bashrc
+@@ -1,3 +1,4 @@
+ export EDITOR=vim
+ alias ll='ls -la'
++export PATH="$HOME/.cache/tools/bin:$PATH"  # [bold]not markup[/bold]
+ [ -f ~/.bash_aliases ] && . ~/.bash_aliases
+"""
+
+
+class FileDialogApp(ThemedApp):
+    """A patch of ~/.bashrc asked while the user was typing, still arming (its buttons off)."""
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        request = ApprovalRequest(
+            kind="file", text="patch /home/user/.bashrc", cwd="/home/user/project", session="tui",
+            origin="injected", reasons=["writes a shell start-up file: /home/user/.bashrc"],
+            choices=["once", "session", "deny"], deadline=1_000_060.0, session_rule="patch /home/user/.bashrc",
+            files=[FileChange(path="/home/user/.bashrc", size=1234)], diff=BASHRC_DIFF,
+        )
+        self.push_screen(ApprovalScreen(request, typing=True, clock=lambda: 1_000_000.0, arming=60))
 
 
 class KernelsApp(ThemedApp):
@@ -76,6 +101,10 @@ def test_main_screen(snap_compare, tmp_path) -> None:
 
 def test_approval_dialog_with_a_long_flagged_script(snap_compare) -> None:
     assert snap_compare(DialogApp(), terminal_size=(110, 40))
+
+
+def test_file_approval_dialog_while_arming(snap_compare) -> None:
+    assert snap_compare(FileDialogApp(), terminal_size=(110, 30))
 
 
 def test_kernels_pane(snap_compare) -> None:

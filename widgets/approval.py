@@ -1,4 +1,8 @@
-"""The approval dialog: the whole command or script, why it asks, and four answers."""
+"""The approval dialog: the whole command, script or file change, why it asks, and the answers.
+
+Everything in a request came from a script, a model or the shell, so nothing in it is parsed as
+markup, and code is shown through :func:`reveal` (hidden characters written as escapes).
+"""
 
 from __future__ import annotations
 
@@ -7,23 +11,55 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from rich.syntax import Syntax
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Static
 
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange
+from hermes_tui.runtime.danger.text import reveal
+from hermes_tui.units import human_size
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
+
+BUTTONS = {"once": ("1 Once", "success"), "session": ("2 Session", "primary"), "always": ("3 Always", "warning"),
+           "deny": ("4 Deny", "error")}
+TYPING_NOTE = "⌨ it opened while you were typing: your keys were not taken as answers"
+
+
+def size_label(change: FileChange) -> str:
+    """'new file', '512 B' or '1.2 KiB'."""
+    if change.size is None:
+        return "new file"
+    return f"{change.size} B" if change.size < 1024 else human_size(change.size, " ") + "iB"
+
+
+def shown(text: str, style: str = "") -> Text:
+    """Untrusted text as it is: never markup, hidden characters as escapes."""
+    return Text(reveal(text), style=style)
 
 
 class ApprovalScreen(Dialog[ApprovalDecision]):
     """Asks to allow one request; dismisses with the :class:`ApprovalDecision`.
 
     Keys: 1/o once, 2/s session, 3/a always (when offered), 4/d deny, r deny with a reason,
-    Esc deny. The text scrolls and is never cut off; a countdown shows the auto-deny.
+    Esc deny. The text scrolls and is never cut off; a countdown shows the auto-deny. For its
+    first :attr:`ARMING` seconds it takes no answer at all (keys, Enter, clicks), so keys typed
+    for the input cannot answer it.
+
+    Args:
+        request: what is asked.
+        position: which request of the current burst this is (the title says "request 2 of 3").
+        total: how many requests the burst holds so far.
+        typing: the user was typing when it opened (the dialog says their keys were ignored).
+        clock: the wall clock the countdown reads (fixed in tests).
+        arming: seconds to ignore answers for (default :attr:`ARMING`; 0 takes answers at once).
     """
+
+    ARMING: ClassVar[float] = 0.5
+    """Seconds after opening during which the dialog takes no answer."""
 
     DEFAULT_CSS = """
     ApprovalScreen > #dialog {
@@ -33,11 +69,13 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     #dialog #title-row { height: 1; }
     #dialog #title { text-style: bold; color: $warning; width: 1fr; }
     #dialog #countdown { color: $error; text-style: bold; width: auto; }
+    #dialog #typing { color: $warning; }
     #dialog #code { height: auto; max-height: 20; border: round $panel-lighten-2; }
-    #dialog .reason { color: $error; }
+    #dialog .file { width: 1fr; }
+    #dialog .reason { color: $error; width: 1fr; }
     #dialog .meta { color: $text-muted; width: 1fr; }
-    #dialog .reason { width: 1fr; }
     #dialog #rules { color: $text; margin-top: 1; }
+    #dialog #arming { color: $warning; text-style: italic; }
     #dialog #buttons { height: auto; margin-top: 1; }
     #dialog Button { margin-right: 1; min-width: 14; }
     #dialog #deny-reason { display: none; }
@@ -53,46 +91,76 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         Binding("escape", "answer('deny')", "Deny", show=False, id="approve-escape"),
     ]
 
-    def __init__(self, request: ApprovalRequest, waiting: int = 0, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, request: ApprovalRequest, *, position: int = 1, total: int = 1, typing: bool = False,
+        clock: Callable[[], float] = time.time, arming: float | None = None,
+    ) -> None:
         super().__init__()
         self.request = request
-        self.waiting = waiting
+        self.position, self.total = position, total
+        self.typing = typing
         self.clock = clock
+        self.arming = self.ARMING if arming is None else arming
+        self.armed = self.arming <= 0
+        """False while the dialog ignores answers (its first ``arming`` seconds)."""
+
+    # -- what it shows --------------------------------------------------------------------
+
+    def title_text(self) -> str:
+        """'Approve this terminal command?' (and 'request N of M' when several wait)."""
+        request = self.request
+        if request.kind == "file":
+            tool = request.text.split(" ", 1)[0]
+            what = "this file" if len(request.files) <= 1 else f"these {len(request.files)} files"
+            title = f"Allow {tool} to change {what}?"
+        else:
+            title = "Approve this terminal command?" if request.kind == "terminal" else "Approve this whole script?"
+        return title + (f"  ·  request {self.position} of {self.total}" if self.total > 1 else "")
 
     def compose_dialog(self) -> ComposeResult:
         request = self.request
-        title = "Approve this terminal command?" if request.kind == "terminal" else "Approve this whole script?"
-        language = "bash" if request.kind == "terminal" else "python"
         with Horizontal(classes="row", id="title-row"):
-            yield Label(title, id="title")
+            yield Label(shown(self.title_text()), id="title")
             yield Label("", id="countdown")
+        if self.typing:
+            yield Label(TYPING_NOTE, id="typing")
+        for change in request.files:
+            yield Label(Text.assemble(shown(change.path, "bold"), ("  " + size_label(change), "dim")), classes="file")
         with VerticalScroll(id="code"):
-            yield Static(Syntax(request.text, language, word_wrap=True, line_numbers=request.kind == "script",
-                                background_color="default", theme=code_theme(self)))
+            yield Static(self._code(), id="code-text")
         where = f"in {request.cwd} · session {request.session}"
         if request.kernel:
             where += f" · kernel {request.kernel}"
         if request.exec_id:
             where += f" · script {request.exec_id}"
-        yield Label(where + f" · {request.origin} turn", classes="meta")
+        yield Label(shown(where + f" · {request.origin} turn"), classes="meta")
         for reason in request.reasons:
-            yield Label(f"⚠ {reason}", classes="reason")
-        yield Static(self._rules_text(), id="rules")
-        if self.waiting:
-            yield Label(f"{self.waiting} more request(s) waiting", classes="meta")
+            yield Label(shown(f"⚠ {reason}"), classes="reason")
+        yield Static(shown(self._rules_text()), id="rules")
+        if not self.armed:
+            yield Label(f"arming… keys are ignored for {self.arming:g} s", id="arming")
         yield Label("r: deny with a reason · Esc: deny", classes="meta")
         yield Input(placeholder="why not? (Enter denies with this reason)", id="deny-reason")
         with Horizontal(id="buttons"):
-            yield Button("1 Once", id="once", variant="success")
-            yield Button("2 Session", id="session", variant="primary")
-            if "always" in request.choices:
-                yield Button("3 Always", id="always", variant="warning")
-            yield Button("4 Deny", id="deny", variant="error")
+            for choice, (label, variant) in BUTTONS.items():
+                if choice in request.choices or choice == "deny":
+                    yield Button(label, id=choice, variant=variant, disabled=not self.armed)  # type: ignore[arg-type]
+
+    def _code(self) -> Syntax:
+        request = self.request
+        if request.kind == "file":
+            code, language = request.diff or "(no diff)", "diff"
+        else:
+            code, language = request.text, "bash" if request.kind == "terminal" else "python"
+        return Syntax(reveal(code), language, word_wrap=True, line_numbers=request.kind == "script",
+                      background_color="default", theme=code_theme(self))
 
     def _rules_text(self) -> str:
         request = self.request
         parts = ["once: only this time."]
-        if request.session_rule is not None or request.kind == "script":
+        if request.kind == "file":
+            parts.append("session: lets the same tool write the same files again for the rest of this session.")
+        elif request.session_rule is not None or request.kind == "script":
             parts.append("session: allows exactly this text again for the rest of this session.")
         if request.always_rule:
             parts.append(f"always: stores the exact rule {request.always_rule!r} in {request.always_file}.")
@@ -100,21 +168,42 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
             parts.append("always: not offered for a flagged command.")
         return "\n".join(parts)
 
+    def set_position(self, position: int, total: int) -> None:
+        """Another request joined (or left) the burst: update 'request N of M'."""
+        self.position, self.total = position, total
+        if self.is_mounted:
+            self.query_one("#title", Label).update(shown(self.title_text()))
+
+    # -- arming and answers ---------------------------------------------------------------
+
     def on_mount(self) -> None:
-        self.app.bell()
-        self.query_one("#deny", Button).focus()  # the safe default
         self._tick()
         self.set_interval(1.0, self._tick)
+        if self.armed:
+            self.query_one("#deny", Button).focus()  # the safe default
+        else:
+            self.set_timer(self.arming, self._arm)
+
+    def _arm(self) -> None:
+        self.armed = True
+        for button in self.query(Button):
+            button.disabled = False
+        self.query_one("#arming", Label).remove()
+        self.query_one("#deny", Button).focus()  # the safe default
 
     def _tick(self) -> None:
         left = max(0, int(self.request.deadline - self.clock()))
         self.query_one("#countdown", Label).update(f"auto-deny in {left}s")
 
     def action_answer(self, choice: str) -> None:
-        if choice in self.request.choices:
+        # While arming the key is still taken here (so Esc does not reach the app and stop the
+        # turn), but answers nothing.
+        if self.armed and choice in self.request.choices:
             self.dismiss(ApprovalDecision(choice=choice))  # type: ignore[arg-type]
 
     def action_deny_with_reason(self) -> None:
+        if not self.armed:
+            return
         field = self.query_one("#deny-reason", Input)
         field.add_class("visible")
         field.focus()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar, cast
 
 from rich.syntax import Syntax
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -24,6 +25,7 @@ from hermes_tui.widgets.dialog import Dialog
 from hermes_tui.widgets.entry_list import EntryList
 from hermes_tui.widgets.messages import OpenInEditor
 from hermes_tui.widgets.pager import Pager
+from hermes_tui.widgets.safe import plain, visible
 
 SORTS = ("time", "size", "status", "session")
 COLUMNS = ("time", "status", "session", "kernel", "output", "id", "first line")
@@ -65,7 +67,7 @@ class ConfirmScreen(Dialog[bool]):
         self.question = question
 
     def compose_dialog(self) -> ComposeResult:
-        yield Label(self.question)
+        yield Label(plain(self.question))  # it names files
         with Horizontal():
             yield Button("y Delete", id="yes", variant="error")
             yield Button("n Keep", id="no", variant="primary")
@@ -87,7 +89,7 @@ async def confirm_and_delete(screen: Screen[None], entry: CacheEntry) -> bool:
     if not await screen.app.push_screen_wait(ConfirmScreen(f"Delete {names}?")):
         return False
     await asyncio.to_thread(delete_entry, entry)
-    screen.notify(f"Deleted {entry.id}.")
+    screen.notify(f"Deleted {visible(entry.id)}.", markup=False)
     return True
 
 
@@ -114,9 +116,10 @@ class EntryScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         entry = self.entry
         when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
-        yield Static(f"[b]{entry.id}[/] · {entry.status or entry.kind} · {when} · session {entry.session or '—'} · "
-                     f"kernel {entry.kernel or '—'} · {entry.size:,} bytes · {entry.output_file or entry.path}",
-                     id="entry-title")
+        yield Static(Text.assemble(plain(entry.id, "bold"), plain(
+            f" · {entry.status or entry.kind} · {when} · session {entry.session or '—'}"
+            f" · kernel {entry.kernel or '—'} · {entry.size:,} bytes · {entry.output_file or entry.path}")),
+            id="entry-title")
         yield Static(id="entry-head")
         yield Static(id="entry-note")
         if entry.output_file is not None:
@@ -147,13 +150,14 @@ class EntryScreen(Screen[None]):
         self.app.call_from_thread(self._show_record, record)
 
     def _note(self, text: str) -> None:
-        self.query_one("#entry-note", Static).update(text)
+        self.query_one("#entry-note", Static).update(plain(text))  # paths and OS errors
 
     def _show_record(self, record: dict[str, object]) -> None:
         self.record = record
         code = str(record.get("code") or "")
         self.query_one("#entry-head", Static).update(
-            Syntax(code, "python", line_numbers=True, word_wrap=True, background_color="default", theme=code_theme(self)))
+            Syntax(visible(code), "python", line_numbers=True, word_wrap=True, background_color="default",
+                   theme=code_theme(self)))
         if self.entry.output_file is not None and record.get("stdout_truncated"):
             self._note(MARKER_NOTE.format(total=int(cast(int, record.get("stdout_bytes_total") or 0)),
                                           path=self.entry.output_file))
@@ -161,12 +165,12 @@ class EntryScreen(Screen[None]):
             self._note("The output was cut (see the marker) and the full text was not saved.")
         outputs = self.query("#entry-output")
         if outputs:
-            outputs.first(Static).update(str(record.get("output") or "(no output)"))
+            outputs.first(Static).update(plain(str(record.get("output") or "(no output)")))
 
     def action_copy_path(self) -> None:
         path = str(self.entry.output_file or self.entry.path)
         self.app.copy_to_clipboard(path)
-        self.notify(f"Copied {path}")
+        self.notify(f"Copied {visible(path)}", markup=False)
 
     def action_edit(self) -> None:
         self.post_message(OpenInEditor(str(self.entry.output_file or self.entry.path)))
@@ -201,7 +205,7 @@ class CacheBrowser(Screen[None]):
         self.loaded_in: float | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(f"Saved outputs · {self.folder}", id="cache-title")
+        yield Label(plain(f"Saved outputs · {self.folder}"), id="cache-title")
         yield Input(placeholder="filter: text, or status:error session:NAME since:2d", id="cache-filter")
         columns = EntryList(WIDTHS, id="cache-table")
         yield Static(columns.format(COLUMNS), id="cache-header")
@@ -237,7 +241,7 @@ class CacheBrowser(Screen[None]):
         try:
             text, options = parse_filter(self.query_one("#cache-filter", Input).value)
         except ValueError as exc:
-            self.query_one("#cache-title", Label).update(f"filter: {exc}")
+            self.query_one("#cache-title", Label).update(plain(f"filter: {exc}"))
             return
         shown = [e for e in self.entries if e.matches(text, **options)]  # type: ignore[arg-type]
         key = {"time": lambda e: -e.when, "size": lambda e: -e.size, "status": lambda e: (e.status or "", -e.when),
@@ -245,12 +249,13 @@ class CacheBrowser(Screen[None]):
         shown.sort(key=key)
         selected = self._selected_id()
         self.shown = shown
-        rows = [(datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, e.session or "—",
-                 e.kernel or "—", human_size(e.size, " "), e.id, e.title) for e in shown]
+        rows: list[tuple[str, ...]] = [
+            (datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, e.session or "—",
+             e.kernel or "—", human_size(e.size, " "), e.id, e.title) for e in shown]
         index = next((i for i, e in enumerate(shown) if e.id == selected), 0) if selected else 0
         self.query_one(EntryList).set_rows(rows, cursor=index)
-        self.query_one("#cache-title", Label).update(
-            f"Saved outputs · {self.folder} · {len(shown):,} of {len(self.entries):,} · sorted by {self.sort}")
+        self.query_one("#cache-title", Label).update(plain(
+            f"Saved outputs · {self.folder} · {len(shown):,} of {len(self.entries):,} · sorted by {self.sort}"))
 
     def _selected_id(self) -> str | None:
         cursor = self.query_one(EntryList).cursor

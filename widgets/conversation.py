@@ -11,6 +11,8 @@ block a streaming reply or a running tool call is drawn in.
 from __future__ import annotations
 
 import codeop
+import importlib.util
+import time
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.console import Group, RenderableType
@@ -35,6 +37,7 @@ from hermes_tui.agent.events import (
 )
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.messages import OpenEntry
+from hermes_tui.widgets.safe import plain, visible
 
 if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
@@ -60,6 +63,13 @@ def is_complete(text: str) -> bool:
         return True  # let the kernel report the error
 
 
+def prompt_language() -> str | None:
+    """``python`` when Textual can parse it. With tree-sitter installed (the runtime reads shell
+    commands with tree-sitter-bash) but not its Python grammar, asking for it would raise;
+    without it the input is plain text either way."""
+    return "python" if importlib.util.find_spec("tree_sitter_python") else None
+
+
 def code_theme(widget: object) -> str:
     """A Pygments style that reads well on the app's current theme."""
     try:
@@ -75,6 +85,8 @@ class PromptInput(TextArea):
 
     chat = False
     """True when a model answers: Enter sends whatever is typed."""
+    last_key_at = float("-inf")
+    """``time.monotonic()`` of the last key typed here (a dialog that opens now says so)."""
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
@@ -85,6 +97,7 @@ class PromptInput(TextArea):
         """Esc in the input: stop the running turn."""
 
     async def _on_key(self, event: events.Key) -> None:
+        self.last_key_at = time.monotonic()
         if event.key == "escape":
             event.stop()
             event.prevent_default()
@@ -167,14 +180,16 @@ class RunBlock(Static, can_focus=True):
 
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
         parts: list[RenderableType] = []
+        # Code, titles and summaries (error messages) came from a model, a script or the shell:
+        # as Text, never markup, with control characters visible.
         if self.title:
-            parts.append(Text(self.title, style="bold"))
+            parts.append(plain(self.title, "bold"))
         if self.kind == "text":
-            parts.append(Text(self.code))
+            parts.append(plain(self.code))
         else:
-            parts.append(Syntax(self.code, "bash" if self.kind == "shell" else "python", background_color="default",
-                                word_wrap=True, theme=code_theme(self)))
-        parts.append(Text.assemble((f"{mark} ", colour), (self.summary, "dim")))
+            parts.append(Syntax(visible(self.code), "bash" if self.kind == "shell" else "python",
+                                background_color="default", word_wrap=True, theme=code_theme(self)))
+        parts.append(Text.assemble((f"{mark} ", colour), plain(self.summary, "dim")))
         self.update(Group(*parts))
 
     def refresh_theme(self) -> None:
@@ -204,7 +219,7 @@ class MessageBlock(Static):
     def __init__(self, text: str, origin: str = "user") -> None:
         label = {"user": ("you", "bold $primary"), "injected": ("injected", "bold $warning")}.get(
             origin, (origin, "bold $secondary"))
-        super().__init__(Text.assemble((label[0] + "  ", "bold"), text), classes=origin, markup=False)
+        super().__init__(Text.assemble((label[0] + "  ", "bold"), plain(text)), classes=origin)
         self.text = text
         self.origin = origin
 
@@ -218,7 +233,7 @@ class ReplyBlock(Markdown):
     """
 
     def __init__(self, text: str = "") -> None:
-        super().__init__(text)
+        super().__init__(visible(text))
         self.text = text
         self._stream: MarkdownStream | None = None
 
@@ -227,7 +242,7 @@ class ReplyBlock(Markdown):
         self.text += delta
         if self._stream is None:
             self._stream = Markdown.get_stream(self)
-        await self._stream.write(delta)
+        await self._stream.write(visible(delta))
 
     async def finish(self, text: str, status: str) -> None:
         """The reply is complete (or was cut: ``status`` interrupted / error)."""
@@ -236,7 +251,7 @@ class ReplyBlock(Markdown):
             self._stream = None
         if text != self.text:
             self.text = text
-            await self.update(text)
+            await self.update(visible(text))
         if status != "done":
             self.add_class(status)
 
@@ -254,7 +269,7 @@ def tool_block(name: str, arguments: dict[str, object]) -> RunBlock:
 
 def note(text: str, level: str = "info") -> Static:
     """A line from the app (``level`` info, warning or error sets its colour)."""
-    return Static(text, classes=f"note {level}", markup=False)
+    return Static(plain(text), classes=f"note {level}")
 
 
 class ConversationPane(Vertical):
@@ -290,8 +305,8 @@ class ConversationPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="transcript")
-        yield Label(self.label, id="hint")
-        prompt = PromptInput.code_editor(language="python", id="prompt", show_line_numbers=False, theme="css")
+        yield Label(plain(self.label), id="hint")  # it may name the model, or say why it failed
+        prompt = PromptInput.code_editor(language=prompt_language(), id="prompt", show_line_numbers=False, theme="css")
         assert isinstance(prompt, PromptInput)  # code_editor is a classmethod: it makes a PromptInput
         prompt.chat = self.chat
         yield prompt
@@ -345,7 +360,7 @@ class ConversationPane(Vertical):
 
     def set_hint(self, text: str) -> None:
         """The line above the input (what typing does now)."""
-        self.query_one("#hint", Label).update(text)
+        self.query_one("#hint", Label).update(plain(text))
 
     def follow(self) -> None:
         """Keep the newest line in view (a streaming reply grows)."""

@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Label, Markdown
 
 from hermes_tui.widgets.dialog import Dialog
+from hermes_tui.widgets.safe import escaped, plain
 
 
 class VariablesScreen(Dialog[None]):
@@ -27,12 +28,13 @@ class VariablesScreen(Dialog[None]):
         self.variables = variables
 
     def compose_dialog(self) -> ComposeResult:
-        yield Label(f"Variables of kernel {self.kernel_id} ({len(self.variables)})  ·  Esc closes")
+        yield Label(plain(f"Variables of kernel {self.kernel_id} ({len(self.variables)})  ·  Esc closes"))
         table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
         table.add_columns("name", "type", "len", "size", "value")
-        for item in self.variables:
-            table.add_row(str(item["name"]), str(item["type"]), "" if item.get("len") is None else str(item["len"]),
-                          "" if item.get("size") is None else f"{item['size']} B", str(item["repr"]))
+        for item in self.variables:  # names, types and reprs come from the kernel's objects
+            table.add_row(escaped(str(item["name"])), escaped(str(item["type"])),
+                          "" if item.get("len") is None else escaped(str(item["len"])),
+                          "" if item.get("size") is None else escaped(f"{item['size']} B"), escaped(str(item["repr"])))
         yield table
 
 

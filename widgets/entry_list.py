@@ -12,6 +12,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from hermes_tui.widgets.safe import visible
+
 
 class EntryList(ScrollView, can_focus=True):
     """Rows of fixed-width columns with a cursor; Enter (or a click on the cursor row) selects."""
@@ -51,7 +53,7 @@ class EntryList(ScrollView, can_focus=True):
         """One line: every cell padded or cut to its column's width."""
         parts = []
         for cell, width in zip(cells, self.widths):
-            cell = cell.replace("\n", " ")
+            cell = visible(cell.replace("\n", " "))  # a raw segment: a control character would reach the terminal
             parts.append(cell[: width - 1] + "…" if len(cell) > width else cell.ljust(width))
         return " ".join(parts)
 

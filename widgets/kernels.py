@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from hermes_tui.runtime.models import KernelInfo
+from hermes_tui.widgets.safe import escaped
 
 GLYPHS = {"idle": "○", "busy": "●", "starting": "◍", "dead": "⨂", "error": "☹"}
 COLUMNS = ("", "id", "session", "mode", "pid", "memory", "runs", "idle", "reaped in", "flags", "cwd", "python")
@@ -80,10 +81,12 @@ class KernelsPane(Vertical):
             countdown = _duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
             flags = " ".join(f for f, on in (("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
                                              ("sub-agent", info.subagent)) if on)
+            # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
             table.add_row(
-                GLYPHS.get(info.state, "?"), info.id, info.session, info.mode, str(info.pid or "—"),
-                _memory(memory.get(info.id)), str(info.execution_count), _duration(idle) if idle else "—",
-                countdown, flags, info.cwd, info.interpreter, key=info.id,
+                GLYPHS.get(info.state, "?"), escaped(info.id), escaped(info.session), escaped(info.mode),
+                str(info.pid or "—"), _memory(memory.get(info.id)), str(info.execution_count),
+                _duration(idle) if idle else "—", countdown, flags, escaped(info.cwd), escaped(info.interpreter),
+                key=info.id,
             )
         if selected is not None and selected in {k.id for k in kernels}:
             table.move_cursor(row=table.get_row_index(selected))

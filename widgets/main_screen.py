@@ -8,9 +8,10 @@ the app wires it to the runtime and the agent.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, TypeAlias
 
-from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -26,12 +27,15 @@ from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.output import OutputPane
+from hermes_tui.widgets.safe import visible
 
 if TYPE_CHECKING:
     from hermes_tui.widgets.approval import ApprovalScreen
 
 Pane: TypeAlias = ConversationPane | OutputPane | KernelsPane
 INPUT_HINT = "No model: type Python · !cmd · /help · to chat, add model: to config.yaml"
+TYPING_WINDOW = 1.0
+"""A key in the input this recently (seconds) before a dialog opens means the user was typing."""
 
 
 class MainScreen(Screen[None]):
@@ -83,7 +87,12 @@ class MainScreen(Screen[None]):
         self.session = ""
         """The session whose events are drawn (late events of another one are dropped)."""
         self._approval_lock = asyncio.Lock()
-        self._waiting_approvals = 0
+        # A burst: requests that arrive while others are open or waiting. Its dialogs say
+        # "request N of M" and it rings the bell once; it ends when none is left.
+        self._pending_approvals = 0
+        """Requests asked and not yet answered (the one shown included)."""
+        self._answered_in_burst = 0
+        self._rang = False
         self._dialogs: dict[str, ApprovalScreen] = {}
 
     def compose(self) -> ComposeResult:
@@ -102,12 +111,13 @@ class MainScreen(Screen[None]):
     def set_topbar(self, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
                    yolo: bool) -> None:
         """The line at the top: version, session, model, working dir, approvals mode."""
-        badge = " [reverse bold red] YOLO: approvals off [/]" if yolo else ""
-        label = escape(model) if model else "no model"
-        self.query_one("#topbar", Static).update(
-            f"[bold]hermes-tui[/] {version} · session [b]{escape(session)}[/] · {label} · {escape(cwd)}"
-            f" · approvals {escape(approvals)}{badge}"
-        )
+        # Session names, model names and paths are data: assembled as Text, never markup.
+        label = visible(model) if model else "no model"
+        line = Text.assemble(("hermes-tui", "bold"), f" {version} · session ", (visible(session), "bold"),
+                             f" · {label} · {visible(cwd)} · approvals {approvals}")
+        if yolo:
+            line.append(" ").append(" YOLO: approvals off ", "reverse bold red")
+        self.query_one("#topbar", Static).update(line)
 
     # -- what the engine and the agent say ------------------------------------------------
 
@@ -147,25 +157,40 @@ class MainScreen(Screen[None]):
 
     @on(ApprovalNeeded)
     def _approval_needed(self, message: ApprovalNeeded) -> None:
-        self._waiting_approvals += 1
+        self._pending_approvals += 1
+        for screen in self._dialogs.values():  # the one shown now: "request 1 of 3" becomes "1 of 4"
+            screen.set_position(self._answered_in_burst + 1, self._answered_in_burst + self._pending_approvals)
         self._ask(message.request, message.answer)
 
     @work(group="approvals", exit_on_error=False)
     async def _ask(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
         async with self._approval_lock:  # one dialog at a time; the others wait in line
-            self._waiting_approvals -= 1
-            if answer.done():  # withdrawn while it waited
-                return
-            from hermes_tui.widgets.approval import ApprovalScreen
-
-            screen = ApprovalScreen(request, waiting=self._waiting_approvals)
-            self._dialogs[request.id] = screen
             try:
-                decision = await self.app.push_screen_wait(screen)
+                if not answer.done():  # else it was withdrawn while it waited
+                    await self._show_dialog(request, answer)
             finally:
-                self._dialogs.pop(request.id, None)
-            if not answer.done():
-                answer.set_result(decision or ApprovalDecision(choice="deny"))
+                self._pending_approvals -= 1
+                self._answered_in_burst += 1
+                if not self._pending_approvals:  # the burst is over
+                    self._answered_in_burst, self._rang = 0, False
+
+    async def _show_dialog(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
+        from hermes_tui.widgets.approval import ApprovalScreen
+
+        if not self._rang:  # once per burst: three queued requests ring once, not three times
+            self._rang = True
+            self.app.bell()
+        prompt = self.query_one(PromptInput)
+        screen = ApprovalScreen(request, position=self._answered_in_burst + 1,
+                                total=self._answered_in_burst + self._pending_approvals,
+                                typing=time.monotonic() - prompt.last_key_at < TYPING_WINDOW)
+        self._dialogs[request.id] = screen
+        try:
+            decision = await self.app.push_screen_wait(screen)
+        finally:
+            self._dialogs.pop(request.id, None)
+        if not answer.done():
+            answer.set_result(decision or ApprovalDecision(choice="deny"))
 
     @on(ApprovalWithdrawn)
     def _approval_withdrawn(self, message: ApprovalWithdrawn) -> None:
@@ -202,4 +227,5 @@ class MainScreen(Screen[None]):
 
     def focused_help(self) -> str:
         """Which help page fits the focused pane: conversation, output or kernels."""
-        return {OutputPane: "output", KernelsPane: "kernels"}.get(type(self.focused_pane()), "conversation")
+        pages: dict[type, str] = {OutputPane: "output", KernelsPane: "kernels"}
+        return pages.get(type(self.focused_pane()), "conversation")

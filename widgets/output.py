@@ -8,10 +8,12 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import Log, Static
 
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
+from hermes_tui.widgets.safe import plain, visible
 
 MAX_LINES = 5_000
 """Lines the pane keeps (the full output is in the record and the spill file)."""
@@ -152,7 +154,7 @@ class OutputPane(Vertical):
             notes.append(f"{result.status}: {result.error}")
         if result.warning:
             notes.append(f"warning: {result.warning}")
-        self.query_one("#output-spill", Static).update("\n".join(notes))
+        self.query_one("#output-spill", Static).update(plain("\n".join(notes)))  # paths and errors: data
         self._refresh_header()
 
     def _refresh_header(self) -> None:
@@ -165,10 +167,9 @@ class OutputPane(Vertical):
         limit = f" of {self.timeout:g}s" if self.status == "running" and self.timeout else ""
         if self.status == "running" and self.skipped_total:
             limit += f" · {self.skipped_total / 1e6:.1f} MB too fast to show"
-        self.query_one("#output-header", Static).update(
-            f"[{style}]{self.status}[/] · {elapsed:.1f}s{limit} · {calls} · kernel {self.kernel_id or '—'}"
-            f" · {self.exec_id}"
-        )
+        self.query_one("#output-header", Static).update(Content.assemble(
+            (self.status, style), visible(f" · {elapsed:.1f}s{limit} · {calls} · kernel {self.kernel_id or '—'}"
+                                          f" · {self.exec_id}")))
 
     def set_tool_calls(self, count: int) -> None:
         self.tool_calls = count
@@ -190,6 +191,6 @@ class OutputPane(Vertical):
     def action_copy_spill(self) -> None:
         if self.spill_path:
             self.app.copy_to_clipboard(self.spill_path)
-            self.notify(f"Copied {self.spill_path}")
+            self.notify(f"Copied {visible(self.spill_path)}", markup=False)
         else:
             self.notify("No full-output file for this run.")

@@ -21,6 +21,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
 
+from hermes_tui.widgets.safe import plain, visible
+
 BLOCK = 256 << 10
 """Bytes read around the view at a time."""
 SCAN_CHUNK = 4 << 20
@@ -173,7 +175,7 @@ class Pager(Widget, can_focus=True):
 
     def _failed(self, text: str) -> None:
         self.problem = text
-        self.query_one("#pager-body", Static).update(Text(text, style="bold red"))
+        self.query_one("#pager-body", Static).update(plain(text, "bold red"))
         self._set_status(text)
         self.post_message(self.Problem(text))
 
@@ -228,15 +230,17 @@ class Pager(Widget, can_focus=True):
 
     def _draw(self) -> None:
         lines, after = self._visible()
-        body = Text("\n".join(lines), no_wrap=True, overflow="ellipsis")
+        # The file's bytes as text: never markup, and no control character reaches the terminal.
+        body = Text(visible("\n".join(lines)), no_wrap=True, overflow="ellipsis")
         if self.highlight:
-            body.highlight_words([self.highlight.decode("utf-8", "replace")], style="reverse", case_sensitive=False)
+            body.highlight_words([visible(self.highlight.decode("utf-8", "replace"))], style="reverse",
+                                 case_sensitive=False)
         self.query_one("#pager-body", Static).update(body)
         percent = 100 if self.file_size == 0 else min(100, int(after * 100 / self.file_size))
         self._set_status(f"byte {self.position:,} of {self.file_size:,} ({percent}%)" + (f" · {self.status}" if self.status else ""))
 
     def _set_status(self, text: str) -> None:
-        self.query_one("#pager-status", Label).update(text)
+        self.query_one("#pager-status", Label).update(plain(text))  # it quotes paths and searches
 
     def _needs(self, offset: int, span: int = BLOCK // 2) -> bool:
         return not (self.block_start <= offset and offset + span <= self.block_start + len(self.block)) and (

@@ -18,7 +18,9 @@ import sys
 import threading
 from typing import TextIO
 
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver, FileChange
+from hermes_tui.runtime.danger.text import reveal
+from hermes_tui.units import human_size
 
 ANSWERS = {"o": "once", "once": "once", "1": "once", "s": "session", "session": "session", "2": "session",
            "a": "always", "always": "always", "3": "always", "d": "deny", "deny": "deny", "4": "deny", "": "deny"}
@@ -63,17 +65,33 @@ def _open_terminal() -> _Terminal | None:
     return _Terminal(handle, handle)
 
 
+def _size(change: FileChange) -> str:
+    if change.size is None:
+        return "new file"
+    return f"{change.size} B" if change.size < 1024 else human_size(change.size, " ") + "iB"
+
+
 def _describe(request: ApprovalRequest) -> str:
+    """The question, every untrusted part through :func:`reveal`: a command, script, path or
+    diff holding ESC or other control characters must not drive the terminal it is shown on."""
     lines = []
     if request.kind == "script":
         lines.append(f"\nhermes-tui: approve this whole script ({request.origin} turn)?")
-        lines += [f"  {number:>4} | {line}" for number, line in enumerate(request.text.splitlines(), start=1)]
+        lines += [f"  {number:>4} | {reveal(line)}" for number, line in enumerate(request.text.splitlines(), start=1)]
+    elif request.kind == "file":
+        tool = request.text.split(" ", 1)[0]
+        what = "this file" if len(request.files) <= 1 else f"these {len(request.files)} files"
+        lines.append(f"\nhermes-tui: allow {reveal(tool)} to change {what} ({request.origin} turn)?")
+        lines += [f"  {reveal(change.path)}  ({_size(change)})" for change in request.files]
+        lines += [f"  | {reveal(line)}" for line in (request.diff or "(no diff)").splitlines()]
     else:
-        lines.append(f"\nhermes-tui: approve this terminal command?\n  {request.text}")
-    lines.append(f"  in {request.cwd}  (session {request.session})")
-    lines += [f"  why it asks: {reason}" for reason in request.reasons]
+        command = reveal(request.text).replace("\n", "\n  ")
+        lines.append(f"\nhermes-tui: approve this terminal command?\n  {command}")
+    lines.append(f"  in {reveal(request.cwd)}  (session {reveal(request.session)})")
+    lines += [f"  why it asks: {reveal(reason)}" for reason in request.reasons]
     if request.always_rule:
-        lines.append(f"  [a]lways stores the exact rule {request.always_rule!r} in {request.always_file}")
+        lines.append(f"  [a]lways stores the exact rule {reveal(repr(request.always_rule))} in "
+                     f"{reveal(str(request.always_file))}")
     return "\n".join(lines) + "\n"
 
 
