@@ -66,7 +66,7 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.pause(1.1)
         save("main")
         await run(pilot, FLAGGED, wait_done=False)
-        await pilot.pause(0.3)
+        await pilot.pause(ApprovalScreen.ARMING + 0.3)  # armed: the dialog as it takes answers
         save("approval")
         await pilot.press("d")
         await pilot.pause(0.5)
