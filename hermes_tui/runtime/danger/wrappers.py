@@ -228,29 +228,15 @@ def joined(words: list[str]) -> str:
     return " ".join(words)
 
 
-SSH_VALUE_OPTIONS = "BbcDEeFIiJLlmOoPpQRSWw"
+SSH_SPEC = _spec("BbcDEeFIiJLlmOoPpQRSWw")
 
 
 def ssh_command(args: list[str]) -> tuple[str | None, str | None]:
     """``ssh [options] HOST [COMMAND...]``: the host and the remote command, if any."""
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            i += 1
-            break
-        if not arg.startswith("-"):
-            break
-        i += 1
-        for position, letter in enumerate(arg[1:], start=1):
-            if letter in SSH_VALUE_OPTIONS:
-                if position == len(arg) - 1:
-                    i += 1
-                break
-    if i >= len(args):
+    rest = skip_options(args, SSH_SPEC)
+    if not rest:
         return None, None
-    host, rest = args[i], args[i + 1:]
-    return host, (joined(rest) if rest else None)
+    return rest[0], (joined(rest[1:]) if rest[1:] else None)
 
 
 XARGS_SPEC = _spec("IinPLsdEa", "max-args max-procs max-lines max-chars delimiter eof arg-file replace process-slot-var")
