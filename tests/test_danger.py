@@ -134,7 +134,7 @@ def test_every_flag_has_a_reason_a_person_can_read() -> None:
         ("env -S 'sh\\_-c\\_reboot'", "hard"), ("env --s='rm -rf /'", "hard"), ("env -u HOME -C /tmp rm -rf /", "hard"),
         ("env FOO=1 ls", "ok"), ("nice -n 5 rm -rf /", "hard"), ("nohup rm -rf / &", "hard"), ("stdbuf -oL rm -rf /", "hard"),
         ("setsid rm -rf /", "hard"), ("command rm -rf /", "hard"), ("command -v rm", "ok"), ("exec rm -rf /", "hard"),
-        ("builtin eval 'rm -rf /'", "hard"), ("xargs -0 -I{} rm -rf {}", "flag"), ("find / -exec rm -rf {} +", "flag"),
+        ("builtin eval 'rm -rf /'", "hard"), ("xargs -0 -I{} rm -rf {}", "flag"), ("find / -exec rm -rf {} +", "hard"), ("find / -delete", "hard"),
         ("find . -execdir rm {} \\;", "flag"), ("find . -name x -ok shred {} \\;", "flag"), ("find . -exec ls {} \\;", "ok"),
         ("doas rm -rf /", "hard"), ("ssh prod 'rm -rf /'", "hard"), ("ssh prod uptime", "flag"), ("ssh -i key prod", "ok"),
         ("echo 'docker restart app' | ssh prod", "flag"),
@@ -286,10 +286,20 @@ def test_a_dangerous_command_stays_flagged_in_any_wrapper(context: str, outer: s
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=400))
 def test_random_text_never_raises_and_is_quick(text: str) -> None:
-    start = time.perf_counter()
     found = analyze(text, HOME, HERMES)
     assert isinstance(found.flags, list) and isinstance(found.hard, list)
-    assert time.perf_counter() - start < 0.05, repr(text)
+    assert fastest_of_three(text) < 0.05, repr(text)
+
+
+def fastest_of_three(text: str) -> float:
+    """The analysis time, the best of three (a garbage collection or another process must not
+    make a quick analysis look slow)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        analyze(text, HOME, HERMES)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 SHELLISH = st.lists(st.sampled_from(["rm", "-rf", "/", "ls", "|", ";", "&&", "$(", ")", "`", "'", '"', "\\\n", "#",
@@ -300,9 +310,7 @@ SHELLISH = st.lists(st.sampled_from(["rm", "-rf", "/", "ls", "|", ";", "&&", "$(
 @settings(max_examples=300, deadline=None)
 @given(SHELLISH)
 def test_shell_like_text_never_raises_and_is_quick(text: str) -> None:
-    start = time.perf_counter()
-    analyze(text, HOME, HERMES)
-    assert time.perf_counter() - start < 0.05, repr(text)
+    assert fastest_of_three(text) < 0.05, repr(text)
 
 
 @pytest.mark.parametrize(
@@ -336,3 +344,31 @@ def test_input_that_crashed_the_grammar_is_analysed_in_a_live_process() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], input=SCANNER_CRASH, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # found by an attacker's review: each ran something refused while reading as nothing
+        ("r\\\nm -rf /", "hard"), ("re\\\nboot", "hard"), ("a[$(reboot)]=1", "hard"), ("let 'a[$(reboot)]'", "hard"),
+        ("test -v 'a[$(rm -rf /)]'", "hard"), ("trap 'rm -rf /' EXIT", "hard"), ("alias ls='rm -rf ~'", "hard"),
+        ("mapfile -C 'rm -rf /' -c 1 < f", "hard"), ("cat <<-EOF\n\t$(reboot)\n\tEOF", "hard"), ("x=REBOOT; ${x,,}", "flag"),
+        ("IFS=_; x=rm_-rf_/; $x", "flag"), ("x=reboot; x=true true; $x", "flag"), ("x=true; read x <<< reboot; $x", "flag"),
+        ("/???/r? -rf /", "hard"), ("/sbin/reboo[t]", "hard"), ("$(printf '\\x72m') -rf /", "flag"), ("REBOOT", "hard"),
+        ("bash /dev/stdin <<< 'rm -rf /'", "hard"), (". -- /dev/fd/0 <<< reboot", "flag"), ("eval -- 'rm -rf /'", "hard"),
+        ("coproc rm -rf /", "hard"), ("busybox rm -rf /", "hard"), ("bash5 -c 'rm -rf /'", "hard"),
+        ("systemctl start reboot.target", "hard"), ("systemctl -t service reboot", "hard"), ("loginctl poweroff", "hard"),
+        ("echo b > /proc/sysrq-trigger", "hard"), ("kill -9 -01", "hard"), ("rm --recu --no-pres /", "hard"),
+        ("rsync -a --delete /tmp/empty/ /", "hard"), ("echo p | sudo --st true", "hard"), ("rm -rf /[a-z]*", "hard"),
+        ("rm -rf ~root", "hard"), ("dd of=/dev/[s]da", "hard"), ("sed '1e reboot' f", "flag"),
+        ("awk 'BEGIN{c=\"reboot\"; c | getline}'", "flag"), ("git config alias.x '!reboot'", "flag"),
+        ("LESSOPEN='|reboot %s' less f", "flag"), ("a='x'; a=$a$a; a=$a$a; echo $a", "ok"),
+    ],
+)
+def test_what_an_attackers_review_found(command: str, expected: str) -> None:
+    assert verdict(command) == expected, analyze(command, HOME, HERMES)
+
+
+def test_doubling_a_variable_stays_quick() -> None:
+    assert fastest_of_three("a=x;" + "a=$a$a;" * 40 + "$a") < 0.05
+    assert fastest_of_three("true |" * 2000 + " sh") < 0.5

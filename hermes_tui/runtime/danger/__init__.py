@@ -12,6 +12,7 @@ A command that cannot be parsed, or that hides characters, is flagged — never 
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
 
@@ -46,6 +47,8 @@ def analyze(command: str, home: str | None = None, hermes_home: str | None = Non
         result.add(f"contains hidden characters ({', '.join(hidden[:6])}): it may not run what it shows")
     try:
         _Reader(paths, result).text(command, 0)
+        if "\\\n" in command:  # bash removes backslash-newline before it reads words: r\<newline>m is rm
+            _Reader(paths, result).text(command.replace("\\\n", ""), 0)
     except RecursionError:
         result.add("nests too deeply to read")
     return result
@@ -113,10 +116,10 @@ class _Reader:
             if not words:
                 return
             first = words[0]
-            if COMPUTED in first:
-                self.result.add("runs a program whose name is known only at run time ($VAR, $(...))")
-                return
             program = program_name(first)
+            if COMPUTED in first or program == COMPUTED:
+                self.result.add("runs a program whose name is known only at run time ($VAR, $(...), a glob)")
+                return
             args = words[1:]
             spec = wrap.WRAPPERS.get(program)
             if program == "sudo" and _sudo_stdin_password(args):
@@ -180,16 +183,17 @@ class _Reader:
             if program in ("parallel",):
                 words = [w for w in wrap.skip_options(args, wrap.WRAPPERS["parallel"]) if w != ":::"]
                 continue
-            if program in wrap.SHELLS or program in ("busybox",) and args[:1] in (["sh"], ["ash"]):
-                self._shell(command, program, args if program != "busybox" else args[1:], depth)
+            if wrap.shell_name(program):
+                self._shell(command, program, args, depth)
                 return
             if program == "eval":
-                self._eval(command, " ".join(args), depth)
+                self._eval(command, " ".join(args[1:] if args[:1] == ["--"] else args), depth)
                 return
             if program in ("source", "."):
+                args = args[1:] if args[:1] == ["--"] else args
                 if remote_code(Check(program, args, command, self.paths, self.result), "source"):
                     return
-                if args[:1] and args[0] in ("/dev/stdin", "-", "/proc/self/fd/0") or any(COMPUTED in a for a in args[:1]):
+                if args[:1] and STDIN_FILE.match(args[0]) or any(COMPUTED in a for a in args[:1]):
                     self.result.add("runs shell code it reads at run time (source)")
                 return
             if program == "find":
@@ -208,6 +212,19 @@ class _Reader:
                     self.result.add(f"runs commands it feeds to another machine (... | ssh {host})")
                     self._fed_shell(command, program, depth)
                 return
+            for word in args:  # let 'a[$(cmd)]', test -v, read, printf -v: bash runs the subscript
+                for inner in SUBSCRIPT_CODE.findall(word):
+                    self.text(inner.strip("`").removeprefix("$(").removesuffix(")"), depth + 1)
+            code = _code_arguments(program, args)
+            if code is not None:
+                for text in code:
+                    self.text(text, depth + 1)
+                if program in ("trap", "alias", "mapfile", "readarray", "fc", "hash"):
+                    self.result.add(f"sets code that runs later or under another name ({program})")
+                return
+            if program in ("coproc", "busybox", "toybox") and args:
+                words = args
+                continue
             if program in SQL_PROGRAMS:
                 sql(" ".join(words), self.result)
                 return
@@ -236,7 +253,10 @@ class _Reader:
         if name in ("DOCKER_HOST", "CONTAINER_HOST", "DOCKER_CONTEXT", "KUBECONFIG"):
             self.result.add(f"points tools at another daemon or cluster ({name}=...)")
         elif name in ("LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PROMPT_COMMAND",
-                      "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "PAGER", "GIT_PAGER", "EDITOR", "VISUAL"):
+                      "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "PAGER", "GIT_PAGER", "EDITOR", "VISUAL", "LESSOPEN",
+                      "LESSCLOSE", "MANPAGER", "SYSTEMD_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS",
+                      "SSH_ASKPASS", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "PS4", "PYTHONSTARTUP") or \
+                name.startswith("GIT_CONFIG"):
             self.result.add(f"sets {name}, which makes programs run other code")
 
     def _shell(self, command: Command, program: str, args: list[str], depth: int) -> None:
@@ -258,6 +278,8 @@ class _Reader:
         if operands and COMPUTED in operands[0]:
             self.result.add(f"runs a shell script known only at run time ({program} <(...))")
             return
+        if operands and STDIN_FILE.match(operands[0]) or "--rcfile" in args or "--init-file" in args:
+            operands = []  # bash /dev/stdin <<< CMD: the script is its standard input
         if operands and "-s" not in args:
             return  # runs a script file
         if command.stdin is not None or command.fed_by:
@@ -326,16 +348,49 @@ class _Reader:
         self.text(text, depth + 1)
 
 
+GLOB_TARGETS = ("rm", "reboot", "shutdown", "halt", "poweroff", "dd", "mkfs", "kill", "shred", "wipefs", "sh", "bash")
+
+
 def program_name(word: str) -> str:
-    """The program a command word names (``/bin/rm`` is rm; ``.`` stays ``.``)."""
-    return word if word in (".", "..") else basename(word)
+    """The program a command word names (``/bin/rm`` is rm; ``.`` stays ``.``; ``/???/r?`` is
+    read as the dangerous program it can match; ``RM`` on a case-blind disk is rm)."""
+    if word in (".", ".."):
+        return word
+    name = basename(word)
+    if any(c in name for c in "*?["):
+        return next((t for t in GLOB_TARGETS if fnmatch.fnmatchcase(t, name)), COMPUTED)
+    lowered = name.lower().removesuffix(".exe")
+    return lowered if lowered != name and lowered in CASE_BLIND else name
+
+
+CASE_BLIND = frozenset({"rm", "reboot", "shutdown", "halt", "poweroff", "dd", "kill", "sudo", "sh", "bash"})
+
+
+STDIN_FILE = re.compile(r"^(/dev/stdin|-|/dev/fd/0|/proc/(self|\d+)/fd/0)$")
+SUBSCRIPT_CODE = re.compile(r"\[[^\]]*?(\$\([^)]*\)|`[^`]*`)")
+
+
+def _code_arguments(program: str, args: list[str]) -> list[str] | None:
+    """Shell text a builtin keeps to run later (``trap 'CMD' EXIT``, ``alias ls='CMD'``,
+    ``mapfile -C CMD``, ``fc -e CMD``); None when ``program`` is not one of them."""
+    if program == "trap":
+        operands = [a for a in args if a != "--"]
+        return operands[:1] if operands and operands[0] not in ("-l", "-p") else []
+    if program == "alias":
+        return [a.split("=", 1)[1] for a in args if "=" in a]
+    if program in ("mapfile", "readarray", "fc"):
+        option = "-C" if program != "fc" else "-e"
+        return [args[i + 1] for i, a in enumerate(args[:-1]) if a == option]
+    if program == "hash" and "-p" in args:
+        return [" ".join(args[args.index("-p") + 1:args.index("-p") + 2])]
+    return None
 
 
 def _sudo_stdin_password(args: list[str]) -> bool:
     for arg in args:
         if arg == "--" or not arg.startswith("-"):
             return False
-        if arg == "--stdin" or (not arg.startswith("--") and "S" in arg[1:]):
+        if (arg.startswith("--st") and "--stdin".startswith(arg)) or (not arg.startswith("--") and "S" in arg[1:]):
             return True
     return False
 

@@ -29,6 +29,8 @@ _MARKERS_RE = re.compile("[\ue001-\ue004]")
 _UNBRACE_TABLE = str.maketrans(_UNBRACE)
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 MAX_DEPTH = 24
+MAX_VALUE = 4096
+"""A variable's value longer than this is not kept (``a=$a$a`` doubling)."""
 """Deeper nesting than this is not read (and says so)."""
 MAX_FIELDS = 256
 """Brace expansion yields at most this many words per word."""
@@ -196,6 +198,18 @@ def _brace_expand(word: str) -> list[str]:
     return [word]
 
 
+_NAME_USE = re.compile(rb"(?<![$\w{])([A-Za-z_][A-Za-z0-9_]*)(?=[=\s\[;)]|$)", re.MULTILINE)
+
+
+def _ambiguous_names(source: bytes) -> frozenset[str]:
+    """Names written (not read) more than once in the text: ``x=a; x=b true; $x``, ``read x``,
+    ``printf -v x``, ``(x=...)``. Their value at a given point is not read statically."""
+    counts: dict[bytes, int] = {}
+    for match in _NAME_USE.finditer(source):
+        counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    return frozenset(name.decode() for name, count in counts.items() if count > 1)
+
+
 def _escapes_before(source: bytes, index: int) -> int:
     """How many backslashes stand right before ``source[index]``."""
     count = 0
@@ -230,6 +244,8 @@ class _Walker:
         self.variables = variables
         self.parsed = Parsed()
         self._ends: dict[int, int] = {}  # where each command's last argument ended
+        self.ambiguous = _ambiguous_names(source)
+        """Variables set more than once, or by read/printf -v/mapfile/...: their value is not known."""
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode("ascii")
@@ -270,7 +286,7 @@ class _Walker:
         last: list[Command] = []
         for child in children:
             if child.type in ("|", "|&"):
-                upstream.extend(last)
+                upstream = last or upstream  # earlier stages are reached through these
                 last = []
                 continue
             first = len(self.parsed.commands)
@@ -311,6 +327,9 @@ class _Walker:
                 quoted = any(q in self.text(child) for q in "'\"\\")
             elif child.type == "heredoc_body":
                 body_text = self.heredoc_body(child, depth, quoted)
+                if op == "<<-" and not quoted and "\t" in self.text(child):
+                    stripped = re.sub(r"(?m)^\t+", "", self.text(child))
+                    self.include(f"cat <<HERMES_EOF\n{stripped}\nHERMES_EOF\n", depth + 1)
             elif child.type not in ("heredoc_start", "heredoc_end", "heredoc_content"):
                 continuation.append(child)
         for command in inside:
@@ -411,7 +430,10 @@ class _Walker:
             value = self.word(value_node, depth + 1).replace(_SPLIT, " ") if value_node is not None else ""
             value = _restore(value)
             found.append((name, value))
-            if name and COMPUTED not in value:
+            for child in item.children:  # a[$(cmd)]=x: the subscript runs
+                if child.type == "subscript":
+                    self._run_substitutions(child, depth + 1)
+            if name and COMPUTED not in value and len(value) <= MAX_VALUE:
                 self.variables[name] = value
             else:
                 self.variables.pop(name, None)
@@ -550,14 +572,15 @@ class _Walker:
             self._run_substitutions(other, depth + 1)  # ${x:-$(cmd)} runs cmd
         if len(names) == 1 and self.text(names[0]) == "IFS":
             return " " if quoted else _SPLIT  # ${IFS}, ${IFS:0:1}, ${IFS%?}: still a separator
-        plain = len(names) == 1 and all(not c.is_named or c in names for c in node.children) and \
-            not any(c.type in ("#", "!") for c in node.children)
+        plain = len(names) == 1 and all(c.type in ("$", "${", "}") or c in names for c in node.children)
         if not plain:
             return COMPUTED
         name = self.text(names[0])
         value = self.variables.get(name)
-        if value is None:
+        if value is None or name in self.ambiguous:
             return COMPUTED
+        if not quoted and "IFS" in self.variables:
+            return COMPUTED  # IFS was changed: how the value splits is not read here
         return value if quoted else re.sub(r"[ \t\n]+", _SPLIT, value)
 
     def substitution(self, node: Node, quoted: bool, depth: int) -> str:
@@ -569,6 +592,8 @@ class _Walker:
         if len(inner) == 1 and inner[0].words[:1] in (["echo"], ["printf"]) and len(inner[0].words) > 1 \
                 and not inner[0].redirects and all(COMPUTED not in w for w in inner[0].words):
             words = [w for w in inner[0].words[1:] if not (inner[0].words[0] == "echo" and w in ("-n", "-e", "-E"))]
+            if any("\\" in w for w in words):
+                return COMPUTED  # echo -e / printf decode escapes: `printf '\x72m'` is rm
             if inner[0].words[0] == "printf" and words and "%" in words[0]:
                 if words[0].rstrip("\\n") not in ("%s", "%b"):
                     return COMPUTED

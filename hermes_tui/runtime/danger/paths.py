@@ -80,7 +80,10 @@ class Paths:
         return path[len(self.home) + 1:] if path.startswith(self.home + "/") else None
 
     def wide(self, word: str) -> bool:
-        """True for /, a system directory, your home, or everything in one (``/*``, ``~/.*``)."""
+        """True for /, a system directory, your home, everything in one (``/*``, ``~/.*``), a
+        glob at the top (``/[a-z]*``, ``/?*/``) or another user's home (``~root``)."""
+        if re.match(r"^/+[^/]*[*?[]", word) or re.match(r"^~[A-Za-z_][\w-]*/?$", word):
+            return True
         stripped = re.sub(r"/(\.?\*)+$", "", word) if re.search(r"/\.?\*$", word) else word
         normal = self.normal(stripped or "/")
         return normal in SYSTEM_DIRS or normal == self.home or normal == os.path.dirname(self.home) == "/home"
@@ -155,7 +158,12 @@ class Paths:
     def device(self, word: str) -> str | None:
         """'disk' for a disk device, 'device' for another /dev node, None otherwise."""
         path = self.normal(word)
+        if path == "/proc/sysrq-trigger":
+            return "disk"  # SysRq: reboot or crash the machine at once
         if not path.startswith("/dev/") or path in HARMLESS_DEVICES or path.startswith(("/dev/fd/", "/dev/shm/",
                                                                                          "/dev/pts/")):
             return None
-        return "disk" if DISK_DEVICE_RE.match(path) else "device"
+        if DISK_DEVICE_RE.match(path) or any(c in path for c in "*?[") or \
+                path.startswith(("/dev/root", "/dev/block/", "/dev/sg", "/dev/vg", "/dev/disk/")):
+            return "disk"  # a glob under /dev may match a disk
+        return "device"

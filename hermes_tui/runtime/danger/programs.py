@@ -123,7 +123,14 @@ def write_target(target: str, paths: Paths, result: Analysis, how: str = "writes
 # -- deleting -----------------------------------------------------------------------------
 
 
+RM_LONG = ("recursive", "force", "no-preserve-root", "dir", "interactive", "one-file-system", "verbose")
+
+
 def _rm(check: Check) -> None:
+    from hermes_tui.runtime.danger.wrappers import long_option
+
+    check.flags |= {f"--{long_option(f[2:], RM_LONG)}" for f in check.flags
+                    if f.startswith("--") and long_option(f[2:], RM_LONG)}
     recursive = bool(check.flags & {"-r", "-R", "--recursive"})
     if recursive or check.flags & {"-f", "--force"}:
         check.add("deletes recursively or by force (rm -r / -f)")
@@ -147,9 +154,14 @@ def _find(check: Check) -> None:
     from hermes_tui.runtime.danger.wrappers import find_actions
 
     actions, _ = find_actions(check.args)
-    if any(action and basename(action[0]) in ("rm", "shred", "unlink", "rmdir", "mv", "srm")
-           for action in actions):
+    deletes = "-delete" in check.args or any(action and basename(action[0]) in ("rm", "shred", "unlink", "rmdir",
+                                                                                  "mv", "srm") for action in actions)
+    if deletes and "-delete" not in check.args:
         check.add("deletes or moves every file find matches (find -exec rm)")
+    starts = [a for a in check.args[:next((i for i, a in enumerate(check.args) if a.startswith(("-", "(", "!"))),
+                                          len(check.args))]]
+    if deletes and any(check.paths.wide(a) for a in starts):
+        check.add("deletes everything under the root, a system directory or your home (find / -delete)", hard=True)
     if any(a in ("-fprint", "-fprint0", "-fprintf", "-fls") for a in check.args):
         for i, arg in enumerate(check.args[:-1]):
             if arg in ("-fprint", "-fprint0", "-fprintf", "-fls"):
@@ -235,8 +247,29 @@ def _power(check: Check) -> None:
     check.add("shuts down or reboots the machine", hard=True)
 
 
+SYSTEMCTL_VALUES = frozenset("-t --type -p --property -s --signal -o --output -n --lines -H --host -M --machine "
+                             "--message --root --when --reboot-argument --kill-whom --state --job-mode".split())
+POWER_UNITS = re.compile(r"^(reboot|poweroff|halt|kexec|ctrl-alt-del|soft-reboot)\.target$|"
+                         r"^systemd-(reboot|poweroff|halt|kexec)\.service$")
+
+
 def _systemctl(check: Check) -> None:
-    verb = next((o for o in check.operands), "")
+    operands = []
+    skip = False
+    for arg in check.args:  # the option values are not the verb: systemctl -t service reboot
+        if skip:
+            skip = False
+        elif arg in SYSTEMCTL_VALUES:
+            skip = True
+        elif not arg.startswith("-"):
+            operands.append(arg)
+    verb = operands[0] if operands else ""
+    if verb in ("start", "isolate", "restart", "reload-or-restart", "try-restart") and \
+            any(POWER_UNITS.match(o) for o in operands[1:]):
+        check.add("shuts down or reboots the machine", hard=True)
+        return
+    if verb in ("emergency", "rescue", "switch-root", "default"):
+        check.add(f"drops the machine out of its running state (systemctl {verb})")
     if verb in ("poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep", "soft-reboot"):
         check.add("shuts down or reboots the machine", hard=True)
     elif verb in ("stop", "disable", "mask", "kill", "restart", "isolate", "reload", "daemon-reexec",
@@ -264,7 +297,7 @@ def _kill(check: Check) -> None:
         signal, args = args[0].lstrip("-"), args[1:]  # the first option is the signal: kill -9 PID
     if args[:1] == ["--"]:
         args = args[1:]
-    if "-1" in args:
+    if any(re.fullmatch(r"\s*-0*1\s*", a) for a in args):
         check.add("signals every process you can reach (kill -1)", hard=True)
         return
     if signal.upper().removeprefix("SIG") in ("9", "KILL"):
@@ -311,6 +344,9 @@ def git_verb(args: list[str]) -> tuple[str, list[str], list[str]]:
     return args[i], args[i + 1:], globals_
 
 
+GIT_CODE_KEYS = frozenset({"core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.hookspath",
+                           "credential.helper", "protocol.ext.allow", "core.gitproxy", "sequence.editor",
+                           "core.askpass", "gpg.program", "diff.external", "pager.log", "pager.diff"})
 GIT_LONG = ("force", "force-with-lease", "force-if-includes", "mirror", "delete", "prune", "hard", "recursive",
             "dry-run", "staged")
 
@@ -338,9 +374,12 @@ def _git(check: Check) -> None:
     for i, option in enumerate(globals_):
         if option == "-c" and i + 1 < len(globals_):
             key = globals_[i + 1].split("=", 1)[0].lower()
-            if key in ("core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.hookspath",
-                       "credential.helper", "protocol.ext.allow", "core.gitproxy") or key.startswith("alias."):
+            if key in GIT_CODE_KEYS or key.startswith(("alias.", "diff.", "filter.", "merge.")):
                 check.add(f"makes git run a command of its choosing (git -c {key}=...)")
+    if verb == "config" and operands and (operands[0].lower() in GIT_CODE_KEYS or
+                                          operands[0].lower().startswith(("alias.", "diff.", "filter."))) \
+            and len(operands) > 1:
+        check.add(f"makes git run a command of its choosing (git config {operands[0]})")
     if verb == "reset" and ("--hard" in flags or "--h" in flags or "--ha" in flags):
         check.add("throws away uncommitted work (git reset --hard)")
     elif verb == "push":
@@ -377,8 +416,9 @@ PROGRAM_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
                                               "info-script", "new-volume-script"), "IF"),
     "rsync": (("rsh", "rsync-path"), "e"), "zip": (("unzip-command",), ""), "tcpdump": ((), "z"),
     "git": (("upload-pack", "receive-pack", "exec"), "u"), "less": ((), ""), "ssh": ((), ""),
-    "scp": ((), "S"), "journalctl": ((), ""), "psql": ((), ""), "gdb": (("eval-command",), ""),
-    "vim": (("cmd",), "c"), "nvim": (("cmd",), "c"), "emacs": (("eval",), ""),
+    "scp": ((), "S"), "journalctl": ((), ""), "psql": ((), ""), "gdb": (("eval-command", "ex"), ""),
+    "vim": (("cmd",), "c"), "nvim": (("cmd",), "c"), "vi": (("cmd",), "c"), "ex": (("cmd",), "c"),
+    "view": (("cmd",), "c"), "emacs": (("eval",), ""), "expect": ((), "c"), "make": (("eval",), ""),
 }
 
 
@@ -589,7 +629,7 @@ def _awk(check: Check) -> None:
     program_text = next((o for o in check.operands), "")
     if "-f" in check.flags:
         return
-    if re.search(r"\bsystem\s*\(|\|\s*\"|\|&|\"\s*\|\s*getline", program_text):
+    if re.search(r"\bsystem\s*\(|\||\bgetline\b", program_text):
         check.add("runs shell commands from awk (system() / pipes)")
 
 
@@ -601,9 +641,9 @@ def _sed(check: Check) -> None:
             check.write(operand, "edits")
     script = " ".join(check.operands[:1] + [check.args[i + 1] for i, a in enumerate(check.args[:-1])
                                             if a in ("-e", "--expression")])
-    if re.search(r"(^|;|\s)\d*\s*e(\s|$|;)|/[a-z]*e[a-z]*(\s|$|;)", script) and re.search(r"s(.).*\1.*\1[gpi0-9]*e",
-                                                                                          script):
-        check.add("runs shell commands from sed (the e flag)")
+    if re.search(r"(^|[;{\n])\s*(\d+|\$|/[^/]*/)?\s*e(\s|$|;)", script) or \
+            re.search(r"s(.).*\1.*\1[gpiIm0-9]*e", script):
+        check.add("runs shell commands from sed (the e command or flag)")
 
 
 # -- files and the network ----------------------------------------------------------------
@@ -627,6 +667,9 @@ def _writes_last(check: Check) -> None:
                 check.add("moves keys, credentials or configuration away")
     if check.program == "ln":
         return
+    if check.program == "rsync" and any(f.startswith("--del") for f in check.flags) and operands and \
+            check.paths.wide(operands[-1]):
+        check.add("deletes the root, a system directory or your home to match a copy (rsync --delete)", hard=True)
     if check.program in ("scp", "rsync", "cp") and any(check.paths.secret(o) for o in operands[:-1]):
         check.add("copies a credentials file (it could leave the machine)")
 
@@ -869,7 +912,9 @@ RULES: dict[str, Callable[[Check], None]] = {
     "rm": _rm, "find": _find, "chmod": _chmod, "chown": _chmod, "chgrp": _chmod,
     "mkfs": _mkfs, "newfs": _mkfs, "mke2fs": _mkfs,
     **{name: _disk for name in DISK_TOOLS},
-    **{name: _power for name in ("shutdown", "reboot", "halt", "poweroff", "init", "telinit")},
+    **{name: _power for name in ("shutdown", "reboot", "halt", "poweroff", "init", "telinit", "openrc-shutdown")},
+    "loginctl": lambda c: _power(c) if c.operands[:1] and c.operands[0] in ("reboot", "poweroff", "halt") else None,
+    "kexec": lambda c: _power(c) if c.flags & {"-e", "--exec"} else None,
     "systemctl": _systemctl, "service": _service, "launchctl": _service, "rc-service": _service, "sv": _service,
     "kill": _kill, "pkill": _killall, "killall": _killall, "killall5": _killall, "skill": _killall,
     "git": _git, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "sed": _sed,

@@ -8,6 +8,7 @@ Options that take a value are skipped with their value, bundled or not (``-u roo
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -52,7 +53,8 @@ WRAPPERS: dict[str, Spec] = {
     "exec": _spec("a"),
     "chronic": _spec(),
     "unbuffer": _spec(),
-    "caffeinate": _spec("tw"),
+    "caffeinate": _spec("tw"), "coproc": _spec(), "setpriv": _spec("", "reuid regid groups init-groups"),
+    "prlimit": _spec("p"), "cgexec": _spec("g"),
     "time": _spec("fo", "format output"),
     "chroot": _spec("", "userspec groups", operands=1, note="runs in another root directory (chroot)"),
     "flock": _spec("wEc", "timeout conflict-exit-code", operands=1),
@@ -67,7 +69,14 @@ WRAPPERS: dict[str, Spec] = {
     "dbus-run-session": _spec(),
     "parallel": _spec("jS", "jobs"), "watch": _spec("nd", "interval differences"),
 }
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "yash", "rbash"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "yash", "rbash", "ksh93",
+                    "oksh", "loksh", "posh", "hush", "elvish", "nu", "xonsh", "rc", "es", "pwsh-preview"})
+
+
+def shell_name(program: str) -> str | None:
+    """``bash5``, ``bash.exe``, ``zsh-5.9`` -> their shell; None for a program that is not one."""
+    name = re.sub(r"[-\d.]+$", "", program.lower().removesuffix(".exe"))
+    return name if name in SHELLS else None
 SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
@@ -168,7 +177,7 @@ def su_texts(args: list[str]) -> list[str]:
     return found[-1:]
 
 
-ENV_VALUE_OPTIONS = ("unset", "chdir", "argv0", "split-string", "block-signal", "default-signal", "ignore-signal")
+ENV_VALUE_OPTIONS = ("unset", "chdir", "argv0", "split-string")
 ENV_SHORT_VALUES = "uCPa"
 
 
@@ -239,7 +248,7 @@ def ssh_command(args: list[str]) -> tuple[str | None, str | None]:
     return rest[0], (joined(rest[1:]) if rest[1:] else None)
 
 
-XARGS_SPEC = _spec("IinPLsdEa", "max-args max-procs max-lines max-chars delimiter eof arg-file replace process-slot-var")
+XARGS_SPEC = _spec("InPLsdEa", "max-args max-procs max-lines max-chars delimiter eof arg-file replace process-slot-var")
 
 
 def find_actions(args: list[str]) -> tuple[list[list[str]], bool]:
