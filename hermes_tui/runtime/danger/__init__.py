@@ -79,6 +79,8 @@ class _Reader:
         self.paths = paths
         self.result = result
         self.made_executable: set[str] = set()
+        self.word = ""
+        """The program word of the command being read."""
 
     def text(self, text: str, depth: int, stdin_of: Command | None = None) -> None:
         """Read shell text (the whole command, or what ``bash -c`` / ``eval`` / a piped shell runs)."""
@@ -115,139 +117,143 @@ class _Reader:
         for _ in range(32):  # wrappers in wrappers; each turn removes at least one word
             if not words:
                 return
-            first = words[0]
-            program = program_name(first)
-            if COMPUTED in first or program == COMPUTED:
+            program = program_name(words[0])
+            if COMPUTED in words[0] or program == COMPUTED:
                 self.result.add("runs a program whose name is known only at run time ($VAR, $(...), a glob)")
                 return
-            args = words[1:]
-            spec = wrap.WRAPPERS.get(program)
-            if program == "sudo" and _sudo_stdin_password(args):
-                self.result.add("feeds sudo a password on standard input (sudo -S): password guessing", hard=True)
-            if program == "sudo" and args and args[0] in ("-e", "--edit"):
-                self.result.add(wrap.as_root("sudo"))
-                for target in args[1:]:
-                    write_target(target, self.paths, self.result, "edits")
+            handler = UNWRAP.get(program) or (_Reader._shell if wrap.shell_name(program) else _Reader._leaf)
+            self.word = words[0]  # as written (./x.sh), for the rules that need more than its name
+            inner = handler(self, command, program, words[1:], depth)
+            if inner is None:
                 return
-            if program == "sudoedit":
-                self.result.add(wrap.as_root("sudoedit"))
-                for target in args:
-                    write_target(target, self.paths, self.result, "edits")
-                return
-            if spec is not None:
-                if spec.note:
-                    self.result.add(spec.note)
-                if program == "command" and args[:1] and args[0] in ("-v", "-V"):
-                    return  # looks a name up; runs nothing
-                if program == "sudo" and any(a in ("-s", "-i", "--shell", "--login") for a in args):
-                    rest = wrap.skip_options(args, spec)
-                    if rest:
-                        self.text(wrap.joined(rest), depth + 1)
-                    return
-                if program == "watch":
-                    rest = wrap.skip_options(args, spec)
-                    if rest:
-                        self.text(wrap.joined(rest), depth + 1)
-                    return
-                words = wrap.skip_options(args, spec)
-                if program == "flock" and words[:1] in (["-c"], ["--command"]):  # flock FILE -c TEXT
-                    self.text(" ".join(words[1:2]), depth + 1)
-                    return
-                continue
-            if program in ("su", "runuser", "sg", "script"):
-                if program in ("su", "runuser", "sg"):
-                    self.result.add(wrap.as_root(program) if program != "sg" else "runs as another group (sg)")
-                texts = wrap.su_texts(args)
-                for text in texts:
-                    self.text(text, depth + 1)
-                if texts:
-                    return
-                if program == "runuser" and "--" in args:
-                    words = args[args.index("--") + 1:]
-                    continue
-                elif program == "sg" and len(args) >= 2:
-                    self.text(args[1], depth + 1)
-                return
-            if program == "env":
-                unwrapped = wrap.env_command(args)
-                for note in unwrapped.notes:
-                    self._environment(note.removeprefix("env:"))
-                if unwrapped.text is not None:
-                    self.text(unwrapped.text, depth + 1)
-                    return
-                words = unwrapped.words or []
-                continue
-            if program == "xargs":
-                words = wrap.skip_options(args, wrap.XARGS_SPEC)
-                continue
-            if program in ("parallel",):
-                words = [w for w in wrap.skip_options(args, wrap.WRAPPERS["parallel"]) if w != ":::"]
-                continue
-            if wrap.shell_name(program):
-                self._shell(command, program, args, depth)
-                return
-            if program == "eval":
-                self._eval(command, " ".join(args[1:] if args[:1] == ["--"] else args), depth)
-                return
-            if program in ("source", "."):
-                args = args[1:] if args[:1] == ["--"] else args
-                if remote_code(Check(program, args, command, self.paths, self.result), "source"):
-                    return
-                if args[:1] and STDIN_FILE.match(args[0]) or any(COMPUTED in a for a in args[:1]):
-                    self.result.add("runs shell code it reads at run time (source)")
-                return
-            if program == "find":
-                actions, _ = wrap.find_actions(args)
-                for action in actions:
-                    self.command(command, [w for w in action if w != "{}"] or action, depth)
-                check_program(Check(program, args, command, self.paths, self.result))
-                return
-            if program == "ssh":
-                host, remote = wrap.ssh_command(args)
-                self._program_options(program, args, depth)
-                if remote:
-                    self.result.add(f"runs a command on another machine (ssh {host}): {remote[:80]}")
-                    self.text(remote, depth + 1)
-                elif host and (command.stdin is not None or command.fed_by):
-                    self.result.add(f"runs commands it feeds to another machine (... | ssh {host})")
-                    self._fed_shell(command, program, depth)
-                return
-            for word in args:  # let 'a[$(cmd)]', test -v, read, printf -v: bash runs the subscript
+            words = inner
+        self.result.add("wraps commands too deeply to read")
+
+    # One handler per kind of program (UNWRAP): it returns the words of the command the
+    # program runs (read next), or None when it is done.
+
+    def _wrapper(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        spec = wrap.WRAPPERS[program]
+        if spec.note:
+            self.result.add(spec.note)
+        if program == "sudo" and _sudo_stdin_password(args):
+            self.result.add("feeds sudo a password on standard input (sudo -S): password guessing", hard=True)
+        if program == "sudo" and args[:1] in (["-e"], ["--edit"]):
+            return self._sudoedit(command, "sudo", args[1:], depth)
+        if program == "command" and args[:1] in (["-v"], ["-V"]):
+            return None  # looks a name up; runs nothing
+        rest = wrap.skip_options(args, spec)
+        if program == "watch" or (program == "sudo" and any(a in ("-s", "-i", "--shell", "--login") for a in args)):
+            if rest:  # handed to a shell as one line
+                self.text(wrap.joined(rest), depth + 1)
+            return None
+        if program == "flock" and rest[:1] in (["-c"], ["--command"]):  # flock FILE -c TEXT
+            self.text(" ".join(rest[1:2]), depth + 1)
+            return None
+        return rest
+
+    def _sudoedit(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        self.result.add(wrap.as_root(program))
+        for target in args:
+            write_target(target, self.paths, self.result, "edits")
+        return None
+
+    def _su(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        if program != "script":
+            self.result.add(wrap.as_root(program) if program != "sg" else "runs as another group (sg)")
+        texts = wrap.su_texts(args)
+        for text in texts:
+            self.text(text, depth + 1)
+        if texts:
+            return None
+        if program == "runuser" and "--" in args:
+            return args[args.index("--") + 1:]
+        if program == "sg" and len(args) >= 2:
+            self.text(args[1], depth + 1)
+        return None
+
+    def _env(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        unwrapped = wrap.env_command(args)
+        for name in unwrapped.assignments:
+            self._environment(name)
+        if unwrapped.text is not None:
+            self.text(unwrapped.text, depth + 1)
+            return None
+        return unwrapped.words or []
+
+    def _xargs(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        return wrap.skip_options(args, wrap.XARGS_SPEC)
+
+    def _applet(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        return args or None  # busybox rm -rf /: the applet is the program
+
+    def _eval(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        text = " ".join(args[1:] if args[:1] == ["--"] else args)
+        if COMPUTED in text:
+            if not remote_code(Check("eval", [text], command, self.paths, self.result), "eval"):
+                self.result.add("evaluates text known only at run time (eval \"$(...)\")")
+            return None
+        self.text(text, depth + 1)
+        return None
+
+    def _source(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        args = args[1:] if args[:1] == ["--"] else args
+        if remote_code(Check(program, args, command, self.paths, self.result), "source"):
+            return None
+        if args[:1] and STDIN_FILE.match(args[0]) or any(COMPUTED in a for a in args[:1]):
+            self.result.add("runs shell code it reads at run time (source)")
+        return None
+
+    def _find(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        for action in wrap.find_actions(args):
+            self.command(command, [w for w in action if w != "{}"] or action, depth)
+        check_program(Check(program, args, command, self.paths, self.result))
+        return None
+
+    def _ssh(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        host, remote = wrap.ssh_command(args)
+        self._program_options(program, args, depth)
+        if remote:
+            self.result.add(f"runs a command on another machine (ssh {host}): {remote[:80]}")
+            self.text(remote, depth + 1)
+        elif host and (command.stdin is not None or command.fed_by):
+            self.result.add(f"runs commands it feeds to another machine (... | ssh {host})")
+            self._fed_shell(command, program, depth)
+        return None
+
+    def _leaf(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        """A program that runs no other command by its words: its rules."""
+        for word in args:  # let 'a[$(cmd)]', test -v, read, printf -v: bash runs the subscript
+            if "[" in word:
                 for inner in SUBSCRIPT_CODE.findall(word):
                     self.text(inner.strip("`").removeprefix("$(").removesuffix(")"), depth + 1)
-            code = _code_arguments(program, args)
-            if code is not None:
-                for text in code:
-                    self.text(text, depth + 1)
-                if program in ("trap", "alias", "mapfile", "readarray", "fc", "hash"):
-                    self.result.add(f"sets code that runs later or under another name ({program})")
-                return
-            if program in ("coproc", "busybox", "toybox") and args:
-                words = args
-                continue
-            if program in SQL_PROGRAMS:
-                sql(" ".join(words), self.result)
-                return
-            # Windows paths lose their backslashes to bash quoting: those rules read the raw words.
-            raw = command.text.split()[1:] if "\\" in command.text and len(words) == len(command.words) else args
-            if windows.check(program, raw, self.paths, self.result, lambda text: self.text(text, depth + 1)):
-                return
-            if program == "hermes" or (program == "hermes_cli.main"):
-                self._hermes(args, depth)
-                return
-            if interpreter_name(program) == "python" and args[:2] == ["-m", "hermes_cli.main"]:
-                self._hermes(args[2:], depth)
-                return
-            if program == "chmod" and any(re.fullmatch(r"[ugoa]*\+[rwx]*x[rwx]*|[0-7]?[0-7][1357][0-7]{2}|"
-                                                        r"[0-7]?[0-7]{2}[1357]|\+x", a) for a in args):
-                self.made_executable.update(basename(a) for a in args if not a.startswith(("-", "+")))
-            elif "/" in first and basename(first) in self.made_executable:
-                self.result.add("runs a script it has just made executable (chmod +x, then runs it)")
-            self._program_options(program, args, depth)
-            self._carrier(command, program, depth)
-            check_program(Check(program, args, command, self.paths, self.result))
-            return
-        self.result.add("wraps commands too deeply to read")
+        code = _code_arguments(program, args)
+        if code is not None:
+            for text in code:
+                self.text(text, depth + 1)
+            self.result.add(f"sets code that runs later or under another name ({program})")
+            return None
+        if program in SQL_PROGRAMS:
+            sql(" ".join([program, *args]), self.result)
+            return None
+        # Windows paths lose their backslashes to bash quoting: those rules read the raw words.
+        raw = command.text.split()[1:] if "\\" in command.text and len(args) + 1 == len(command.words) else args
+        if windows.check(program, raw, self.paths, self.result, lambda text: self.text(text, depth + 1)):
+            return None
+        if program in ("hermes", "hermes_cli.main"):
+            self._hermes(args, depth)
+            return None
+        if interpreter_name(program) == "python" and args[:2] == ["-m", "hermes_cli.main"]:
+            self._hermes(args[2:], depth)
+            return None
+        if program == "chmod" and any(EXECUTABLE_MODE.fullmatch(a) for a in args):
+            self.made_executable.update(basename(a) for a in args if not a.startswith(("-", "+")))
+        elif "/" in self.word and basename(self.word) in self.made_executable:
+            self.result.add("runs a script it has just made executable (chmod +x, then runs it)")
+        self._program_options(program, args, depth)
+        self._carrier(command, program, depth)
+        check_program(Check(program, args, command, self.paths, self.result))
+        return None
 
     def _environment(self, name: str) -> None:
         if name in ("DOCKER_HOST", "CONTAINER_HOST", "DOCKER_CONTEXT", "KUBECONFIG"):
@@ -259,7 +265,7 @@ class _Reader:
                 name.startswith("GIT_CONFIG"):
             self.result.add(f"sets {name}, which makes programs run other code")
 
-    def _shell(self, command: Command, program: str, args: list[str], depth: int) -> None:
+    def _shell(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
         text, has_c = wrap.shell_text(args)
         if has_c:
             self.result.add(f"runs a command through another shell ({program} -c): its text is read below, "
@@ -271,20 +277,21 @@ class _Reader:
                     self.result.add(f"runs shell text known only at run time ({program} -c \"$(...)\")")
             else:
                 self.text(text, depth + 1, command)
-            return
+            return None
         operands = [a for a in args if not a.startswith(("-", "+"))]
         if remote_code(Check(program, args, command, self.paths, self.result), program):
-            return
+            return None
         if operands and COMPUTED in operands[0]:
             self.result.add(f"runs a shell script known only at run time ({program} <(...))")
-            return
+            return None
         if operands and STDIN_FILE.match(operands[0]) or "--rcfile" in args or "--init-file" in args:
             operands = []  # bash /dev/stdin <<< CMD: the script is its standard input
         if operands and "-s" not in args:
-            return  # runs a script file
+            return None  # runs a script file
         if command.stdin is not None or command.fed_by:
             self.result.add(f"runs shell code fed on standard input ({program} <<EOF, ... | {program})")
         self._fed_shell(command, program, depth)
+        return None
 
     def _fed_shell(self, command: Command, program: str, depth: int) -> None:
         """Read what a shell (or ssh) reads on its standard input, when it can be known."""
@@ -340,15 +347,18 @@ class _Reader:
                 for reason in [*inner.hard, *inner.flags]:
                     self.result.add(f"hands Hermes a command that {reason}")
 
-    def _eval(self, command: Command, text: str, depth: int) -> None:
-        if COMPUTED in text:
-            if not remote_code(Check("eval", [text], command, self.paths, self.result), "eval"):
-                self.result.add("evaluates text known only at run time (eval \"$(...)\")")
-            return
-        self.text(text, depth + 1)
-
 
 GLOB_TARGETS = ("rm", "reboot", "shutdown", "halt", "poweroff", "dd", "mkfs", "kill", "shred", "wipefs", "sh", "bash")
+
+
+UNWRAP = {
+    **{name: _Reader._wrapper for name in wrap.WRAPPERS},
+    "sudoedit": _Reader._sudoedit, **{name: _Reader._su for name in ("su", "runuser", "sg", "script")},
+    "env": _Reader._env, "xargs": _Reader._xargs, "busybox": _Reader._applet, "toybox": _Reader._applet,
+    "eval": _Reader._eval, "source": _Reader._source, ".": _Reader._source, "find": _Reader._find, "ssh": _Reader._ssh,
+}
+"""Programs that run another command (or none), by name; every other program is a leaf."""
+EXECUTABLE_MODE = re.compile(r"[ugoa]*\+[rwx]*x[rwx]*|[0-7]?[0-7][1357][0-7]{2}|[0-7]?[0-7]{2}[1357]|\+x")
 
 
 def program_name(word: str) -> str:

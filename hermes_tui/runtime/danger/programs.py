@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from hermes_tui.runtime.danger.parse import COMPUTED, Command
 from hermes_tui.runtime.danger.paths import Paths, basename
+from hermes_tui.runtime.danger.wrappers import find_actions, long_option
 
 if TYPE_CHECKING:
     from hermes_tui.runtime.danger.analysis import Analysis
@@ -127,8 +128,6 @@ RM_LONG = ("recursive", "force", "no-preserve-root", "dir", "interactive", "one-
 
 
 def _rm(check: Check) -> None:
-    from hermes_tui.runtime.danger.wrappers import long_option
-
     check.flags |= {f"--{long_option(f[2:], RM_LONG)}" for f in check.flags
                     if f.startswith("--") and long_option(f[2:], RM_LONG)}
     recursive = bool(check.flags & {"-r", "-R", "--recursive"})
@@ -151,9 +150,7 @@ def _rm(check: Check) -> None:
 def _find(check: Check) -> None:
     if "-delete" in check.args:
         check.add("deletes every file find matches (find -delete)")
-    from hermes_tui.runtime.danger.wrappers import find_actions
-
-    actions, _ = find_actions(check.args)
+    actions = find_actions(check.args)
     deletes = "-delete" in check.args or any(action and basename(action[0]) in ("rm", "shred", "unlink", "rmdir",
                                                                                   "mv", "srm") for action in actions)
     if deletes and "-delete" not in check.args:
@@ -353,8 +350,6 @@ GIT_LONG = ("force", "force-with-lease", "force-if-includes", "mirror", "delete"
 
 def _git_flags(rest: list[str]) -> tuple[set[str], list[str]]:
     """git's flags with long ones completed: git accepts any unique prefix (``--forc``)."""
-    from hermes_tui.runtime.danger.wrappers import long_option
-
     flags, operands = split_flags(rest)
     completed = set()
     for flag in flags:
@@ -436,8 +431,6 @@ def program_options(program: str, args: list[str]) -> list[tuple[str, str]]:
     """(option, value) pairs of ``args`` that make ``program`` run another program or command:
     ``rg --pre CMD``, ``sort --compress-program=CMD``, ``man -P CMD``, ``tar -I CMD``,
     ``rsync -e CMD``, ``ssh -o ProxyCommand=CMD``, ``tar --checkpoint-action=exec=CMD``."""
-    from hermes_tui.runtime.danger.wrappers import long_option
-
     if program not in PROGRAM_OPTIONS and program not in ("sftp",):
         return []
     longs, shorts = PROGRAM_OPTIONS.get(program, ((), ""))
@@ -959,9 +952,6 @@ def check_program(check: Check) -> None:
 def _fed_words(command: Command) -> list[str]:
     return [w for source in command.fed_by if source.words[:1] in (["echo"], ["printf"], ["cat"])
             for w in source.words[1:]] + [source.stdin for source in command.fed_by if source.stdin]
-
-
-SQL_WORDS = frozenset({"DROP", "TRUNCATE", "DELETE", "ALTER", "UPDATE"})
 
 
 def sql(text: str, result: Analysis) -> None:

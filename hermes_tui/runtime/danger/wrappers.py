@@ -82,12 +82,12 @@ SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-fil
 
 @dataclass(slots=True)
 class Unwrapped:
-    """What a wrapper runs: more words, shell text, or nothing readable."""
+    """What ``env`` runs: more words, or shell text (a split string that is not words)."""
 
     words: list[str] | None = None
     text: str | None = None
-    """Shell text it runs (``bash -c TEXT``, ``eval``, ``su -c``, ``env -S``, ``ssh host TEXT``)."""
-    notes: list[str] = field(default_factory=list)
+    assignments: list[str] = field(default_factory=list)
+    """The names its ``NAME=value`` words set."""
 
 
 def long_option(given: str, names: frozenset[str] | tuple[str, ...]) -> str | None:
@@ -225,11 +225,11 @@ def env_command(args: list[str]) -> Unwrapped:
         except ValueError:
             return Unwrapped(text=split)
         return Unwrapped(words=["env", *words, *rest])
-    notes = []
+    assignments = []
     while rest and "=" in rest[0] and not rest[0].startswith("="):
-        notes.append("env:" + rest[0].split("=", 1)[0])
+        assignments.append(rest[0].split("=", 1)[0])
         rest = rest[1:]
-    return Unwrapped(words=rest, notes=notes)
+    return Unwrapped(words=rest, assignments=assignments)
 
 
 def joined(words: list[str]) -> str:
@@ -251,15 +251,11 @@ def ssh_command(args: list[str]) -> tuple[str | None, str | None]:
 XARGS_SPEC = _spec("InPLsdEa", "max-args max-procs max-lines max-chars delimiter eof arg-file replace process-slot-var")
 
 
-def find_actions(args: list[str]) -> tuple[list[list[str]], bool]:
-    """The commands ``find`` runs (``-exec`` / ``-execdir`` / ``-ok`` / ``-okdir`` ... ``;`` or
-    ``+``), and whether it deletes (``-delete``)."""
+def find_actions(args: list[str]) -> list[list[str]]:
+    """The commands ``find`` runs: ``-exec`` / ``-execdir`` / ``-ok`` / ``-okdir`` ... ``;`` or ``+``."""
     commands = []
-    deletes = False
     i = 0
     while i < len(args):
-        if args[i] == "-delete":
-            deletes = True
         if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
             j = i + 1
             while j < len(args) and args[j] not in (";", "+", "\\;"):
@@ -267,4 +263,4 @@ def find_actions(args: list[str]) -> tuple[list[list[str]], bool]:
             commands.append(args[i + 1:j])
             i = j
         i += 1
-    return commands, deletes
+    return commands
