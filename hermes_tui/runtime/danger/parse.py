@@ -244,11 +244,17 @@ class _Walker:
         self.variables = variables
         self.parsed = Parsed()
         self._ends: dict[int, int] = {}  # where each command's last argument ended
-        self.ambiguous = _ambiguous_names(source)
-        """Variables set more than once, or by read/printf -v/mapfile/...: their value is not known."""
+        self._ambiguous: frozenset[str] | None = None
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode("ascii")
+
+    def ambiguous(self) -> frozenset[str]:
+        """Variables set more than once, or by read/printf -v/mapfile/...: their value is not
+        known. Found on the first variable that needs it (most commands have none)."""
+        if self._ambiguous is None:
+            self._ambiguous = _ambiguous_names(self.source)
+        return self._ambiguous
 
     # -- statements -----------------------------------------------------------------------
 
@@ -519,7 +525,8 @@ class _Walker:
             text = self.text(node)
             if not quoted:
                 text = text.translate(_BRACES_TABLE) if "{" in text or "}" in text or "," in text else text
-                text = _ESCAPES_UNQUOTED.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+                if "\\" in text:
+                    text = _ESCAPES_UNQUOTED.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
             return text
         if kind == "raw_string":
             return self.text(node)[1:-1]
@@ -577,7 +584,7 @@ class _Walker:
             return COMPUTED
         name = self.text(names[0])
         value = self.variables.get(name)
-        if value is None or name in self.ambiguous:
+        if value is None or name in self.ambiguous():
             return COMPUTED
         if not quoted and "IFS" in self.variables:
             return COMPUTED  # IFS was changed: how the value splits is not read here

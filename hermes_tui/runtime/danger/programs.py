@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
-from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -55,7 +55,7 @@ CREDENTIAL_READ_EXEMPT = frozenset({
 })
 
 
-@dataclass(slots=True)
+@dataclass
 class Check:
     """One simple command under the rules."""
 
@@ -65,11 +65,21 @@ class Check:
     command: Command
     paths: Paths
     result: Analysis
-    flags: set[str] = field(default_factory=set)
-    operands: list[str] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self.flags, self.operands = split_flags(self.args)
+    @cached_property
+    def _split(self) -> tuple[set[str], list[str]]:
+        # Most programs have no rule: their flags are never split.
+        return split_flags(self.args)
+
+    @property
+    def flags(self) -> set[str]:
+        """Its flags, short ones split (``-rf`` is ``-r``, ``-f``)."""
+        return self._split[0]
+
+    @property
+    def operands(self) -> list[str]:
+        """Its arguments that are not options."""
+        return self._split[1]
 
     def add(self, reason: str, hard: bool = False) -> None:
         """Flag (or refuse) the command for ``reason``."""
@@ -128,8 +138,8 @@ RM_LONG = ("recursive", "force", "no-preserve-root", "dir", "interactive", "one-
 
 
 def _rm(check: Check) -> None:
-    check.flags |= {f"--{long_option(f[2:], RM_LONG)}" for f in check.flags
-                    if f.startswith("--") and long_option(f[2:], RM_LONG)}
+    check.flags.update({f"--{long_option(f[2:], RM_LONG)}" for f in check.flags
+                        if f.startswith("--") and long_option(f[2:], RM_LONG)})
     recursive = bool(check.flags & {"-r", "-R", "--recursive"})
     if recursive or check.flags & {"-f", "--force"}:
         check.add("deletes recursively or by force (rm -r / -f)")
@@ -942,7 +952,7 @@ def check_program(check: Check) -> None:
     if program in SQL_CLIENTS:
         sql(" ".join([*check.args, check.command.stdin or "", *_fed_words(check.command)]), check.result)
     if program not in CREDENTIAL_READ_EXEMPT and rule not in (_writes_all, _writes_last) and \
-            any(check.paths.secret(o) for o in check.operands):
+            any(check.paths.secret(a) for a in check.args) and any(check.paths.secret(o) for o in check.operands):
         check.add("reads a credentials file (its contents would reach the model)")
     if program not in DOWNLOADERS and program not in ("nc", "ncat", "netcat", "socat", "telnet") and \
             program in NETWORK_TOOLS:
