@@ -222,8 +222,6 @@ class ApprovalGate:
         kernel: str | None,
         exec_id: str | None,
         origin: Origin = "user",
-        what: str | None = None,
-        extra_reasons: list[str] | None = None,
         call_id: str | None = None,
         typed: bool = False,
     ) -> str | None:
@@ -233,7 +231,7 @@ class ApprovalGate:
         command: it runs without asking unless it is flagged, and the hard floor still refuses.
         """
         analysis = analyze(command, os.path.expanduser("~"), str(self.home))
-        reasons = [*(extra_reasons or []), *analysis.flags]
+        reasons = list(analysis.flags)
         base = dict(kind="terminal", session=session, origin=origin, text=command)
         if analysis.hard:
             await self.audit.write(event="auto", decision="refused", why=analysis.hard, **base)
@@ -260,7 +258,7 @@ class ApprovalGate:
             await self.audit.write(event="auto", decision="allow", why="typed by the user (!cmd), not flagged", **base)
             return None
         choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
-        request = self._request("terminal", what or command, cwd, session, kernel, exec_id, origin, reasons, choices,
+        request = self._request("terminal", command, cwd, session, kernel, exec_id, origin, reasons, choices,
                                 call_id)
         request.session_rule = command
         if "always" in choices:
