@@ -466,3 +466,16 @@ def test_cli_prompt_answers_a_file_request() -> None:
     assert tty_approver._ask(terminal, lines, change).choice == "session"
     written = out.getvalue()
     assert "please answer one of: once, session, deny" in written and "  | +b" in written
+
+
+async def test_the_enter_that_sent_a_command_is_not_typing(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert("!rm -rf build")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: dialog(app) is not None, timeout=10)
+        assert not dialog(app).typing and TYPING_NOTE not in screen_text(app)
+        await wait_until(pilot, lambda: dialog_ready(app), timeout=5)
+        await pilot.press("d")

@@ -116,6 +116,9 @@ class PromptInput(TextArea):
                 event.prevent_default()
                 text = self.text.rstrip("\n")
                 self.clear()
+                # The keys of a sent input are done: a dialog its run opens says "you were
+                # typing" only for keys typed after it (they would otherwise be answers).
+                self.last_key_at = float("-inf")
                 self.post_message(self.Submitted(text))
                 return
         await super()._on_key(event)
