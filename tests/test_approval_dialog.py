@@ -479,3 +479,17 @@ async def test_the_enter_that_sent_a_command_is_not_typing(hermes_home: Path, tm
         assert not dialog(app).typing and TYPING_NOTE not in screen_text(app)
         await wait_until(pilot, lambda: dialog_ready(app), timeout=5)
         await pilot.press("d")
+
+
+async def test_the_answers_stay_on_a_small_terminal(hermes_home: Path, tmp_path: Path) -> None:
+    diff = "--- a/x\n+++ b/x\n@@ -1,40 +1,40 @@\n" + "".join(f"-old {i}\n+new {i}\n" for i in range(40))
+    many = [f"reason {i}: writes something that matters" for i in range(6)]
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        answer = ask(app, request("file", "patch /tmp/x", files=[FileChange(path="/tmp/x", size=4000)], diff=diff,
+                                  reasons=many, choices=["once", "session", "deny"]))
+        await wait_until(pilot, lambda: dialog_ready(app), timeout=5)
+        for button in dialog(app).query("Button"):
+            assert 0 <= button.region.y and button.region.bottom <= 24, button.region
+        await pilot.click("#deny")
+        assert (await asyncio.wait_for(answer, 5)).choice == "deny"

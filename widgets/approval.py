@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Static
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange
@@ -76,6 +76,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     #dialog .meta { color: $text-muted; width: 1fr; }
     #dialog #rules { color: $text; margin-top: 1; }
     #dialog #arming { color: $warning; text-style: italic; }
+    #dialog #answers { dock: bottom; height: auto; }
     #dialog #buttons { height: auto; margin-top: 1; }
     #dialog Button { margin-right: 1; min-width: 14; }
     #dialog #deny-reason { display: none; }
@@ -137,14 +138,15 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         for reason in request.reasons:
             yield Label(shown(f"⚠ {reason}"), classes="reason")
         yield Static(shown(self._rules_text()), id="rules")
-        if not self.armed:
-            yield Label(f"arming… keys are ignored for {self.arming:g} s", id="arming")
-        yield Label("r: deny with a reason · Esc: deny", classes="meta")
-        yield Input(placeholder="why not? (Enter denies with this reason)", id="deny-reason")
-        with Horizontal(id="buttons"):
-            for choice, (label, variant) in BUTTONS.items():
-                if choice in request.choices or choice == "deny":
-                    yield Button(label, id=choice, variant=variant, disabled=not self.armed)  # type: ignore[arg-type]
+        with Vertical(id="answers"):  # docked: on a small terminal the details are cut, never the answers
+            if not self.armed:
+                yield Label(f"arming… keys are ignored for {self.arming:g} s", id="arming")
+            yield Label("r: deny with a reason · Esc: deny", classes="meta")
+            yield Input(placeholder="why not? (Enter denies with this reason)", id="deny-reason")
+            with Horizontal(id="buttons"):
+                for choice, (label, variant) in BUTTONS.items():
+                    if choice in request.choices or choice == "deny":
+                        yield Button(label, id=choice, variant=variant, disabled=not self.armed)  # type: ignore[arg-type]
 
     def _code(self) -> Syntax:
         request = self.request
