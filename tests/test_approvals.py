@@ -333,3 +333,18 @@ async def test_file_requests_show_the_diff(hermes_home: Path, tmp_path: Path, mo
     assert (tmp_path / ".bashrc").read_text() == "alias ll='ls -l'\n"
     assert second.kind == "file" and second.files[0].size is None and "+one" in second.diff
     assert "injected turn" in second.reasons[0] and created["created"] is True
+
+
+async def test_a_huge_write_is_asked_with_a_capped_diff(hermes_home: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    approver = Approver("deny")
+    rt = await make(hermes_home, approver=approver)
+    try:
+        content = "".join(f"echo line {i}\n" for i in range(200_000))  # 2.6 MB
+        result = await rt.call_tool("write_file", {"path": "~/.bashrc", "content": content}, session="h", cwd=tmp_path)
+    finally:
+        await rt.aclose()
+    (asked,) = approver.asked
+    assert len(asked.diff) < 70_000 and "more lines" in asked.diff and "+echo line 0\n" in asked.diff
+    assert result["error"].startswith("BLOCKED") and not (tmp_path / ".bashrc").exists()

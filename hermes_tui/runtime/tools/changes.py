@@ -11,6 +11,20 @@ PREVIEW_LIMIT = 2_000_000
 """A file larger than this (bytes) is not read for the diff; the dialog says so instead."""
 
 
+DIFF_SHOWN = 64_000
+"""Characters of a diff an approval carries; the rest is counted, not shown (a script must not
+freeze the dialog or fill the store with a huge write)."""
+
+
+def capped(diff: str) -> str:
+    """``diff`` cut to :data:`DIFF_SHOWN` characters at a line end, saying how much is left out."""
+    if len(diff) <= DIFF_SHOWN:
+        return diff
+    cut = diff.rfind("\n", 0, DIFF_SHOWN) + 1 or DIFF_SHOWN
+    rest = diff[cut:]
+    return diff[:cut] + f"... {rest.count(chr(10)):,} more lines ({len(rest):,} characters) of the change not shown\n"
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
     """A unified diff of one file's change (from nothing for a new file)."""
     return "".join(difflib.unified_diff(

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hermes_tui.runtime.tools.base import TOOL_NAMES, Tool, ToolContext, describe_validation
+from hermes_tui.runtime.tools.changes import capped
 
 
 def registry() -> dict[str, Tool]:
@@ -58,7 +59,7 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
         if reasons and tool.preview is not None:
             files, diff = await asyncio.to_thread(tool.preview, ctx, parsed)
             refusal = await ctx.gate.check_file(
-                name, files, diff, reasons, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id,
+                name, files, capped(diff), reasons, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id,
                 exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id,
             )
             if refusal is not None:
