@@ -363,6 +363,17 @@ def test_input_that_crashed_the_grammar_is_analysed_in_a_live_process() -> None:
         ("rm -rf ~root", "hard"), ("dd of=/dev/[s]da", "hard"), ("sed '1e reboot' f", "flag"),
         ("awk 'BEGIN{c=\"reboot\"; c | getline}'", "flag"), ("git config alias.x '!reboot'", "flag"),
         ("LESSOPEN='|reboot %s' less f", "flag"), ("a='x'; a=$a$a; a=$a$a; echo $a", "ok"),
+        # the second round
+        ('ls(){ rm "$@"; }; ls -rf /', "hard"), ("f(){ echo \"$1\"; }; f 'rm -rf /'", "ok"),
+        ("cp /sbin/reboot /tmp/r; /tmp/r", "hard"), ("ln -s /bin/rm /tmp/ls; /tmp/ls -rf ~", "hard"),
+        ("busctl call org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager Reboot b false",
+         "hard"), ("coproc X { reboot; }", "hard"), ("PS4='$(reboot)'; set -x; :", "hard"),
+        ("x='a[$(reboot)]'; (( x ))", "hard"), ("[[ -v 'a[$(reboot)]' ]]", "hard"), ("less +'!reboot' f", "hard"),
+        ("python3 /dev/stdin <<< 'import os'", "flag"), ("python3 <(echo 'import os')", "flag"),
+        ("gdb -batch -ex '!reboot'", "hard"), ("gdb --args reboot", "hard"), ("make -f /dev/stdin <<< x", "flag"),
+        ("parallel ::: 'rm -rf /'", "hard"), ("echo reboot | parallel", "hard"), ("parallel gzip ::: a b", "ok"),
+        ("newgrp root <<< reboot", "hard"), ("script /dev/null <<< reboot", "hard"), ("complete -C reboot x", "hard"),
+        ("init 06", "hard"), ("init 3", "ok"), ("shutdown -c", "ok"),
     ],
 )
 def test_what_an_attackers_review_found(command: str, expected: str) -> None:

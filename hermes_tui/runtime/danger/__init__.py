@@ -19,10 +19,10 @@ import shlex
 from hermes_tui.runtime.danger import windows
 from hermes_tui.runtime.danger.analysis import Analysis
 from hermes_tui.runtime.danger import wrappers as wrap
-from hermes_tui.runtime.danger.parse import COMPUTED, Command, Parsed, parse
+from hermes_tui.runtime.danger.parse import COMPUTED, SUBSCRIPT_CODE, Command, Parsed, parse
 from hermes_tui.runtime.danger.paths import Paths, basename
 from hermes_tui.runtime.danger.programs import (
-    Check, check_program, interpreter_name, program_options, remote_code, sql, write_target,
+    STDIN_SCRIPT, Check, check_program, interpreter_name, program_options, remote_code, sql, write_target,
 )
 from hermes_tui.runtime.danger.text import hidden_characters, reveal
 
@@ -81,6 +81,10 @@ class _Reader:
         self.made_executable: set[str] = set()
         self.word = ""
         """The program word of the command being read."""
+        self.functions: dict[str, list[Command]] = {}
+        """Functions the text defines: a call runs their bodies with its arguments."""
+        self.renamed: dict[str, str] = {}
+        """Names a dangerous program was copied or linked to (``cp /sbin/reboot /tmp/r``)."""
 
     def text(self, text: str, depth: int, stdin_of: Command | None = None) -> None:
         """Read shell text (the whole command, or what ``bash -c`` / ``eval`` / a piped shell runs)."""
@@ -92,6 +96,7 @@ class _Reader:
             self.result.add(f"{problem}: read it yourself" if "cannot be parsed" in problem
                             else f"cannot be parsed: it {problem}")
         self._fork_bombs(parsed)
+        self.functions.update(parsed.functions)
         for redirect in parsed.writes:
             write_target(redirect.target, self.paths, self.result)
         for redirect in parsed.reads:
@@ -121,6 +126,10 @@ class _Reader:
             if COMPUTED in words[0] or program == COMPUTED:
                 self.result.add("runs a program whose name is known only at run time ($VAR, $(...), a glob)")
                 return
+            program = self.renamed.get(basename(words[0]), program)
+            if program in self.functions and words[0] == program:
+                self._call(program, words[1:], depth)
+                return
             handler = UNWRAP.get(program) or (_Reader._shell if wrap.shell_name(program) else _Reader._leaf)
             self.word = words[0]  # as written (./x.sh), for the rules that need more than its name
             inner = handler(self, command, program, words[1:], depth)
@@ -128,6 +137,20 @@ class _Reader:
                 return
             words = inner
         self.result.add("wraps commands too deeply to read")
+
+    def _call(self, name: str, args: list[str], depth: int) -> None:
+        """A call of a function the text defines: its body, with every word it takes from its
+        caller (``"$@"``, ``$1``, or anything else unknown) read as the call's arguments."""
+        if depth >= MAX_NESTING:
+            self.result.add("nests function calls too deeply to read")
+            return
+        body, self.functions = self.functions.pop(name), dict(self.functions)  # no endless recursion
+        try:
+            for inner in body:
+                words = [w for word in inner.words for w in (args if word == COMPUTED else [word])]
+                self.command(inner, words, depth + 1)
+        finally:
+            self.functions[name] = body
 
     # One handler per kind of program (UNWRAP): it returns the words of the command the
     # program runs (read next), or None when it is done.
@@ -170,6 +193,8 @@ class _Reader:
             return args[args.index("--") + 1:]
         if program == "sg" and len(args) >= 2:
             self.text(args[1], depth + 1)
+        elif program == "script" and (command.stdin is not None or command.fed_by):
+            self._fed_shell(command, program, depth)  # script starts a shell that reads its input
         return None
 
     def _env(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
@@ -183,6 +208,37 @@ class _Reader:
 
     def _xargs(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
         return wrap.skip_options(args, wrap.XARGS_SPEC)
+
+    def _parallel(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        rest = wrap.skip_options(args, wrap.WRAPPERS["parallel"])
+        if ":::" not in rest:
+            if rest:
+                return rest
+            self._fed_shell(command, program, depth)  # echo CMD | parallel: each line is a command
+            return None
+        before, after = rest[:rest.index(":::")], [a for a in rest[rest.index(":::") + 1:] if a not in (":::", "::::")]
+        if before:  # parallel CMD ::: ARGS: CMD with each argument
+            return before + after
+        for text in after:  # parallel ::: CMD1 CMD2: each is a command
+            self.text(text, depth + 1)
+        return None
+
+    def _coproc(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        # The grammar does not know coproc: `coproc NAME { cmd; }` arrives as words.
+        if args[1:2] == ["{"]:
+            args = args[2:]
+        return [a for a in args if a not in ("{", "}")] or None
+
+    def _gdb(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        if "--args" in args:  # gdb --args PROGRAM ARGS: runs PROGRAM
+            return args[args.index("--args") + 1:]
+        return self._leaf(command, program, args, depth)
+
+    def _newgrp(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
+        self.result.add(f"starts a shell as another group ({program})")
+        if command.stdin is not None or command.fed_by:
+            self._fed_shell(command, program, depth)
+        return None
 
     def _applet(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
         return args or None  # busybox rm -rf /: the applet is the program
@@ -200,7 +256,7 @@ class _Reader:
         args = args[1:] if args[:1] == ["--"] else args
         if remote_code(Check(program, args, command, self.paths, self.result), "source"):
             return None
-        if args[:1] and STDIN_FILE.match(args[0]) or any(COMPUTED in a for a in args[:1]):
+        if args[:1] and _stdin(args[0]) or any(COMPUTED in a for a in args[:1]):
             self.result.add("runs shell code it reads at run time (source)")
         return None
 
@@ -246,6 +302,11 @@ class _Reader:
         if interpreter_name(program) == "python" and args[:2] == ["-m", "hermes_cli.main"]:
             self._hermes(args[2:], depth)
             return None
+        if program in ("cp", "ln", "install", "mv") and len(args) >= 2:
+            source = next((basename(a) for a in args[:-1] if basename(a) in GLOB_TARGETS), None)
+            if source:
+                self.renamed[basename(args[-1])] = source
+                self.result.add(f"copies {source} under another name ({program} ... {args[-1]})")
         if program == "chmod" and any(EXECUTABLE_MODE.fullmatch(a) for a in args):
             self.made_executable.update(basename(a) for a in args if not a.startswith(("-", "+")))
         elif "/" in self.word and basename(self.word) in self.made_executable:
@@ -284,7 +345,7 @@ class _Reader:
         if operands and COMPUTED in operands[0]:
             self.result.add(f"runs a shell script known only at run time ({program} <(...))")
             return None
-        if operands and STDIN_FILE.match(operands[0]) or "--rcfile" in args or "--init-file" in args:
+        if operands and _stdin(operands[0]) or "--rcfile" in args or "--init-file" in args:
             operands = []  # bash /dev/stdin <<< CMD: the script is its standard input
         if operands and "-s" not in args:
             return None  # runs a script file
@@ -354,7 +415,8 @@ GLOB_TARGETS = ("rm", "reboot", "shutdown", "halt", "poweroff", "dd", "mkfs", "k
 UNWRAP = {
     **{name: _Reader._wrapper for name in wrap.WRAPPERS},
     "sudoedit": _Reader._sudoedit, **{name: _Reader._su for name in ("su", "runuser", "sg", "script")},
-    "env": _Reader._env, "xargs": _Reader._xargs, "busybox": _Reader._applet, "toybox": _Reader._applet,
+    "env": _Reader._env, "xargs": _Reader._xargs, "parallel": _Reader._parallel, "newgrp": _Reader._newgrp,
+    "coproc": _Reader._coproc, "gdb": _Reader._gdb, "busybox": _Reader._applet, "toybox": _Reader._applet,
     "eval": _Reader._eval, "source": _Reader._source, ".": _Reader._source, "find": _Reader._find, "ssh": _Reader._ssh,
 }
 """Programs that run another command (or none), by name; every other program is a leaf."""
@@ -376,8 +438,11 @@ def program_name(word: str) -> str:
 CASE_BLIND = frozenset({"rm", "reboot", "shutdown", "halt", "poweroff", "dd", "kill", "sudo", "sh", "bash"})
 
 
-STDIN_FILE = re.compile(r"^(/dev/stdin|-|/dev/fd/0|/proc/(self|\d+)/fd/0)$")
-SUBSCRIPT_CODE = re.compile(r"\[[^\]]*?(\$\([^)]*\)|`[^`]*`)")
+
+
+def _stdin(path: str) -> bool:
+    """True for a file name that is standard input (``-``, ``/dev/stdin``, ``/dev/fd/0``)."""
+    return path == "-" or STDIN_SCRIPT.match(path) is not None
 
 
 def _code_arguments(program: str, args: list[str]) -> list[str] | None:
@@ -393,6 +458,10 @@ def _code_arguments(program: str, args: list[str]) -> list[str] | None:
         return [args[i + 1] for i, a in enumerate(args[:-1]) if a == option]
     if program == "hash" and "-p" in args:
         return [" ".join(args[args.index("-p") + 1:args.index("-p") + 2])]
+    if program == "complete":
+        return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-C"]
+    if program == "bind" and "-x" in args:
+        return [a.split(":", 1)[1].strip().strip("'\"") for a in args if ":" in a]
     return None
 
 

@@ -234,6 +234,24 @@ def _dollar_names(fields: list[str], variables: dict[str, str]) -> list[str]:
     return out
 
 
+SUBSCRIPT_CODE = re.compile(r"\[[^\]]*?(\$\([^)]*\)|`[^`]*`)")
+"""A subscript holding a substitution: bash runs it wherever it evaluates the subscript."""
+PROMPTS = ("PS0", "PS1", "PS2", "PS4")
+
+
+def code_in_value(name: str, value: str) -> list[str]:
+    """Shell text a value will run later: the substitutions of its subscripts (bash evaluates
+    ``a[$(cmd)]`` in arithmetic), of a prompt (``PS4='$(cmd)'`` runs under ``set -x``), and a
+    ``PROMPT_COMMAND`` whole."""
+    found = [m.strip("`").removeprefix("$(").removesuffix(")") for m in SUBSCRIPT_CODE.findall(value)] \
+        if "[" in value else []
+    if name == "PROMPT_COMMAND":
+        found.append(value)
+    elif name in PROMPTS and ("$(" in value or "`" in value):
+        found.append("echo " + value)
+    return found
+
+
 def _restore(word: str) -> str:
     return word.translate(_UNBRACE_TABLE)
 
@@ -278,6 +296,9 @@ class _Walker:
             return self.function(node, depth)
         if kind == "comment":
             return self.comment(node, depth)
+        if kind == "test_command" and "[" in self.text(node)[2:]:  # [[ -v 'a[$(cmd)]' ]] runs cmd
+            for code in code_in_value("", self.text(node)[2:-2]):
+                self.include(code, depth + 1)
         if kind in ("word", "string", "raw_string", "concatenation", "simple_expansion", "expansion",
                     "command_substitution", "process_substitution", "ansi_c_string", "arithmetic_expansion"):
             self.word(node, depth)  # words outside commands (for ... in WORDS, case WORD) still run $(...)
@@ -439,6 +460,8 @@ class _Walker:
             for child in item.children:  # a[$(cmd)]=x: the subscript runs
                 if child.type == "subscript":
                     self._run_substitutions(child, depth + 1)
+            for code in code_in_value(name, value):  # x='a[$(cmd)]'; (( x )) / PS4='$(cmd)'
+                self.include(code, depth + 1)
             if name and COMPUTED not in value and len(value) <= MAX_VALUE:
                 self.variables[name] = value
             else:

@@ -247,7 +247,8 @@ def _disk(check: Check) -> None:
 
 
 def _power(check: Check) -> None:
-    if check.program in ("init", "telinit") and check.operands[:1] not in (["0"], ["6"]):
+    if check.program in ("init", "telinit") and not (check.operands[:1] and
+                                                     re.fullmatch(r"0*[06]|runlevel[06]", check.operands[0])):
         return
     if check.program == "shutdown" and check.flags & {"-c", "--help"}:
         return
@@ -421,7 +422,7 @@ PROGRAM_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
                                               "info-script", "new-volume-script"), "IF"),
     "rsync": (("rsh", "rsync-path"), "e"), "zip": (("unzip-command",), ""), "tcpdump": ((), "z"),
     "git": (("upload-pack", "receive-pack", "exec"), "u"), "less": ((), ""), "ssh": ((), ""),
-    "scp": ((), "S"), "journalctl": ((), ""), "psql": ((), ""), "gdb": (("eval-command", "ex"), ""),
+    "scp": ((), "S"), "journalctl": ((), ""), "psql": ((), ""), 
     "vim": (("cmd",), "c"), "nvim": (("cmd",), "c"), "vi": (("cmd",), "c"), "ex": (("cmd",), "c"),
     "view": (("cmd",), "c"), "emacs": (("eval",), ""), "expect": ((), "c"), "make": (("eval",), ""),
 }
@@ -441,6 +442,17 @@ def program_options(program: str, args: list[str]) -> list[tuple[str, str]]:
     """(option, value) pairs of ``args`` that make ``program`` run another program or command:
     ``rg --pre CMD``, ``sort --compress-program=CMD``, ``man -P CMD``, ``tar -I CMD``,
     ``rsync -e CMD``, ``ssh -o ProxyCommand=CMD``, ``tar --checkpoint-action=exec=CMD``."""
+    if program == "less":
+        return [("+!", a[2:]) for a in args if a.startswith("+!")] + \
+            [("+", a[1:].split("!", 1)[1]) for a in args if a.startswith("+") and "!" in a[2:]]
+    if program == "gdb":
+        return [(a, args[i + 1].lstrip("!").removeprefix("shell ")) for i, a in enumerate(args[:-1])
+                if a in ("-ex", "-iex", "--ex", "--iex", "-eval-command", "--eval-command")
+                and args[i + 1].lstrip().startswith(("!", "shell "))]
+    stdin_makefile = [("-f", "cat /dev/stdin") for i, a in enumerate(args[:-1])
+                      if program == "make" and a in ("-f", "--file", "--makefile") and STDIN_SCRIPT.match(args[i + 1])]
+    if stdin_makefile:
+        return stdin_makefile
     if program not in PROGRAM_OPTIONS and program not in ("sftp",):
         return []
     longs, shorts = PROGRAM_OPTIONS.get(program, ((), ""))
@@ -567,8 +579,7 @@ def _interpreter(check: Check) -> None:
         check.add(f"runs {name} code fed on standard input (a heredoc) the rules cannot read")
     elif "-" in args and not _has_script([a for a in args if a != "-"]):
         check.add(f"runs {name} code read from standard input")
-    elif check.command.fed_by and not _has_script(args) and name != "python" or \
-            (name == "python" and check.command.fed_by and not args):
+    elif check.command.fed_by and not _has_script(args):
         check.add(f"runs {name} code from a pipe the rules cannot read")
 
 
@@ -607,9 +618,14 @@ def inline_code(name: str, args: list[str]) -> str | None:
     return None
 
 
+STDIN_SCRIPT = re.compile(r"^(/dev/stdin|/dev/fd/0|/proc/(self|\d+)/fd/0)$")
+
+
 def _has_script(args: list[str]) -> bool:
+    """True when the interpreter runs a script file or a module (not its standard input)."""
     flags, operands = split_flags(args)
-    return bool(operands) or bool(flags & {"-m", "--version", "-V", "--help", "-h"})
+    return bool(operands and not STDIN_SCRIPT.match(operands[0]) and COMPUTED not in operands[0]) or \
+        bool(flags & {"-m", "--version", "-V", "--help", "-h"})
 
 
 def _powershell(check: Check, lowered: list[str]) -> None:
@@ -911,6 +927,14 @@ def _chattr(check: Check) -> None:
         check.add("changes immutable / append-only attributes (chattr)")
 
 
+def _dbus(check: Check) -> None:
+    if any(re.search(r"(^|\.)(Reboot|PowerOff|Halt|KExec|RebootWithFlags|PowerOffWithFlags)$", a) for a in check.args):
+        check.add("shuts down or reboots the machine (through D-Bus)", hard=True)
+    elif check.program in ("busctl", "dbus-send", "gdbus", "qdbus") and any(a in ("call", "--print-reply") or
+                                                                              a.startswith("--dest") for a in check.args):
+        check.add(f"calls a system service over D-Bus ({check.program})")
+
+
 RULES: dict[str, Callable[[Check], None]] = {
     "rm": _rm, "find": _find, "chmod": _chmod, "chown": _chmod, "chgrp": _chmod,
     "mkfs": _mkfs, "newfs": _mkfs, "mke2fs": _mkfs,
@@ -936,6 +960,7 @@ RULES: dict[str, Callable[[Check], None]] = {
                                      "iptables-nft")},
     **{name: _kernel for name in ("sysctl", "insmod", "rmmod", "modprobe", "mount", "umount", "swapoff", "swapon")},
     "history": _history, "chattr": _chattr,
+    **{name: _dbus for name in ("busctl", "dbus-send", "gdbus", "qdbus")},
 }
 
 
