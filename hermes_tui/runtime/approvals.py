@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
-from hermes_tui.runtime.danger import analyze
+from hermes_tui.runtime.danger import Analysis, analyze
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rules import Rule, active_rules, add_rule, allowlist_path
 
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from hermes_tui.config import Config
 
 Choice = Literal["once", "session", "always", "deny"]
+INLINE_ANALYSIS = 4096
+"""Commands up to this many characters are read on the event loop (well under a millisecond)."""
 SessionKind = Literal["local", "gateway"]
 
 
@@ -230,7 +232,7 @@ class ApprovalGate:
         ``typed``: the user typed it as a ``!cmd`` in a local session. It is the user's own
         command: it runs without asking unless it is flagged, and the hard floor still refuses.
         """
-        analysis = analyze(command, os.path.expanduser("~"), str(self.home))
+        analysis, rule = await self._read(command)
         reasons = list(analysis.flags)
         base = dict(kind="terminal", session=session, origin=origin, text=command)
         if analysis.hard:
@@ -246,7 +248,6 @@ class ApprovalGate:
         if self._take_once(session, command):
             await self.audit.write(event="auto", decision="allow", why="approved after a restart", **base)
             return None
-        rule = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not reasons)), None)
         if rule is not None:
             await self.audit.write(event="auto", decision="allow", why=f"rule {rule.kind}: {rule.pattern} ({rule.source})",
                                    **base)
@@ -265,6 +266,18 @@ class ApprovalGate:
             request.always_rule = command
             request.always_file = str(allowlist_path(self.home))
         return await self._ask(request, command)
+
+    async def _read(self, command: str) -> tuple[Analysis, Rule | None]:
+        """The analysis of ``command`` and the rule that allows it, if one does (only an exact
+        rule allows a flagged command). A long command is read in a thread: a script must not
+        stall the event loop with a megabyte of shell."""
+        def read() -> tuple[Analysis, Rule | None]:
+            analysis = analyze(command, os.path.expanduser("~"), str(self.home))
+            allowed = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not analysis.flags)),
+                           None)
+            return analysis, allowed
+
+        return read() if len(command) <= INLINE_ANALYSIS else await asyncio.to_thread(read)
 
     # -- file writes ----------------------------------------------------------------------
 
