@@ -220,3 +220,19 @@ async def test_terminal_timeout_and_output_cap(runtime_factory, project: Path, h
         "".join(f"{i}\n" for i in range(1, 100001)))
     assert big["marked"] and big["end"] == "100000\n" and big["size"] < 50_200
     assert Path(big["output_spill_path"]).parent == hermes_home / "cache" / "exec"
+
+
+async def test_a_command_too_long_for_the_shell_is_refused_before_it_is_asked(tmp_path) -> None:
+    from hermes_tui.config import parse_config
+    from hermes_tui.runtime import Runtime
+
+    asked = []
+
+    async def approver(request):
+        asked.append(request)
+        raise AssertionError("never asked")
+
+    async with Runtime(parse_config(""), home=tmp_path / "home", approver=approver) as rt:
+        result = await rt.terminal("echo " + "x" * 200_000, session="t", cwd=tmp_path)
+    assert not asked
+    assert "200,005 bytes" in result["error"] and "at most 131,071" in result["error"]

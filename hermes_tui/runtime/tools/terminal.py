@@ -13,7 +13,7 @@ import os
 import shutil
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.capture import HeadTailCapture
@@ -22,10 +22,24 @@ from hermes_tui.runtime.records import new_exec_id, spill_path
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 
 
+MAX_COMMAND_BYTES = 131_072
+"""Linux refuses a longer single argument (MAX_ARG_STRLEN), and ``bash -c`` takes the command
+as one: refused before it is analysed or shown in a dialog."""
+
+
 class TerminalArgs(Args):
     command: str = Field(min_length=1)
     timeout: float | None = Field(None, gt=0, le=86_400)
     workdir: str | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _fits(cls, command: str) -> str:
+        size = len(command.encode("utf-8", "surrogatepass"))
+        if size >= MAX_COMMAND_BYTES:
+            raise ValueError(f"the command is {size:,} bytes; a shell command can be at most "
+                             f"{MAX_COMMAND_BYTES - 1:,} (write a script file and run it)")
+        return command
 
 
 def shell() -> str:
