@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from textual.widgets import TextArea
 
 from hermes_tui.app import HermesApp
 from hermes_tui.cli import tty_approver
@@ -492,4 +493,18 @@ async def test_the_answers_stay_on_a_small_terminal(hermes_home: Path, tmp_path:
         for button in dialog(app).query("Button"):
             assert 0 <= button.region.y and button.region.bottom <= 24, button.region
         await pilot.click("#deny")
+        assert (await asyncio.wait_for(answer, 5)).choice == "deny"
+
+
+async def test_a_megabyte_script_is_shown_whole_without_freezing_the_app(hermes_home: Path, tmp_path: Path) -> None:
+    script = "".join(f"print({i})  # {'x' * 90}\n" for i in range(10_000)) + "import os; os.system('[bold]x[/]')\n"
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        started = time.monotonic()
+        answer = ask(app, request("script", script, choices=["once", "session", "deny"]))
+        await wait_until(pilot, lambda: dialog_ready(app), timeout=10)
+        assert time.monotonic() - started < 5  # it took 10 s when the whole script was highlighted at once
+        shown = dialog(app).query_one("#code-text", TextArea)
+        assert shown.text == script and shown.read_only
+        await pilot.press("d")
         assert (await asyncio.wait_for(answer, 5)).choice == "deny"

@@ -16,7 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static, TextArea
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange
 from hermes_tui.runtime.danger.text import reveal
@@ -26,6 +26,9 @@ from hermes_tui.widgets.dialog import Dialog
 
 BUTTONS = {"once": ("1 Once", "success"), "session": ("2 Session", "primary"), "always": ("3 Always", "warning"),
            "deny": ("4 Deny", "error")}
+HIGHLIGHT_LIMIT = 64_000
+"""Longer text is shown in a read-only editor, unhighlighted: highlighting and laying out a
+megabyte of script at once would freeze the app for seconds."""
 TYPING_NOTE = "⌨ it opened while you were typing: your keys were not taken as answers"
 
 
@@ -71,6 +74,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     #dialog #countdown { color: $error; text-style: bold; width: auto; }
     #dialog #typing { color: $warning; }
     #dialog #code { height: auto; max-height: 20; border: round $panel-lighten-2; }
+    #dialog TextArea#code-text { height: 20; }
     #dialog .file { width: 1fr; }
     #dialog .reason { color: $error; width: 1fr; }
     #dialog .meta { color: $text-muted; width: 1fr; }
@@ -127,8 +131,11 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
             yield Label(TYPING_NOTE, id="typing")
         for change in request.files:
             yield Label(Text.assemble(shown(change.path, "bold"), ("  " + size_label(change), "dim")), classes="file")
-        with VerticalScroll(id="code"):
-            yield Static(self._code(), id="code-text")
+        if len(self._source()) <= HIGHLIGHT_LIMIT:
+            with VerticalScroll(id="code"):
+                yield Static(self._code(), id="code-text")
+        else:  # a huge script: a read-only editor draws only the lines in view
+            yield TextArea(reveal(self._source()), read_only=True, show_line_numbers=True, id="code-text")
         where = f"in {request.cwd} · session {request.session}"
         if request.kernel:
             where += f" · kernel {request.kernel}"
@@ -148,13 +155,14 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
                     if choice in request.choices or choice == "deny":
                         yield Button(label, id=choice, variant=variant, disabled=not self.armed)  # type: ignore[arg-type]
 
+    def _source(self) -> str:
+        request = self.request
+        return (request.diff or "(no diff)") if request.kind == "file" else request.text
+
     def _code(self) -> Syntax:
         request = self.request
-        if request.kind == "file":
-            code, language = request.diff or "(no diff)", "diff"
-        else:
-            code, language = request.text, "bash" if request.kind == "terminal" else "python"
-        return Syntax(reveal(code), language, word_wrap=True, line_numbers=request.kind == "script",
+        language = {"file": "diff", "terminal": "bash"}.get(request.kind, "python")
+        return Syntax(reveal(self._source()), language, word_wrap=True, line_numbers=request.kind == "script",
                       background_color="default", theme=code_theme(self))
 
     def _rules_text(self) -> str:
