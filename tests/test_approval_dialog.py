@@ -228,15 +228,17 @@ async def test_keys_in_the_first_half_second_do_not_answer(hermes_home: Path, tm
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         answer = ask(app, request())
-        await wait_until(pilot, lambda: dialog(app) is not None, timeout=5)
-        opened = time.monotonic()  # (its arming timer starts a little later, on mount)
+        await wait_until(pilot, lambda: dialog(app) is not None and hasattr(dialog(app), "opened_at"), timeout=5)
+        screen = dialog(app)
         pressed = []
         for key in ("o", "enter", "escape", "o"):
-            if time.monotonic() - opened > 0.3:  # well inside the half second: no race with the timer
+            if time.monotonic() - screen.opened_at > 0.3:  # well inside the half second: no race with the timer
                 break
             await pilot.press(key)
             pressed.append(key)
-        assert pressed and dialog(app) is not None and not answer.done()
+        if not pressed:  # the other arming test (3 s) covers a machine this loaded
+            pytest.skip("the machine is too loaded to press a key within 0.3 s of the dialog opening")
+        assert dialog(app) is screen and not answer.done()
         await wait_until(pilot, lambda: dialog_ready(app), timeout=5)
         assert not answer.done() and "arming" not in screen_text(app)
         await pilot.press("o")  # the same key, now

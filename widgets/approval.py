@@ -187,6 +187,8 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     # -- arming and answers ---------------------------------------------------------------
 
     def on_mount(self) -> None:
+        self.opened_at = time.monotonic()
+        """When it was shown (its arming counts from here)."""
         self._tick()
         self.set_interval(1.0, self._tick)
         if self.armed:
