@@ -15,7 +15,9 @@ asks only for flagged ones; ``off`` (YOLO) asks for nothing. The hard floor
 (:mod:`hermes_tui.runtime.danger`) is refused in every mode, with no dialog, and no rule can
 allow it. An :data:`Approver` (the app's dialog, the CLI's prompt) answers once / session /
 always / deny; no answer within ``approvals.timeout`` is a deny. Every request and decision is
-appended to ``$HERMES_HOME/tui/approvals.jsonl``.
+appended to ``$HERMES_HOME/tui/approvals.jsonl``; when a line cannot be appended (a directory or
+a FIFO in its place, a full disk), the call is refused with "the approvals log cannot be
+written: ..." — nothing runs unlogged, and the gate never raises.
 
 Rules are read when the runtime starts and when the host reloads them on purpose: a script
 that edits allowlist.yaml or config.yaml changes nothing in the running session (and writing
@@ -25,13 +27,17 @@ those files is itself flagged).
 from __future__ import annotations
 
 import asyncio
+import errno
+import functools
+import hashlib
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
@@ -54,6 +60,9 @@ class FileChange(BaseModel):
     path: str
     size: int | None = None
     """Its size in bytes now; None when it does not exist yet (it would be created)."""
+    sha256: str | None = None
+    """SHA-256 (hex) of what the call would leave in the file; None for a deletion or a read.
+    A "session" answer allows this path with this content only (see :meth:`ApprovalGate.check_file`)."""
 
 
 RequestKind = Literal["script", "terminal", "file"]
@@ -107,6 +116,10 @@ def blocked(error: str) -> dict[str, object]:
     return {"output": "", "exit_code": -1, "status": "blocked", "error": f"BLOCKED: {error}"}
 
 
+class AuditError(Exception):
+    """The audit log cannot be written: the call that needed it is refused (never run unlogged)."""
+
+
 class AuditLog:
     """Appends one JSON line per request and decision to ``approvals.jsonl``."""
 
@@ -114,19 +127,67 @@ class AuditLog:
         self.path = path
 
     async def write(self, **entry: Any) -> None:
+        """Append ``entry``; raises :class:`AuditError` (one line saying why) if it cannot."""
         line = json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}, ensure_ascii=False) + "\n"
-        await asyncio.to_thread(self._append, line)
+        try:
+            await asyncio.to_thread(self._append, line)
+        except OSError as exc:
+            raise AuditError(f"the approvals log cannot be written: {exc.strerror or exc} ({self.path})") from exc
 
     def _append(self, line: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # a file where a folder should be
+            raise OSError(errno.ENOTDIR, f"{exc.filename or self.path.parent} is not a directory") from exc
+        # O_NOFOLLOW: a symlink planted in its place must not make us append to ~/.bashrc;
+        # O_NONBLOCK: a FIFO planted there must not hang the gate (it fails with ENXIO instead).
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OSError(exc.errno, "it is a symbolic link") from exc
+            if exc.errno == errno.ENXIO:
+                raise OSError(exc.errno, "it is not a regular file") from exc
+            raise
+        with os.fdopen(fd, "ab") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "it is not a regular file")
+            # backslashreplace: a lone surrogate sent by a script becomes a valid JSON \udXXX escape
+            handle.write(line.encode("utf-8", "backslashreplace"))
 
 
 def audit_path(home: Path) -> Path:
     """``$HERMES_HOME/tui/approvals.jsonl``."""
     return home / "tui" / "approvals.jsonl"
+
+
+def session_key(text: str, files: list[FileChange]) -> str:
+    """What a "session" answer to a file request remembers: the tool and paths, plus the hash of
+    each file's new content when there is one (``text`` alone for a read or a deletion)."""
+    hashes = [f.sha256 or "-" for f in files]
+    return text if not any(f.sha256 for f in files) else f"{text} sha256:{','.join(hashes)}"
+
+
+def content_hash(data: str | bytes) -> str:
+    """The SHA-256 (hex) of ``data`` (text is hashed as UTF-8, as the file tools write it)."""
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data).hexdigest()
+
+
+Check = TypeVar("Check", bound=Callable[..., Awaitable["str | None"]])
+
+
+def refused_unlogged(check: Check) -> Check:
+    """Make a public check of the gate return the audit log's failure as its refusal: a call
+    that cannot be logged is never run (and never raises out of the gate)."""
+    @functools.wraps(check)
+    async def checked(*args: Any, **kwargs: Any) -> str | None:
+        try:
+            return await check(*args, **kwargs)
+        except AuditError as exc:
+            return str(exc)
+
+    return cast(Check, checked)
 
 
 class ApprovalGate:
@@ -180,6 +241,7 @@ class ApprovalGate:
             return True
         return False
 
+    @refused_unlogged
     async def ask_restored(self, request: ApprovalRequest) -> str | None:
         """Ask again a request that was pending when the app stopped (SPEC §4: it survives a
         restart). None if allowed — then the next identical check in the session passes once,
@@ -196,6 +258,7 @@ class ApprovalGate:
 
     # -- scripts --------------------------------------------------------------------------
 
+    @refused_unlogged
     async def check_script(
         self, code: str, *, cwd: str, session: str, origin: Origin, exec_id: str | None, call_id: str | None = None,
     ) -> str | None:
@@ -215,6 +278,7 @@ class ApprovalGate:
 
     # -- terminal commands ----------------------------------------------------------------
 
+    @refused_unlogged
     async def check_terminal(
         self,
         command: str,
@@ -281,6 +345,7 @@ class ApprovalGate:
 
     # -- file writes ----------------------------------------------------------------------
 
+    @refused_unlogged
     async def check_file(
         self, tool: str, files: list[FileChange], diff: str, reasons: list[str], *, cwd: str, session: str,
         kernel: str | None, exec_id: str | None, origin: Origin = "user", call_id: str | None = None,
@@ -288,21 +353,28 @@ class ApprovalGate:
         """Ask to let ``tool`` write ``files`` (the change shown as ``diff``); None if it may.
 
         Asked for files that hold keys, rules or start-up code, and for the direct write_file /
-        patch calls of injected and automation turns. "session" allows the same tool writing the
-        same files again for the rest of the session; there is no "always" for a file write.
+        patch calls of injected and automation turns; also for reads of a credentials file
+        (``read_file``, ``search_files``: no hash, ``diff`` says nothing is written). "session"
+        allows the same tool on the same files *with the same content* (each file's
+        :attr:`FileChange.sha256`) for the rest of the session: a script that was allowed to
+        write one text to ~/.bashrc is asked again before it writes another. There is no
+        "always" for a file request. In ``off`` mode nothing asks.
         """
         text = f"{tool} {' '.join(f.path for f in files)}"
-        base = dict(kind="file", session=session, origin=origin, text=text)
+        key = session_key(text, files)
+        base: dict[str, Any] = dict(kind="file", session=session, origin=origin, text=text)
+        if any(f.sha256 for f in files):
+            base["sha256"] = [f.sha256 for f in files]
         if self.yolo:
             await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
             return None
-        if text in self._session_allowed.get(session, set()) or self._take_once(session, text):
+        if key in self._session_allowed.get(session, set()) or self._take_once(session, key):
             await self.audit.write(event="auto", decision="allow", why="allowed for this session", **base)
             return None
         request = self._request("file", text, cwd, session, kernel, exec_id, origin, reasons,
                                 ["once", "session", "deny"], call_id)
-        request.files, request.diff, request.session_rule = files, diff, text
-        return await self._ask(request, text)
+        request.files, request.diff, request.session_rule = files, diff, key
+        return await self._ask(request, key)
 
     def _request(
         self, kind: RequestKind, text: str, cwd: str, session: str, kernel: str | None,
@@ -336,14 +408,16 @@ class ApprovalGate:
                 refusal = f"the answer {decision.choice!r} was not offered; denied"
             elif decision.choice == "deny":
                 refusal = "denied by the user" + (f": {decision.reason}" if decision.reason else "")
-        stored = None
-        if refusal is None and decision is not None:
-            if decision.choice in ("session", "always"):
-                self._session_allowed.setdefault(request.session, set()).add(key)
-            if decision.choice == "always":
-                rule = await asyncio.to_thread(add_rule, allowlist_path(self.home), key)
-                self.rules = [r for r in self.rules if not (r.kind == "exact" and r.pattern == key)] + [rule]
-                stored = str(rule.source)
-        await self.audit.write(event="decision", id=request.id, decision=decision.choice if refusal is None and decision
-                               else "deny", why=refusal or (decision.reason if decision else None), stored_in=stored)
+        allowed = refusal is None and decision is not None
+        choice = decision.choice if allowed and decision is not None else "deny"
+        stored = str(allowlist_path(self.home)) if allowed and choice == "always" else None
+        # Logged before it takes effect: if the line cannot be written, AuditError refuses the
+        # call and nothing (no session answer, no rule) is remembered.
+        await self.audit.write(event="decision", id=request.id, decision=choice,
+                               why=refusal or (decision.reason if decision else None), stored_in=stored)
+        if allowed and choice in ("session", "always"):
+            self._session_allowed.setdefault(request.session, set()).add(key)
+        if allowed and choice == "always":
+            rule = await asyncio.to_thread(add_rule, allowlist_path(self.home), key)
+            self.rules = [r for r in self.rules if not (r.kind == "exact" and r.pattern == key)] + [rule]
         return refusal

@@ -20,7 +20,7 @@ from hermes_tui.runtime.danger import windows
 from hermes_tui.runtime.danger.analysis import Analysis
 from hermes_tui.runtime.danger import wrappers as wrap
 from hermes_tui.runtime.danger.parse import COMPUTED, SUBSCRIPT_CODE, Command, Parsed, parse
-from hermes_tui.runtime.danger.paths import Paths, basename
+from hermes_tui.runtime.danger.paths import Paths, basename, private_key_file, single_root, variants
 from hermes_tui.runtime.danger.programs import (
     STDIN_SCRIPT, Check, check_program, interpreter_name, program_options, remote_code, sql, write_target,
 )
@@ -34,8 +34,17 @@ SQL_PROGRAMS = frozenset({"DROP", "TRUNCATE", "DELETE", "ALTER", "UPDATE", "drop
 
 
 def protected_write(path: str, home: str | None = None, hermes_home: str | None = None) -> str | None:
-    """Why writing the file at ``path`` must be approved (None if it need not)."""
-    return Paths.of(home, hermes_home).protected(path)
+    """Why writing (or patching) the file at ``path`` must be approved (None if it need not).
+
+    For the file tools, which pass the real path (:func:`~.paths.real_write_target`): it is
+    judged against your home and HERMES_HOME as spelled and as real paths, and a key store or a
+    ``.pem`` holding a private key is protected too (a patch would show the key in its diff).
+    """
+    for paths in variants(home, hermes_home):
+        reason = paths.protected(path)
+        if reason:
+            return reason
+    return "writes a private key file" if private_key_file(single_root(path)) else None
 
 
 def analyze(command: str, home: str | None = None, hermes_home: str | None = None) -> Analysis:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 
 SYSTEM_DIRS = frozenset({
@@ -41,7 +42,20 @@ SECRET_FILES = (
 )
 """Files under your home that are secrets themselves (reading one sends it to the model)."""
 _SECRET_HINT = re.compile(r"\.(env|aws|ssh|netrc|git-cred|docker|kube|npmrc|pypirc|gnupg|password|pgpass|config|"
-                          r"azure|vault|cargo|terraform|hermes)|id_|shadow|ssh_host|credentials")
+                          r"azure|vault|cargo|terraform|hermes)|id_|shadow|ssh_host|credentials|environ|/k?mem$|kcore")
+SSH_NOT_SECRET = frozenset({"config", "known_hosts", "known_hosts.old", "authorized_keys", "authorized_keys2", "rc"})
+"""Files in ``~/.ssh`` that hold no key; every other one (not ``*.pub``) may be a private key,
+whatever it is called (``~/.ssh/work``, ``~/.ssh/github_deploy``)."""
+PROCESS_MEMORY_RE = re.compile(r"^/proc/[^/]+/(task/[^/]+/)?(environ|mem)$")
+"""A process's environment or memory: its keys are there (``/proc/self/environ``)."""
+MEMORY_DEVICES = frozenset({"/proc/kcore", "/dev/mem", "/dev/kmem"})
+KEY_SUFFIXES = (".key", ".p12", ".pfx", ".ppk", ".jks", ".keystore", ".p8")
+"""Files named like these are private keys or key stores, whatever they hold."""
+PEM_PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
+PEM_PROBE = 1 << 20
+"""Bytes of a ``.pem`` file read to see whether it holds a private key (certificates do not)."""
+READS_SECRET = "reads a credentials file (its contents would reach the model)"
+"""The reason shown when a read (``cat``, ``read_file``, ``search_files``) would reach a secret."""
 WINDOWS_PATH_RE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
@@ -74,7 +88,9 @@ class Paths:
         if not word.startswith("/"):
             return word
         normal = os.path.normpath(word)
-        return "/" if normal.startswith("//") else normal
+        # POSIX keeps a leading "//" (implementation-defined); Linux reads it as "/", and so must
+        # we: "//root/.bashrc" is /root/.bashrc, not a path outside every protected directory.
+        return "/" + normal.lstrip("/") if normal.startswith("//") else normal
 
     def _in_home(self, path: str) -> str | None:
         return path[len(self.home) + 1:] if path.startswith(self.home + "/") else None
@@ -98,6 +114,10 @@ class Paths:
         if rel is not None and any(rel == f or rel.startswith(f + "/") for f in SECRET_FILES):
             return True
         if path in (f"{self.hermes_home}/.env", f"{self.hermes_home}/auth.json"):
+            return True
+        if rel is not None and rel.startswith(".ssh/"):  # keys have any name, in any folder there
+            return basename(rel) not in SSH_NOT_SECRET and not rel.endswith(".pub")
+        if PROCESS_MEMORY_RE.match(path) or path in MEMORY_DEVICES:
             return True
         base = basename(path)
         return base == ".env" or (base.startswith(".env.") and not base.endswith((".example", ".sample", ".template"))) \
@@ -133,6 +153,11 @@ class Paths:
     def protected(self, word: str) -> str | None:
         """Why writing ``word`` is dangerous, if it is."""
         path = self.normal(word)
+        parts = path.split("/")
+        if ".git" in parts[:-1] or parts[-1] == ".git":
+            # .git/config (core.fsmonitor, core.pager, aliases) and .git/hooks/* run code on the
+            # next git command, which a rule may allow without asking ("git status")
+            return "writes inside a git directory (its config and hooks run code on the next git command)"
         if not path.startswith("/"):
             base = basename(path)
             if base == ".env" or (base.startswith(".env.") and not base.endswith((".example", ".sample", ".template"))):
@@ -143,6 +168,10 @@ class Paths:
             return "writes hermes-tui's own configuration, keys or approval rules"
         if path == f"{hermes}/skills" or path.startswith(f"{hermes}/skills/"):
             return "writes hermes skills (code the agent loads later)"
+        if path == hermes or path.startswith(f"{hermes}/"):
+            # the rest (tui/, sessions, cache/exec records, memories): state the app and Hermes
+            # Agent trust; a forged record or session would be shown to you as real
+            return "writes under $HERMES_HOME (hermes-tui's and Hermes Agent's own state)"
         if any(path == p or path.startswith(p + "/") for p in SYSTEM_WRITE_PREFIXES):
             return f"writes to {path.split('/')[1] and '/' + path.split('/')[1]} (system files)"
         rel = self._in_home(path)
@@ -151,7 +180,7 @@ class Paths:
                 return "writes to ~/.ssh (keys and trusted hosts)"
             if rel in START_UP_FILES or rel.startswith(".bashrc.d/"):
                 return "writes a shell start-up file (runs in every new shell)"
-        if self.credential(path):
+        if self.credential(path) or self.secret(path):
             return "writes a credentials file or directory"
         return None
 
@@ -167,3 +196,86 @@ class Paths:
                 path.startswith(("/dev/root", "/dev/block/", "/dev/sg", "/dev/vg", "/dev/disk/")):
             return "disk"  # a glob under /dev may match a disk
         return "device"
+
+
+# -- for the file tools: real paths, symlinks and what a file holds --------------------------
+# The shell analysis above reads words; the file tools act on real files, so they also look
+# at where a path really leads and, for a .pem, at what it holds.
+
+
+def single_root(path: str) -> str:
+    """``path`` with a leading ``//`` read as ``/``, as Linux reads it (POSIX and pathlib keep it)."""
+    return "/" + path.lstrip("/") if path.startswith("//") else path
+
+
+def real_write_target(path: str) -> str:
+    """Where writing the absolute ``path`` really lands: its parent's real path and its name.
+
+    The last part is not followed: the file tools write by rename, which replaces a symlink
+    there instead of writing through it. Every directory on the way is followed, as the kernel
+    will (``proj/link/authorized_keys`` with ``link -> ~/.ssh`` lands in ``~/.ssh``).
+    """
+    path = single_root(path)
+    parent, name = os.path.split(path)
+    if name in ("", ".", ".."):
+        return os.path.realpath(path)
+    return os.path.join(os.path.realpath(parent or "/"), name)
+
+
+def real_read_target(path: str) -> str:
+    """Where reading the absolute ``path`` really lands: every symlink followed."""
+    return os.path.realpath(single_root(path))
+
+
+def variants(home: str | None, hermes_home: str | None) -> list[Paths]:
+    """:class:`Paths` for your home and HERMES_HOME as spelled and, when different, as their
+    real paths: a real path must match ``/home/u`` even when ``/home`` is a symlink."""
+    spelled = Paths.of(home, hermes_home)
+    real = Paths(os.path.realpath(spelled.home), os.path.realpath(spelled.hermes_home))
+    return [spelled] if real == spelled else [spelled, real]
+
+
+def private_key_file(path: str) -> bool:
+    """True for an existing key store named like one (``*.key``, ``*.p12``, ...) or a ``.pem``
+    that holds a private key (a certificate bundle such as certifi's ``cacert.pem`` does not).
+    Reads at most :data:`PEM_PROBE` bytes of a ``.pem``; one that exists but cannot be read (or
+    is not a regular file) counts as a key. A file that does not exist holds no key yet."""
+    lower = path.lower()
+    if not lower.endswith((*KEY_SUFFIXES, ".pem")):
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # never wait on a FIFO
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        if lower.endswith(KEY_SUFFIXES) or not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        return PEM_PRIVATE_KEY.search(os.read(fd, PEM_PROBE)) is not None
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def reads_secret(path: str, home: str | None = None, hermes_home: str | None = None, *,
+                 judged_by: list[Paths] | None = None) -> bool:
+    """True when reading the absolute ``path`` would put a key or a credential in the model's
+    context: what ``cat`` of it is flagged for (:meth:`Paths.secret`), or a private key file.
+    ``judged_by``: :func:`variants` computed once, for many paths."""
+    return any(p.secret(path) for p in judged_by or variants(home, hermes_home)) or private_key_file(path)
+
+
+def host_memory(path: str) -> bool:
+    """True for this process's own environment, memory or open files under ``/proc``: the keys
+    the scrub keeps from kernels are there, so no tool may read them, in any approvals mode."""
+    parts = single_root(path).split("/")
+    if len(parts) < 4 or parts[1] != "proc" or parts[2] not in ("self", "thread-self", str(os.getpid())):
+        return False
+    rest = parts[3:]
+    if rest[0] == "task" and len(rest) >= 3:  # /proc/self/task/<tid>/environ: the same process
+        rest = rest[2:]
+    if rest[0] in ("environ", "mem"):
+        return True
+    return rest[0] in ("fd", "map_files") and len(rest) > 1  # an open pipe or file of the host's

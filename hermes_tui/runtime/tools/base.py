@@ -58,16 +58,20 @@ class Tool:
     """A tool's name, argument model and handler.
 
     ``blocking``, when set, does the same work synchronously: the socket transport calls it on
-    its own thread (never the event loop's), which saves two thread hand-offs per call.
+    its own thread (never the event loop's), which saves two thread hand-offs per call. It
+    returns None when the call must be approved first (a read of a credentials file): only the
+    event loop can ask, so the call is then run there, through ``handler``.
     """
 
     name: str
     args: type[BaseModel]
     handler: Handler
-    blocking: Callable[[ToolContext, Any], dict[str, Any]] | None = None
+    blocking: Callable[[ToolContext, Any], dict[str, Any] | None] | None = None
     writes: Callable[[ToolContext, Any], list[str]] | None = None
-    """The files a call would write: one that holds keys, rules or start-up code must be
-    approved first (like a terminal command writing it)."""
+    """The files a call would write, at their real paths (symlinked directories followed, as
+    the write will): one that holds keys, rules or start-up code must be approved first (like
+    a terminal command writing it). Files a call reads to compute what it writes (``patch``)
+    are listed too, so a credentials file cannot be read through an edit unasked."""
     preview: Callable[[ToolContext, Any], tuple[list[FileChange], str]] | None = None
     """The files a call would write, with their sizes, and the diff it would make (blocking):
     what the approval dialog shows."""

@@ -1,15 +1,26 @@
-"""read_file and write_file. Blocking file work runs in a thread, never on the event loop."""
+"""read_file and write_file. Blocking file work runs in a thread, never on the event loop.
+
+Both look at where a path really leads before they act (symlinked directories, a leading
+``//``): a write is judged (and shown in its approval) at its real path; a read of a
+credentials file asks first, like ``cat`` of it, and the host's own ``/proc`` environment and
+memory are never read.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import Field
 
-from hermes_tui.runtime.approvals import FileChange
+from hermes_tui.runtime.approvals import FileChange, content_hash
+from hermes_tui.runtime.danger.paths import (
+    READS_SECRET, host_memory, reads_secret, real_read_target, real_write_target, single_root,
+)
 from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
@@ -70,12 +81,31 @@ def _numbered_block(raw_lines: list[bytes], first: int) -> list[str]:
     return [f"{n:>6}|{t}" for n, t in zip(range(first, first + len(texts)), texts)]
 
 
-def _read(path: Path, offset: int, limit: int) -> dict[str, Any]:
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for binary reading. Raises OSError, at once, for anything but a regular
+    file: reading a FIFO or a device could wait forever (or read the terminal you type in)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO opens at once
     try:
-        handle = path.open("rb")
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); the file tools read files")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dict[str, Any]:
+    """Read ``path`` (``shown``: the name the caller gave, used in the result)."""
+    try:
+        opened = open_regular(path)
     except OSError as exc:
-        return os_error(path, exc)
-    with handle:
+        return os_error(shown or path, exc)
+    path = shown or path
+    with opened as handle:
         if is_binary(handle.read(BINARY_PROBE)):
             size = os.fstat(handle.fileno()).st_size
             return {"error": f"{path} is a binary file ({size} bytes); read_file shows text files only"}
@@ -107,9 +137,77 @@ def _read(path: Path, offset: int, limit: int) -> dict[str, Any]:
     return result
 
 
+def read_verdict(ctx: ToolContext, path: Path) -> tuple[Path, str | None, str | None]:
+    """Where reading ``path`` really lands, why it is refused outright (the host's own
+    ``/proc`` environment or memory, in every approvals mode), and why it must be asked (a
+    credentials file). Blocking (it may peek into a ``.pem``)."""
+    given = single_root(str(path))
+    real = real_read_target(given)
+    if host_memory(given) or host_memory(real):
+        return Path(real), (f"refused: {given} is hermes-tui's own environment, memory or open files (the keys kept "
+                            "from scripts are there); no tool reads it, in any approvals mode"), None
+    hermes_home = str(ctx.gate.home) if ctx.gate is not None else None
+    if reads_secret(given, hermes_home=hermes_home) or reads_secret(real, hermes_home=hermes_home):
+        return Path(real), None, f"{READS_SECRET}: {real}"
+    return Path(real), None, None
+
+
+async def ask_to_read(ctx: ToolContext, tool: str, path: Path) -> tuple[Path, str | None]:
+    """The real path ``path`` leads to, and why ``tool`` may not read it (None: it may).
+
+    A credentials file is asked like ``cat`` of it (kind ``file``, no diff, no hash: "session"
+    allows reading that file again); in ``off`` mode the gate allows it, and logs it.
+    """
+    real, refusal, reason = await asyncio.to_thread(read_verdict, ctx, path)
+    if refusal is not None or reason is None:
+        return real, refusal
+    size = await asyncio.to_thread(_size, real)
+    note = f"({tool} would give the contents of {real} to the model; nothing is written)\n"
+    refusal = await ctx.gate.check_file(
+        tool, [FileChange(path=str(real), size=size)], note, [reason], cwd=ctx.cwd, session=ctx.session,
+        kernel=ctx.kernel_id, exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id,
+    )
+    return real, refusal
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
 async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
     """Numbered lines ``offset``..``offset+limit-1`` of a text file, and its line count."""
-    return await asyncio.to_thread(_read, ctx.resolve(args.path), args.offset, args.limit)
+    shown = ctx.resolve(args.path)
+    real, refusal = await ask_to_read(ctx, "read_file", shown)
+    if refusal is not None:
+        return {"error": f"BLOCKED: {refusal}"}
+    return await asyncio.to_thread(_read, real, args.offset, args.limit, shown)
+
+
+def _read_blocking(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any] | None:
+    """read_file in the calling thread; None when it must ask first (the event loop's work)."""
+    shown = ctx.resolve(args.path)
+    real, refusal, reason = read_verdict(ctx, shown)
+    if refusal is not None:
+        return {"error": f"BLOCKED: {refusal}"}
+    if reason is not None:
+        return None
+    return _read(real, args.offset, args.limit, shown)
+
+
+def write_target(ctx: ToolContext, path: str) -> Path:
+    """Where write_file / patch really write ``path``: its parent's real path and its name."""
+    return Path(real_write_target(str(ctx.resolve(path))))
+
+
+def judged_paths(ctx: ToolContext, path: str) -> list[str]:
+    """The paths a write of ``path`` is judged by: the real one, and the spelled one (normalised)
+    when it differs (your own ``~/.ssh`` may be a symlink to elsewhere; it is still ~/.ssh)."""
+    real = str(write_target(ctx, path))
+    spelled = os.path.normpath(single_root(str(ctx.resolve(path))))
+    return [real] if spelled == real else [real, spelled]
 
 
 def _write(path: Path, content: str) -> dict[str, Any]:
@@ -125,17 +223,18 @@ def _write(path: Path, content: str) -> dict[str, Any]:
 
 async def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict[str, Any]:
     """Write text to a file atomically (temp + rename), creating parent directories."""
-    return await asyncio.to_thread(_write, ctx.resolve(args.path), args.content)
+    return await asyncio.to_thread(_write, write_target(ctx, args.path), args.content)
 
 
 def _preview(ctx: ToolContext, args: WriteFileArgs) -> tuple[list[FileChange], str]:
-    """The file the call would write and the diff against it now, for an approval. Blocking."""
-    change, diff = file_diff(ctx.resolve(args.path), args.path, args.content)
-    return [change], diff
+    """The file the call would write (its real path, and the hash of the new content: what a
+    "session" answer allows) and the diff against it now, for an approval. Blocking."""
+    change, diff = file_diff(write_target(ctx, args.path), args.path, args.content)
+    return [change.model_copy(update={"sha256": content_hash(args.content)})], diff
 
 
 TOOLS = (
-    Tool("read_file", ReadFileArgs, read_file, lambda ctx, a: _read(ctx.resolve(a.path), a.offset, a.limit)),
-    Tool("write_file", WriteFileArgs, write_file, lambda ctx, a: _write(ctx.resolve(a.path), a.content),
-         writes=lambda ctx, a: [str(ctx.resolve(a.path))], preview=_preview),
+    Tool("read_file", ReadFileArgs, read_file, _read_blocking),
+    Tool("write_file", WriteFileArgs, write_file, lambda ctx, a: _write(write_target(ctx, a.path), a.content),
+         writes=lambda ctx, a: judged_paths(ctx, a.path), preview=_preview),
 )

@@ -3,22 +3,29 @@
 Replacement errors when the old text is missing, or appears more than once without
 ``replace_all``. A unified diff is parsed and applied with ``whatthepatch``, all or nothing:
 every file's new text is computed before any file is written.
+
+Files are written at their real paths (symlinked directories followed, as in write_file), and
+the approval is asked for every file the call writes *or reads*: a patch of a symlink to
+``~/.ssh/id_rsa`` would otherwise copy the key into its diff, unasked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import model_validator
 
-from hermes_tui.runtime.approvals import FileChange
+from hermes_tui.runtime.approvals import FileChange, content_hash
+from hermes_tui.runtime.danger.paths import real_read_target
 from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import current, file_diff, unified_diff
-from hermes_tui.runtime.tools.files import os_error
+from hermes_tui.runtime.tools.files import judged_paths, open_regular, os_error, write_target
 
 
 class PatchArgs(Args):
@@ -46,13 +53,16 @@ class PatchArgs(Args):
 
 
 def _read_text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8")
+    """The UTF-8 text of the regular file ``path`` (a FIFO or a device raises OSError at once:
+    reading one could hang the host's thread for good)."""
+    with open_regular(path) as handle:
+        return handle.read().decode("utf-8")
 
 
 def _replaced(ctx: ToolContext, args: PatchArgs) -> tuple[Path, str, str, int] | dict[str, Any]:
     """The file, its text before and after the replacement, and the count; or an error dict."""
     assert args.path is not None and args.old_string is not None and args.new_string is not None
-    path = ctx.resolve(args.path)
+    path = write_target(ctx, args.path)
     try:
         before = _read_text(path)
     except OSError as exc:
@@ -105,9 +115,14 @@ def _split_files(text: str) -> list[str]:
     return ["".join(lines[a:b]) for a, b in zip(starts, bounds)]
 
 
-def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+Planned = list[tuple[Path, "str | None", str]]
+"""What a unified diff would do: (real path, new text or None to delete, action) per file."""
+
+
+def _parsed(args: PatchArgs) -> list[Any] | dict[str, Any]:
+    """The file diffs of ``args.patch`` (with headers), or an error dict."""
     import whatthepatch
-    from whatthepatch.exceptions import HunkApplyException, WhatThePatchException
+    from whatthepatch.exceptions import WhatThePatchException
 
     try:
         diffs = [d for part in _split_files(args.patch or "") for d in whatthepatch.parse_patch(part)
@@ -116,21 +131,32 @@ def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
         return {"error": f"patch is not a valid unified diff: {exc}"}
     if not diffs:
         return {"error": "patch holds no file changes; expected a unified diff with ---/+++ headers and @@ hunks"}
-    planned: list[tuple[Path, str | None, str]] = []  # (path, new text or None to delete, action)
+    return diffs
+
+
+def _plan(ctx: ToolContext, args: PatchArgs) -> Planned | dict[str, Any]:
+    """Every file's new text, computed before anything is written; or an error dict."""
+    import whatthepatch
+    from whatthepatch.exceptions import HunkApplyException
+
+    diffs = _parsed(args)
+    if isinstance(diffs, dict):
+        return diffs
+    planned: Planned = []
     for diff in diffs:
         old = _strip_prefix(diff.header.old_path)
         new = _strip_prefix(diff.header.new_path)
         target = new or old
         if target is None:
             return {"error": "a file in the patch has no path"}
-        path = ctx.resolve(target)
+        path = write_target(ctx, target)
         if old is None:
             lines: list[str] = []
             action = "created"
             if path.exists():
                 return {"error": f"the patch creates {target}, which already exists"}
         else:
-            source = ctx.resolve(old)
+            source = write_target(ctx, old)
             try:
                 lines = _read_text(source).splitlines()
             except OSError as exc:
@@ -144,6 +170,13 @@ def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
             return {"error": f"the patch does not apply to {target}: {exc}; nothing was changed"}
         text: str | None = "\n".join(result) + ("\n" if result else "")
         planned.append((path, None if action == "deleted" else text, action))
+    return planned
+
+
+def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
+    planned = _plan(ctx, args)
+    if isinstance(planned, dict):
+        return planned
     for path, text, _ in planned:
         try:
             if text is None:
@@ -165,24 +198,51 @@ async def patch(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
     return await asyncio.to_thread(patch_blocking, ctx, args)
 
 
-def _targets(ctx: ToolContext, args: PatchArgs) -> list[str]:
+def _names(args: PatchArgs) -> list[str]:
+    """Every file name the call touches, as given. For a diff: the names in its ---/+++ lines
+    as a plain reading finds them *and* as whatthepatch parses them (a name with a space or a
+    tab-separated date is read differently by each; both are judged)."""
     if args.patch is None:
-        return [str(ctx.resolve(args.path or ""))]
+        return [args.path or ""]
     names = re.findall(r"^(?:\+\+\+|---) (?:[ab]/)?(\S+)", args.patch, re.MULTILINE)
-    return [str(ctx.resolve(n)) for n in names if n != "/dev/null"]
+    diffs = _parsed(args)
+    if not isinstance(diffs, dict):
+        names += [n for d in diffs for n in (_strip_prefix(d.header.old_path), _strip_prefix(d.header.new_path)) if n]
+    return [n for n in dict.fromkeys(names) if n != "/dev/null"]
+
+
+def _targets(ctx: ToolContext, args: PatchArgs) -> list[str]:
+    """The files the call would write, and those it reads through a symlink (judged too)."""
+    found: list[str] = []
+    for name in _names(args):
+        judged = judged_paths(ctx, name)  # the real write target first
+        found += judged
+        read = real_read_target(str(ctx.resolve(name)))
+        if read != judged[0] and os.path.lexists(read):
+            found.append(read)  # the last part is a symlink: its target's text goes into the diff
+    return list(dict.fromkeys(found))
 
 
 def _preview(ctx: ToolContext, args: PatchArgs) -> tuple[list[FileChange], str]:
-    """The files the call would write and its diff, for an approval. Blocking."""
+    """The files the call would write (real paths, with the hash of each one's new text: what a
+    "session" answer allows) and its diff, for an approval. Blocking."""
     if args.patch is not None:
-        return [current(ctx.resolve(name))[1] for name in dict.fromkeys(_targets(ctx, args))], args.patch
+        planned = _plan(ctx, args)
+        if isinstance(planned, dict):  # it will fail without writing: bound to this exact patch
+            digest = content_hash(args.patch)
+            return ([current(write_target(ctx, name))[1].model_copy(update={"sha256": digest})
+                     for name in _names(args)], args.patch)
+        return [current(path)[1].model_copy(update={"sha256": None if text is None else content_hash(text)})
+                for path, text, _ in planned], args.patch
     found = _replaced(ctx, args)
     if isinstance(found, dict):  # it will fail without writing: show why
-        path = ctx.resolve(args.path or "")
-        return [current(path)[1]], f"(this replacement would not apply: {found['error']})\n"
+        path = write_target(ctx, args.path or "")
+        digest = content_hash(json.dumps([args.old_string, args.new_string, args.replace_all]))
+        return ([current(path)[1].model_copy(update={"sha256": digest})],
+                f"(this replacement would not apply: {found['error']})\n")
     path, _, after, _ = found
     change, diff = file_diff(path, args.path or str(path), after)
-    return [change], diff
+    return [change.model_copy(update={"sha256": content_hash(after)})], diff
 
 
 TOOLS = (Tool("patch", PatchArgs, patch, patch_blocking, writes=_targets, preview=_preview),)
