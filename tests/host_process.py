@@ -3,6 +3,11 @@
     python host_process.py flood MEGABYTES   -> prints one JSON line with the result and RSS
     python host_process.py orphans           -> starts kernels with grandchildren, prints their
                                                  pids as JSON, then waits to be killed
+    python host_process.py shell TAG         -> a script waits on terminal("sleep TAG") (approvals
+                                                 off); prints the staging dir, waits to be killed
+    python host_process.py peek SECRET       -> runs PEEK (tests/attacks) in two kernels, a shell
+                                                 command and an interpreter probe of a planted
+                                                 venv, with approvals off; prints what each saw
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 import resource
 import sys
 
+from hermes_tui.config import parse_config
 from hermes_tui.runtime import Runtime
 
 FLOOD = """
@@ -53,8 +59,32 @@ async def orphans() -> None:
     await asyncio.sleep(600)
 
 
+async def shell(tag: str) -> None:
+    rt = await Runtime(parse_config("approvals:\n  mode: \"off\"\n")).start()
+    code = f"from hermes_tools import terminal\nterminal('sleep {tag}; echo done')"
+    asyncio.ensure_future(rt.execute_code(code, session="t"))
+    print(json.dumps({"staging": str(rt._staging_root)}), flush=True)
+    await asyncio.sleep(600)
+
+
+async def peek(script: str) -> None:
+    """Every way a script reaches for the host's secret (its environment holds one)."""
+    config = parse_config("approvals:\n  mode: \"off\"\n")
+    async with Runtime(config) as rt:
+        other = await rt.execute_code("import os\nprint(os.getpid())", session="other")
+        found = {}
+        for session in ("a", "b"):
+            result = await rt.execute_code(script.replace("OTHER_PID", other.output.strip()), session=session)
+            found[session] = result.model_dump(mode="json")
+        print(json.dumps(found), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "flood":
         asyncio.run(flood(int(sys.argv[2])))
+    elif sys.argv[1] == "shell":
+        asyncio.run(shell(sys.argv[2]))
+    elif sys.argv[1] == "peek":
+        asyncio.run(peek(sys.stdin.read()))
     else:
         asyncio.run(orphans())

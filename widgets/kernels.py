@@ -80,12 +80,14 @@ class KernelsPane(Vertical):
             idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
             countdown = _duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
             flags = " ".join(f for f, on in (("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
-                                             ("sub-agent", info.subagent)) if on)
+                                             ("sub-agent", info.subagent),
+                                             ("env-from-skills:" + ",".join(info.skill_env), bool(info.skill_env)))
+                             if on)
             # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
             table.add_row(
                 GLYPHS.get(info.state, "?"), escaped(info.id), escaped(info.session), escaped(info.mode),
                 str(info.pid or "—"), _memory(memory.get(info.id)), str(info.execution_count),
-                _duration(idle) if idle else "—", countdown, flags, escaped(info.cwd), escaped(info.interpreter),
+                _duration(idle) if idle else "—", countdown, escaped(flags), escaped(info.cwd), escaped(info.interpreter),
                 key=info.id,
             )
         if selected is not None and selected in {k.id for k in kernels}:

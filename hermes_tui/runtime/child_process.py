@@ -17,7 +17,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from hermes_tui.runtime.capture import STDERR_HEAD, STDERR_MARKER, STDERR_TAIL, HeadTailCapture
+from hermes_tui.runtime.hardening import spawn
 from hermes_tui.runtime.process import CellCapture, CellOutcome, Pump, group_alive, kill_group
+from hermes_tui.runtime.reaper import REAPER
 
 KILL_GRACE = 5.0
 """Seconds between SIGTERM and SIGKILL of a process group (SPEC §2)."""
@@ -29,11 +31,16 @@ EndedBy = Literal["timeout", "interrupt"] | None
 class ChildProcess:
     """A child in its own process group whose output a :class:`Pump` reads.
 
+    Its group is registered with the host's reaper, which kills it if the host dies.
+
     Args:
         label: shown in thread names and events (the kernel id, or None for standalone).
         loop: the event loop callbacks run on.
         publish: receives live-output events (on ``loop``).
     """
+
+    reaped = True
+    """Registered with the reaper (a kernel has its own watchdog instead)."""
 
     def __init__(self, label: str | None, *, loop: asyncio.AbstractEventLoop, publish: Any) -> None:
         self.label = label
@@ -65,7 +72,8 @@ class ChildProcess:
         merge_stderr: bool = False,
     ) -> None:
         """Start the process (blocking: run it in a thread) and its pump."""
-        self.proc = subprocess.Popen(
+        # Forked from the spawner thread: the child cannot read the host (hardening.py).
+        self.proc = spawn(lambda: subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -75,7 +83,9 @@ class ChildProcess:
             start_new_session=True,  # own group: a timeout kills grandchildren too
             pass_fds=pass_fds,
             bufsize=0,
-        )
+        ))
+        if self.reaped:
+            REAPER.watch_group(self.proc.pid)
         pump = Pump(
             self.proc,
             loop=self.loop,
@@ -94,6 +104,8 @@ class ChildProcess:
         """A control reply that is not an execution's ``done`` (loop thread)."""
 
     def _on_exit(self, returncode: int | None) -> None:
+        if self.reaped and self.proc is not None:
+            REAPER.release_group(self.proc.pid)
         if not self.exited.done():
             self.exited.set_result(returncode)
 

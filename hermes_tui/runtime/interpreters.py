@@ -12,6 +12,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hermes_tui.runtime.envs import build_child_env
+from hermes_tui.runtime.hardening import spawn
+
 MIN_VERSION = (3, 8)
 PROBE_TIMEOUT = 10.0
 
@@ -27,8 +30,11 @@ class Choice:
 _probed: dict[tuple[str, float], str | None] = {}
 
 
-def probe(path: str) -> str | None:
-    """None if ``path`` is a working Python >= 3.8; otherwise what is wrong. Blocking."""
+def probe(path: str, env: Mapping[str, str] | None = None) -> str | None:
+    """None if ``path`` is a working Python >= 3.8; otherwise what is wrong. Blocking.
+
+    The probe runs with ``env`` (the scrubbed environment of a child; default: none at all)
+    and is forked like every child, so a planted interpreter learns no secret."""
     try:
         key = (path, os.stat(path).st_mtime)
     except OSError as exc:
@@ -37,16 +43,23 @@ def probe(path: str) -> str | None:
         return _probed[key]
     problem: str | None = None
     try:
-        done = subprocess.run(
+        child = spawn(lambda: subprocess.Popen(
             [path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
-        )
-        if done.returncode != 0:
-            problem = f"{path} does not run (exit {done.returncode})"
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+            env=dict(env or {}),
+        ))
+        try:
+            out, _ = child.communicate(timeout=PROBE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise
+        if child.returncode != 0:
+            problem = f"{path} does not run (exit {child.returncode})"
         else:
-            version = tuple(int(p) for p in done.stdout.strip().split("."))
+            version = tuple(int(p) for p in out.strip().split("."))
             if version < MIN_VERSION:
-                problem = f"{path} is Python {done.stdout.strip()}, older than 3.8"
+                problem = f"{path} is Python {out.strip()}, older than 3.8"
     except subprocess.TimeoutExpired:
         problem = f"{path} did not answer within {PROBE_TIMEOUT:g}s"
     except (OSError, ValueError) as exc:
@@ -63,7 +76,7 @@ def project_interpreter(env: Mapping[str, str]) -> Choice:
         if not prefix:
             continue
         candidate = os.path.join(prefix, "bin", "python")
-        problem = probe(candidate)
+        problem = probe(candidate, build_child_env(env))
         if problem is None:
             return Choice(candidate)
         problems.append(f"{variable}={prefix}: {problem}")

@@ -65,6 +65,8 @@ class Kernel(ChildProcess):
             removed when the kernel ends.
     """
 
+    reaped = False  # its own watchdog ends the group (child/driver.py)
+
     def __init__(
         self,
         kernel_id: str,
@@ -97,6 +99,10 @@ class Kernel(ChildProcess):
         self.budget: ExecBudget | None = None
         """Tool-call budget of the script running now (None between scripts)."""
         self.allowed_names: frozenset[str] = frozenset()
+        self.skill_env: dict[str, str] = {}
+        """Names in its environment that only a skill let in (name -> the skill's SKILL.md)."""
+        self.new_skill_env: dict[str, str] = {}
+        """Those of them no earlier kernel of this runtime had: its first result says so."""
         """Environment names let in by exact name when the kernel started (stale-env check)."""
         self._ready: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._inspections: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}

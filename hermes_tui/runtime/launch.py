@@ -17,14 +17,14 @@ from pathlib import Path
 
 from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalGate
-from hermes_tui.runtime.envs import build_child_env
+from hermes_tui.runtime.envs import HERMES_PASS, build_child_env, is_safe_name
 from hermes_tui.runtime.events import EventBus, ToolCallMade
 from hermes_tui.runtime.interpreters import Choice, project_interpreter
 from hermes_tui.runtime.kernel import STAGING_CWD, Kernel, KernelKey
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, ToolHost, new_token, open_rpc
-from hermes_tui.runtime.skills import required_env_names
+from hermes_tui.runtime.skills import required_env, required_env_names
 from hermes_tui.runtime.stub import stage_tools_module
 from hermes_tui.runtime.tools import ToolContext
 
@@ -52,6 +52,7 @@ class Launcher:
         self.gate = gate
         self.cache_dir = cache_dir
         self._interpreters: dict[tuple[str | None, str | None], Choice] = {}
+        self._announced: set[str] = set()
 
     @property
     def host_env(self) -> Mapping[str, str]:
@@ -82,6 +83,16 @@ class Launcher:
         """Names let in by exact name: env_passthrough and skills' requirements. Blocking."""
         return frozenset(self.config.terminal.env_passthrough) | required_env_names(self.home)
 
+    def skill_grants(self) -> tuple[frozenset[str], dict[str, str]]:
+        """The names let in by exact name, and those of them that only a skill lets in and
+        that would carry a value the defaults keep out (name -> the skill). Blocking."""
+        passthrough = frozenset(self.config.terminal.env_passthrough)
+        from_skills = required_env(self.home)
+        env = self.host_env
+        granted = {name: skill for name, skill in from_skills.items()
+                   if name in env and name not in passthrough and not _passes_by_default(name)}
+        return passthrough | frozenset(from_skills), granted
+
     def child_env(self, allowed: frozenset[str]) -> dict[str, str]:
         """The scrubbed environment of a child (SPEC §3), with ``allowed`` names let in."""
         inject = {"HERMES_HOME": str(self.home), "HOME": os.path.expanduser("~")}
@@ -93,8 +104,12 @@ class Launcher:
 
     async def prepare_kernel(self, kernel: Kernel) -> None:
         """Environment (frozen now) and tool channel of a kernel about to start."""
-        allowed = await asyncio.to_thread(self.allowed_names)
+        allowed, granted = await asyncio.to_thread(self.skill_grants)
         kernel.allowed_names = allowed
+        kernel.skill_env = granted
+        # A skill file is something a script can write: a secret it lets in is said once.
+        kernel.new_skill_env = {name: skill for name, skill in granted.items() if name not in self._announced}
+        self._announced |= kernel.new_skill_env.keys()
         await asyncio.to_thread(kernel.staging_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
         kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
                                             lambda: kernel.budget)
@@ -143,3 +158,8 @@ class Launcher:
             cwd=cwd, env=env, config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
             kernel_id=kernel_id, exec_id=exec_id, origin=origin, call_id=call_id,
         )
+
+
+def _passes_by_default(name: str) -> bool:
+    """True when a kernel gets ``name`` without anyone naming it."""
+    return name in HERMES_PASS if name.startswith("HERMES_") else is_safe_name(name)

@@ -73,6 +73,9 @@ class KernelInfo(BaseModel):
     """The names let into kernels changed after this one started: reset it to see them."""
     tools: list[str] = []
     """The tools its ``hermes_tools`` module offers."""
+    skill_env: list[str] = []
+    """Variables in its environment that only a skill's ``required_environment_variables``
+    let in (secrets included): shown, because a script can write a skill file."""
 
 
 SUBAGENT_SEPARATOR = "::child::"

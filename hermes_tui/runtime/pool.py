@@ -148,6 +148,8 @@ class KernelPool:
         )
         await self.launcher.prepare_kernel(kernel)
         self.allowed_names = kernel.allowed_names  # older kernels may now be stale
+        if kernel.new_skill_env:
+            warnings.append(skill_env_warning(kernel.new_skill_env))
         try:
             await kernel.start()  # KernelStartError goes to the caller (who falls back)
         except BaseException:
@@ -265,6 +267,7 @@ class KernelPool:
             subagent=is_subagent_session(key.session),
             next_to_evict=next_to_evict,
             stale_env=kernel.allowed_names != self.allowed_names,
+            skill_env=sorted(kernel.skill_env),
             tools=list(key.tools),
         )
 
@@ -307,3 +310,13 @@ def describe_exit(returncode: int | None) -> str:
             return f"was killed by {signal.Signals(-returncode).name}"
         return f"was killed by signal {-returncode}"
     return f"exited with code {returncode}"
+
+
+def skill_env_warning(granted: dict[str, str]) -> str:
+    """What a result says when skills let variables into its kernel for the first time."""
+    by_skill: dict[str, list[str]] = {}
+    for name, skill in sorted(granted.items()):
+        by_skill.setdefault(skill, []).append(name)
+    said = "; ".join(f"{', '.join(names)} (asked for by $HERMES_HOME/{skill})" for skill, names in by_skill.items())
+    return (f"This kernel's environment holds variables that only a skill lets in: {said}. "
+            "If you did not install that skill, remove it and reset the kernel.")

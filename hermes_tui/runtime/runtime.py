@@ -14,9 +14,12 @@ from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor
+from hermes_tui.runtime.hardening import make_undumpable
 from hermes_tui.runtime.launch import Launcher
+from hermes_tui.runtime.leftovers import STAGING_PREFIX, hold, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
 from hermes_tui.runtime.pool import KernelPool
+from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.tools import TOOL_NAMES
 
 
@@ -56,6 +59,7 @@ class Runtime:
         self.launcher = Launcher(self.config, self.home, host_env, bus=self.bus, gate=self.gate,
                                  cache_dir=self.cache_dir)
         self._staging_root: Path | None = None
+        self._staging_lock = -1
         self._pool: KernelPool | None = None
         self._executor: Executor | None = None
         self._starting: asyncio.Future[None] | None = None
@@ -77,8 +81,10 @@ class Runtime:
         return self
 
     async def _start(self) -> None:
+        # Kernels must not read the keys in this process's environment or memory (hardening.py).
+        make_undumpable()
         await self.gate.load_rules()
-        self._staging_root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="hermes-tui-"))
+        self._staging_root = await asyncio.to_thread(self._make_staging_root)
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
         self._pool = KernelPool(
             self.config.code_execution, launcher=self.launcher, staging_root=self._staging_root, bus=self.bus
@@ -88,6 +94,15 @@ class Runtime:
             self._pool, bus=self.bus, cache_dir=self.cache_dir, staging_root=self._staging_root, gate=self.gate,
             launcher=self.launcher,
         )
+
+    def _make_staging_root(self) -> Path:
+        """This runtime's private temp dir, held (locked) while it lives and registered with
+        the reaper; what dead hosts left beside it is removed first. Blocking."""
+        root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX))
+        self._staging_lock = hold(root)
+        REAPER.watch_folder(root)
+        sweep_staging(root.parent, keep=root)
+        return root
 
     async def aclose(self) -> None:
         """Stop every running script and kernel, then remove the staging directory."""
@@ -101,6 +116,8 @@ class Runtime:
         await asyncio.to_thread(self._executor.records.close)
         if self._staging_root is not None:
             await asyncio.to_thread(shutil.rmtree, self._staging_root, True)
+            REAPER.release_folder(self._staging_root)
+            os.close(self._staging_lock)
         self.bus.close()
         self._pool = None
         self._executor = None

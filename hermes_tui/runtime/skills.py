@@ -40,20 +40,28 @@ def _names(value: Any) -> set[str]:
     return names
 
 
-def required_env_names(home: Path) -> frozenset[str]:
-    """Every variable name the skills under ``home/skills`` require. Blocking (reads files)."""
-    names: set[str] = set()
+def required_env(home: Path) -> dict[str, str]:
+    """Every variable name the skills under ``home/skills`` require, with the first skill
+    (its path under ``home``) that asks for it. Blocking (reads files)."""
+    found: dict[str, str] = {}
     root = home / "skills"
     if not root.is_dir():
-        return frozenset()
+        return found
     for skill in sorted(root.rglob("SKILL.md")):
         try:
             meta = front_matter(skill.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             log.debug("skipping %s: %s", skill, exc)
             continue
-        names |= _names(meta.get("required_environment_variables"))
+        names = _names(meta.get("required_environment_variables"))
         hermes = (meta.get("metadata") or {}).get("hermes") if isinstance(meta.get("metadata"), dict) else None
         if isinstance(hermes, dict):
             names |= _names(hermes.get("required_environment_variables"))
-    return frozenset(n for n in names if n)
+        for name in sorted(n for n in names if n):
+            found.setdefault(name, str(skill.relative_to(home)))
+    return found
+
+
+def required_env_names(home: Path) -> frozenset[str]:
+    """Every variable name the skills under ``home/skills`` require. Blocking (reads files)."""
+    return frozenset(required_env(home))

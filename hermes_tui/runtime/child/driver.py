@@ -232,8 +232,19 @@ class Driver(object):
         return written
 
 
+def _undumpable():
+    """Other processes of this user (another session's kernel) cannot read this kernel's
+    environment or memory through /proc. Linux only; best effort elsewhere."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except Exception:
+        pass
+
+
 def main(argv):
     ctrl_in, ctrl_out, lifeline = (int(value) for value in argv[1:4])
+    _undumpable()
     _start_watchdog(lifeline)
     sys.argv = [""]
     # Tracebacks and prints are UTF-8 whatever the locale; the host decodes UTF-8.

@@ -7,7 +7,13 @@ same job with the same rules, so results do not depend on the machine:
   skipped: ``.git node_modules __pycache__ .venv venv .mypy_cache .pytest_cache .tox``;
 * order: each directory's entries sorted by name (ripgrep's ``--sort path``);
 * a file with a NUL byte in its first 8 KiB is binary and not searched;
-* context lines are read by Python in both cases.
+* context lines are read by Python in both cases;
+* credentials files (``.env``, ``id_*``, ``~/.ssh/*`` keys, ``~/.aws/credentials``, a ``.pem``
+  holding a private key, ``/proc/*/environ``, ...: what ``cat`` of them is flagged for) are
+  never searched inside a directory: they are listed in the result (``skipped_credentials``)
+  whether or not they would match, so the result says nothing about what they hold; the model
+  reads one with read_file, which asks you. A search *of* such a file asks, like read_file;
+* ripgrep runs with the kernel's scrubbed environment, never the host's.
 """
 
 from __future__ import annotations
@@ -24,12 +30,25 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from hermes_tui.runtime.danger.paths import (
+    KEY_SUFFIXES, SECRET_FILES, reads_secret, real_read_target, single_root, variants,
+)
+from hermes_tui.runtime.hardening import Spawned, open_process
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
-from hermes_tui.runtime.tools.files import BINARY_PROBE, is_binary
+from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox")
 MATCH_CHARS = 500
 """A matched line longer than this is cut in the result."""
+SKIPPED_SHOWN = 20
+"""Credentials files named in a result; more are counted."""
+CREDENTIAL_GLOBS = (
+    ".env", ".env.*", "id_*", "*.pem", *(f"*{suffix}" for suffix in KEY_SUFFIXES), "**/.ssh/**", "environ", "mem",
+    "kcore", "shadow", "gshadow", "ssh_host_*", "auth.json",
+    *(glob for name in SECRET_FILES for glob in (f"**/{name}", f"**/{name}/**")),
+)
+"""Names that may be credentials files (a superset: each one found is then judged exactly).
+Listing them apart from the search keeps what is skipped independent of the pattern."""
 
 
 class SearchArgs(Args):
@@ -49,7 +68,7 @@ def ripgrep() -> str | None:
 
 async def search_files(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     """Content matches (regex) or file names (glob) under ``path``, paged by offset/limit."""
-    root = ctx.resolve(args.path)
+    root = Path(single_root(str(ctx.resolve(args.path))))
     if not await asyncio.to_thread(root.exists):
         return {"error": f"Path not found: {root}"}
     if args.target == "content":
@@ -57,12 +76,20 @@ async def search_files(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
             re.compile(args.pattern)
         except re.error as exc:
             return {"error": f"invalid regular expression {args.pattern!r}: {exc}"}
+    whole_dir = await asyncio.to_thread(root.is_dir)
+    if not whole_dir and not await asyncio.to_thread(root.is_file):  # rg would wait on a FIFO for good
+        return {"error": f"{root} is not a regular file or a directory (a device, FIFO or socket)"}
+    if args.target == "content" and not whole_dir:  # one file: a credentials file is asked, like read_file
+        _, refusal = await ask_to_read(ctx, "search_files", root)
+        if refusal is not None:
+            return {"error": f"BLOCKED: {refusal}"}
+    secrets = await asyncio.to_thread(Secrets, ctx, root, args) if args.target == "content" and whole_dir else None
     rg = ripgrep()
     if rg is not None:
-        found = await _ripgrep(rg, root, args)
+        found = await _ripgrep(rg, root, args, ctx.env, secrets)
         engine = "ripgrep"
     else:
-        found = await asyncio.to_thread(_python_search, root, args)
+        found = await asyncio.to_thread(_python_search, root, args, secrets)
         engine = "python"
     if "error" in found:
         return found
@@ -74,7 +101,52 @@ async def search_files(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
         result["files"] = [_shown(Path(p), base) for p in items]
     else:
         result["matches"] = await asyncio.to_thread(_with_context, items, args.context, base)
+    if secrets is not None and secrets.skipped:
+        skipped = sorted(secrets.skipped)
+        result["skipped_credentials"] = [_shown(Path(p), base) for p in skipped[:SKIPPED_SHOWN]]
+        result["note"] = (f"{len(skipped)} credentials file(s) under this path were not searched (their contents would "
+                          "reach the model); read one with read_file, which asks the user first")
     return result
+
+
+class Secrets:
+    """Which files of a directory search are credentials files, never searched.
+
+    The set is decided by the files' names and places (and a ``.pem``'s first bytes), never by
+    the pattern: every one found is reported, so whether it would have matched is not told.
+    """
+
+    def __init__(self, ctx: ToolContext, root: Path, args: SearchArgs) -> None:
+        self.root, self.args = root, args
+        self.real_root = Path(real_read_target(str(root)))
+        self.judged_by = variants(None, str(ctx.gate.home) if ctx.gate is not None else None)
+        self.skipped: set[str] = set()
+        self._judged: dict[str, bool] = {}
+
+    def secret(self, path: str) -> bool:
+        """True if ``path`` (a file under the root, as listed) is a credentials file: judged as
+        listed and at its real place (the root may be a symlink to ~/.ssh). Blocking (made in a
+        thread for every candidate first; later calls for a match are mostly answered from the cache)."""
+        known = self._judged.get(path)
+        if known is None:
+            known = reads_secret(path, judged_by=self.judged_by)
+            if not known and self.real_root != self.root:
+                try:
+                    real = str(self.real_root / Path(path).relative_to(self.root))
+                except ValueError:
+                    real = real_read_target(path)
+                known = reads_secret(real, judged_by=self.judged_by)
+            self._judged[path] = known
+        return known
+
+    def note(self, path: str) -> bool:
+        """True (and ``path`` recorded as skipped) if it is a credentials file the search would
+        have read: one ``file_glob`` lets through."""
+        if not self.secret(path):
+            return False
+        if not self.args.file_glob or _glob_matches(Path(path), self.root, self.args.file_glob):
+            self.skipped.add(path)
+        return True
 
 
 def _shown(path: Path, base: Path) -> str:
@@ -87,10 +159,34 @@ def _shown(path: Path, base: Path) -> str:
 # -- ripgrep ----------------------------------------------------------------------------------
 
 
-async def _ripgrep(rg: str, root: Path, args: SearchArgs) -> dict[str, Any]:
+def _rg_argv(rg: str) -> list[str]:
     argv = [rg, "--sort", "path", "--hidden", "--no-ignore", "--no-messages", "--no-config"]
     for name in SKIP_DIRS:
         argv += ["-g", f"!{name}/"]
+    return argv
+
+
+async def _rg_start(argv: list[str], env: dict[str, str]) -> Spawned:
+    """ripgrep started with ``env``: the kernel's scrubbed environment, never the host's (what
+    rg reads as ``/proc/self/environ`` is its own), and forked without the capabilities that
+    would let it read the host's (hardening.py)."""
+    return await open_process(argv, dict(env))
+
+
+async def _rg_candidates(rg: str, root: Path, env: dict[str, str]) -> list[str]:
+    """The files under ``root`` named like credentials files (:data:`CREDENTIAL_GLOBS`)."""
+    argv = [*_rg_argv(rg), "--files", *(a for g in CREDENTIAL_GLOBS for a in ("--iglob", g)), "--", str(root)]
+    process = await _rg_start(argv, env)
+    out, _ = await process.communicate()
+    return [line for line in out.decode("utf-8", "surrogateescape").split("\n") if line]
+
+
+async def _ripgrep(rg: str, root: Path, args: SearchArgs, env: dict[str, str],
+                   secrets: Secrets | None = None) -> dict[str, Any]:
+    if secrets is not None:  # credentials files are listed first, apart from the pattern
+        candidates = await _rg_candidates(rg, root, env)
+        await asyncio.to_thread(lambda: [secrets.note(path) for path in candidates])
+    argv = _rg_argv(rg)
     if args.target == "files":
         argv += ["--files", "-g", args.pattern]
     else:
@@ -99,13 +195,12 @@ async def _ripgrep(rg: str, root: Path, args: SearchArgs) -> dict[str, Any]:
             argv += ["-g", args.file_glob]
         argv += ["-e", args.pattern]
     argv += ["--", str(root)]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL
-    )
+    process = await _rg_start(argv, env)
     assert process.stdout is not None
     items: list[Any] = []
     total = 0
     wanted = args.offset + args.limit
+    skipping = False
     try:
         async for raw in process.stdout:  # streamed: memory holds one page, not every match
             if args.target == "files":
@@ -113,8 +208,11 @@ async def _ripgrep(rg: str, root: Path, args: SearchArgs) -> dict[str, Any]:
                 if args.offset < total <= wanted:
                     items.append(raw.decode("utf-8", "surrogateescape").rstrip("\n"))
                 continue
-            if b'"type":"match"' not in raw[:20]:
+            if secrets is not None and b'"type":"begin"' in raw[:20]:  # one per file with matches
+                skipping = secrets.secret(_rg_text(json.loads(raw)["data"]["path"]))
                 continue
+            if b'"type":"match"' not in raw[:20] or skipping:
+                continue  # a credentials file's matches are dropped before counting: the total tells nothing
             total += 1
             if args.offset < total <= wanted:
                 data = json.loads(raw)["data"]
@@ -162,7 +260,7 @@ def _glob_matches(path: Path, root: Path, glob: str) -> bool:
     return fnmatch.fnmatchcase(path.name, glob)
 
 
-def _python_search(root: Path, args: SearchArgs) -> dict[str, Any]:
+def _python_search(root: Path, args: SearchArgs, secrets: Secrets | None = None) -> dict[str, Any]:
     items: list[Any] = []
     total = 0
     wanted = args.offset + args.limit
@@ -175,6 +273,8 @@ def _python_search(root: Path, args: SearchArgs) -> dict[str, Any]:
         return {"items": items, "total": total}
     regex = re.compile(args.pattern)
     for path in _walk(root):
+        if secrets is not None and secrets.note(str(path)):
+            continue  # every credentials file walked is noted, matching or not
         if args.file_glob and not _glob_matches(path, root, args.file_glob):
             continue
         try:

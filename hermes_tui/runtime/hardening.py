@@ -1,0 +1,248 @@
+"""Keeping the host's secrets out of reach of the processes it starts (issue 13).
+
+The host holds the model keys (in its environment and its memory). Every kernel, shell
+command and helper it starts runs as the same user, and on these machines that user is root.
+Two things together make the host unreadable to them:
+
+* **The host is not dumpable** (``prctl(PR_SET_DUMPABLE, 0)``). ``/proc/<host>/environ``,
+  ``/mem``, ``/fd``, ``ptrace`` and ``process_vm_readv`` then need a capability, even for a
+  process of the same user.
+* **No child holds such a capability.** Root holds them all, so being non-dumpable alone
+  stops nothing there. Every child the host starts on a script's behalf is spawned from one
+  dedicated thread that has dropped :data:`DROPPED` from its bounding set and from its
+  effective, permitted, inheritable and ambient sets. Capabilities are per thread, a child
+  inherits them from the thread that forks it, and a capability out of the bounding set
+  cannot come back on ``execve`` (not for root, not through a setuid binary). Where the
+  bounding set cannot be changed (no CAP_SETPCAP), the thread sets ``no_new_privs`` instead,
+  so ``execve`` grants nothing the thread does not hold.
+
+Which capabilities: on Linux 6.x reading another process's ``environ`` (ptrace "read" mode)
+is allowed by CAP_SYS_PTRACE, CAP_SYS_ADMIN or CAP_PERFMON (measured: each one alone is
+enough); CAP_SYS_RAWIO reads all memory through ``/proc/kcore``; CAP_SYS_MODULE and CAP_BPF
+run code in the kernel. A normal user holds none of them: only the first step applies, and
+it is enough. Linux only; elsewhere both steps are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+
+CAP_SYS_MODULE = 16
+CAP_SYS_RAWIO = 17
+CAP_SYS_PTRACE = 19
+CAP_SYS_ADMIN = 21
+CAP_PERFMON = 38
+CAP_BPF = 39
+DROPPED = (CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF)
+"""Capabilities no child of the host may hold: each reads another process or runs code in the kernel."""
+
+_PR_GET_DUMPABLE = 3
+_PR_SET_DUMPABLE = 4
+_PR_CAPBSET_READ = 23
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_GET_NO_NEW_PRIVS = 39
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_LOWER = 3
+_CAP_VERSION_3 = 0x20080522
+
+T = TypeVar("T")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+_libc: ctypes.CDLL | None = None
+_local = threading.local()
+
+
+def _c() -> ctypes.CDLL | None:
+    """The C library (None off Linux)."""
+    global _libc
+    if _libc is None and sys.platform.startswith("linux"):
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    return _libc
+
+
+def _prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
+    libc = _c()
+    if libc is None:
+        return -1
+    return int(libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0)))
+
+
+def make_undumpable() -> bool:
+    """Make this process non-dumpable (process-wide, idempotent). True when it is now."""
+    if _prctl(_PR_SET_DUMPABLE, 0) != 0:
+        log.warning("cannot make the host non-dumpable (errno %s)", ctypes.get_errno())
+    return not is_dumpable()
+
+
+def is_dumpable() -> bool:
+    """True when this process may be read through /proc by processes of the same user."""
+    return _prctl(_PR_GET_DUMPABLE) != 0
+
+
+def _caps() -> tuple[_CapHeader, ctypes.Array[_CapData]] | None:
+    """This thread's capability sets (None if they cannot be read)."""
+    libc = _c()
+    if libc is None:
+        return None
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        return None
+    return header, data
+
+
+def _bit(cap: int) -> tuple[int, int]:
+    return cap // 32, 1 << (cap % 32)
+
+
+def children_could_hold(cap: int) -> bool:
+    """True when a program this thread executes could hold ``cap``."""
+    caps = _caps()
+    if caps is None:
+        return False
+    _, data = caps
+    word, bit = _bit(cap)
+    held = (data[word].effective | data[word].permitted | data[word].inheritable) & bit
+    libc = _c()
+    # Root gets its bounding set on execve, whatever else the thread holds.
+    root = libc is not None and libc.geteuid() == 0
+    in_bounding = _prctl(_PR_CAPBSET_READ, cap) == 1
+    return bool(held) or (root and in_bounding and _prctl(_PR_GET_NO_NEW_PRIVS) != 1)
+
+
+def drop_for_children() -> None:
+    """Make sure no program executed from THIS thread can hold a capability of :data:`DROPPED`.
+
+    Permanent for the thread. Never raises: a failure is logged, and children are then only
+    as safe as the host's non-dumpable flag makes them.
+    """
+    if getattr(_local, "dropped", False):
+        return
+    _local.dropped = True
+    if not any(children_could_hold(cap) for cap in DROPPED):
+        return  # a normal user: nothing to drop
+    bounded = all(_prctl(_PR_CAPBSET_DROP, cap) == 0 for cap in DROPPED)
+    if not bounded and _prctl(_PR_SET_NO_NEW_PRIVS, 1) != 0:
+        log.warning("cannot keep capabilities from child processes (errno %s)", ctypes.get_errno())
+    for cap in DROPPED:
+        _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_LOWER, cap)
+    caps = _caps()
+    libc = _c()
+    if caps is None or libc is None:
+        return
+    header, data = caps
+    for cap in DROPPED:
+        word, bit = _bit(cap)
+        data[word].effective &= ~bit
+        data[word].permitted &= ~bit
+        data[word].inheritable &= ~bit
+    if libc.capset(ctypes.byref(header), data) != 0:
+        log.warning("cannot drop capabilities for child processes (errno %s)", ctypes.get_errno())
+
+
+_spawner: ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The one thread children are forked from (started on first use)."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-spawn",
+                                          initializer=_become_spawner)
+        return _spawner
+
+
+def _become_spawner() -> None:
+    _local.spawner = True
+    drop_for_children()
+
+
+def spawn(start: Callable[[], T]) -> T:
+    """Run ``start`` (a ``Popen``) on the spawner thread and return what it returns. Blocking.
+
+    Every process the host starts for a script — kernels, shell commands, ripgrep,
+    interpreter probes — is forked there, from a thread without :data:`DROPPED`.
+    """
+    if getattr(_local, "spawner", False):
+        return start()
+    return _executor().submit(start).result()
+
+
+async def spawn_async(start: Callable[[], T]) -> T:
+    """:func:`spawn` for the event loop: waits without blocking it."""
+    return await asyncio.wrap_future(_executor().submit(start))
+
+
+class Spawned:
+    """A child started by :func:`open_process`: its output as asyncio streams."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdout: asyncio.StreamReader,
+                 stderr: asyncio.StreamReader) -> None:
+        self.popen = popen
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    async def wait(self) -> int:
+        """Wait for the exit (in a thread: the loop never blocks on it)."""
+        return await asyncio.to_thread(self.popen.wait)
+
+    async def communicate(self) -> tuple[bytes, bytes]:
+        """All of stdout and stderr, then the exit."""
+        out, err = await asyncio.gather(self.stdout.read(), self.stderr.read())
+        await self.wait()
+        return out, err
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.popen.kill()
+
+
+async def open_process(argv: list[str], env: dict[str, str]) -> Spawned:
+    """``asyncio.create_subprocess_exec`` for a child of a script's: forked by the spawner
+    (asyncio would fork from the loop's thread, which keeps its capabilities), stdin empty,
+    stdout and stderr read as streams."""
+    popen = await spawn_async(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                       stderr=subprocess.PIPE, env=env))
+    loop = asyncio.get_running_loop()
+    streams = []
+    for pipe in (popen.stdout, popen.stderr):
+        reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+        await loop.connect_read_pipe(lambda reader=reader: asyncio.StreamReaderProtocol(reader), pipe)
+        streams.append(reader)
+    return Spawned(popen, streams[0], streams[1])
+
+
+def harden_host() -> None:
+    """What an entry point does first, before any thread: the process becomes non-dumpable
+    and the calling thread (and every thread started after) gives up :data:`DROPPED`."""
+    make_undumpable()
+    drop_for_children()

@@ -1,0 +1,75 @@
+"""Finding what a dead host left behind, and removing it at the next start.
+
+A live host holds an exclusive ``flock`` on each thing it is still writing (its staging dir,
+a spill file being written). The kernel drops a lock when its holder dies, however it dies,
+so "the lock can be taken" means "nobody is using this any more": no pid files, no guessing
+from ages, no race with a second host sharing the same ``HERMES_HOME``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+STAGING_PREFIX = "hermes-tui-"
+"""Staging dirs are ``$TMPDIR/hermes-tui-XXXXXXXX``."""
+
+
+def hold(path: Path) -> int:
+    """Open ``path`` (a file or a directory) and hold an exclusive lock on it for as long
+    as the returned descriptor stays open. Raises OSError if it cannot be opened."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def abandoned(path: Path) -> bool:
+    """True when ``path`` is ours (same owner, not a link) and nobody holds its lock."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+        return False
+    try:
+        fd = hold(path)
+    except OSError:
+        return False  # a live host holds it (or it vanished)
+    os.close(fd)
+    return True
+
+
+def stale_staging_dirs(tempdir: Path, keep: Path | None = None) -> Iterator[Path]:
+    """Staging dirs under ``tempdir`` that no live host holds (``keep`` excluded)."""
+    try:
+        entries = list(os.scandir(tempdir))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(STAGING_PREFIX) or Path(entry.path) == keep:
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False) and abandoned(Path(entry.path)):
+                yield Path(entry.path)
+
+
+def sweep_staging(tempdir: Path, keep: Path | None = None) -> list[Path]:
+    """Remove the staging dirs dead hosts left under ``tempdir``; returns them. Blocking."""
+    removed = []
+    for folder in stale_staging_dirs(tempdir, keep):
+        shutil.rmtree(folder, ignore_errors=True)
+        log.info("removed %s, left by a host that is gone", folder)
+        removed.append(folder)
+    return removed

@@ -1,0 +1,87 @@
+"""A host killed with SIGKILL leaves nothing running and, by the next start, nothing on disk
+(issue 13, "The host survives a hostile script")."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hermes_tui.runtime import Runtime
+from hermes_tui.runtime.leftovers import hold
+from conftest import make_config, pid_running, wait_for
+
+HOST = Path(__file__).parent.parent / "host_process.py"
+
+
+def _pids_running(argv0: str, argument: str) -> list[int]:
+    """Pids whose command line is exactly ``argv0 argument``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                words = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if len(words) >= 2 and words[0].endswith(argv0.encode()) and words[1] == argument.encode():
+            found.append(int(entry))
+    return found
+
+
+def test_kill_9_of_the_host_ends_its_shell_commands_and_removes_its_staging_dir() -> None:
+    tag = f"311.{random.randrange(10**6):06d}"  # a sleep no other test runs
+    host = subprocess.Popen([sys.executable, str(HOST), "shell", tag], stdout=subprocess.PIPE, text=True)
+    try:
+        staging = Path(json.loads(host.stdout.readline())["staging"])
+        assert wait_for(lambda: _pids_running("sleep", tag), timeout=20), "the shell command never started"
+        sleepers = _pids_running("sleep", tag)
+        assert staging.is_dir()
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait(10)
+        for pid in sleepers:
+            assert wait_for(lambda pid=pid: not pid_running(pid), timeout=5), f"sleep {tag} outlived the host"
+        assert wait_for(lambda: not staging.exists(), timeout=5), "the staging dir outlived the host"
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        for pid in _pids_running("sleep", tag):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_start_removes_staging_dirs_no_live_host_holds(hermes_home: Path) -> None:
+    stale = Path(tempfile.mkdtemp(prefix="hermes-tui-"))
+    (stale / "k1").mkdir()
+    (stale / "k1" / "hermes_tools.py").write_text("TOKEN = 'old'\n")
+    held = Path(tempfile.mkdtemp(prefix="hermes-tui-"))
+    lock = hold(held)  # as a live host holds its own
+    try:
+        async with Runtime(make_config(), home=hermes_home):
+            assert not stale.exists(), "a dead host's staging dir was kept"
+            assert held.is_dir(), "a live host's staging dir was removed"
+    finally:
+        os.close(lock)
+        for folder in (stale, held):
+            if folder.exists():
+                subprocess.run(["rm", "-rf", str(folder)], check=True)
+
+
+async def test_a_symlink_named_like_a_staging_dir_is_not_followed(hermes_home: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    link = Path(tempfile.gettempdir()) / f"hermes-tui-link{random.randrange(10**6)}"
+    link.symlink_to(victim)
+    try:
+        async with Runtime(make_config(), home=hermes_home):
+            pass
+        assert (victim / "keep.txt").read_text() == "precious"
+    finally:
+        link.unlink()
