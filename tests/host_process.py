@@ -69,7 +69,7 @@ async def shell(tag: str) -> None:
 
 async def peek(script: str) -> None:
     """Every way a script reaches for the host's secret (its environment holds one)."""
-    config = parse_config("approvals:\n  mode: \"off\"\n")
+    config = parse_config("approvals:\n  mode: \"off\"\ncode_execution:\n  max_tool_calls: 2000\n")
     async with Runtime(config) as rt:
         other = await rt.execute_code("import os\nprint(os.getpid())", session="other")
         found = {}

@@ -12,8 +12,10 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import shutil
 import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +23,17 @@ log = logging.getLogger(__name__)
 
 STAGING_PREFIX = "hermes-tui-"
 """Staging dirs are ``$TMPDIR/hermes-tui-XXXXXXXX``."""
+MARKER = ".hermes-tui-staging"
+"""A file every staging dir holds: a folder merely named like one (a checkout in /tmp) is
+never removed."""
+_STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + r"[a-z0-9_]{8}")
+
+
+def make_staging_dir() -> tuple[Path, int]:
+    """A new private staging dir under ``$TMPDIR``, marked and held: (path, lock fd)."""
+    root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX))
+    (root / MARKER).touch(mode=0o600)
+    return root, hold(root)
 
 
 def hold(path: Path) -> int:
@@ -58,10 +71,11 @@ def stale_staging_dirs(tempdir: Path, keep: Path | None = None) -> Iterator[Path
     except OSError:
         return
     for entry in entries:
-        if not entry.name.startswith(STAGING_PREFIX) or Path(entry.path) == keep:
+        if not _STAGING_NAME.fullmatch(entry.name) or Path(entry.path) == keep:
             continue
         with contextlib.suppress(OSError):
-            if entry.is_dir(follow_symlinks=False) and abandoned(Path(entry.path)):
+            if (entry.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(entry.path, MARKER))
+                    and abandoned(Path(entry.path))):
                 yield Path(entry.path)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -16,11 +15,12 @@ from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor
 from hermes_tui.runtime.hardening import make_undumpable
 from hermes_tui.runtime.launch import Launcher
-from hermes_tui.runtime.leftovers import STAGING_PREFIX, hold, sweep_staging
+from hermes_tui.runtime.leftovers import make_staging_dir, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
 from hermes_tui.runtime.pool import KernelPool
 from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.tools import TOOL_NAMES
+from hermes_tui.runtime.tools.dispatch import preload
 
 
 class Runtime:
@@ -83,6 +83,7 @@ class Runtime:
     async def _start(self) -> None:
         # Kernels must not read the keys in this process's environment or memory (hardening.py).
         make_undumpable()
+        await asyncio.to_thread(preload)  # before any kernel: nothing imported later can be planted
         await self.gate.load_rules()
         self._staging_root = await asyncio.to_thread(self._make_staging_root)
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
@@ -98,8 +99,7 @@ class Runtime:
     def _make_staging_root(self) -> Path:
         """This runtime's private temp dir, held (locked) while it lives and registered with
         the reaper; what dead hosts left beside it is removed first. Blocking."""
-        root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX))
-        self._staging_lock = hold(root)
+        root, self._staging_lock = make_staging_dir()
         REAPER.watch_folder(root)
         sweep_staging(root.parent, keep=root)
         return root

@@ -427,3 +427,27 @@ def test_the_log_keeps_a_lone_surrogate_as_valid_json(tmp_path: Path) -> None:
     asyncio.run(log.write(event="auto", text="echo \udc80"))
     entry = json.loads(log.path.read_text())
     assert entry["text"] == "echo \udc80" and stat.S_IMODE(log.path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("where,why", [
+    ("~/.gitconfig", "git configuration"),
+    ("~/.config/git/config", "git configuration"),
+    ("~/.vimrc", "start-up file of a tool"),
+    ("~/.ipython/profile_default/startup/00.py", "start-up file of a tool"),
+    ("PROJECT/.envrc", "direnv"),
+    ("PROJECT/.venv/bin/python", "interpreter or activate"),
+    ("PROJECT/.venv/lib/python3.11/site-packages/requests/__init__.py", "installed Python packages"),
+    ("PROJECT/.venv/lib/python3.11/site-packages/evil.pth", "Python start-up hook"),
+])
+async def test_files_that_run_code_later_are_protected(hermes_home: Path, home: Path, project: Path,
+                                                       where: str, why: str) -> None:
+    path = where.replace("~", str(home)).replace("PROJECT", str(project))
+    approver = Approver("deny")
+    rt = await started(hermes_home, approver)
+    try:
+        result = await rt.call_tool("write_file", {"path": path, "content": "import os\n"}, session="s", cwd=project)
+    finally:
+        await rt.aclose()
+    (asked,) = approver.asked
+    assert why in asked.reasons[0]
+    assert result["error"].startswith("BLOCKED") and not Path(path).exists()

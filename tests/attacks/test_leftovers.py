@@ -13,7 +13,9 @@ import tempfile
 from pathlib import Path
 
 from hermes_tui.runtime import Runtime
-from hermes_tui.runtime.leftovers import hold
+from hermes_tui.runtime.hardening import spawn
+from hermes_tui.runtime.leftovers import MARKER, make_staging_dir
+from hermes_tui.runtime.reaper import REAPER
 from conftest import make_config, pid_running, wait_for
 
 HOST = Path(__file__).parent.parent / "host_process.py"
@@ -57,20 +59,39 @@ def test_kill_9_of_the_host_ends_its_shell_commands_and_removes_its_staging_dir(
 
 
 async def test_a_start_removes_staging_dirs_no_live_host_holds(hermes_home: Path) -> None:
-    stale = Path(tempfile.mkdtemp(prefix="hermes-tui-"))
+    stale, lock = make_staging_dir()
+    os.close(lock)  # its host died
     (stale / "k1").mkdir()
     (stale / "k1" / "hermes_tools.py").write_text("TOKEN = 'old'\n")
-    held = Path(tempfile.mkdtemp(prefix="hermes-tui-"))
-    lock = hold(held)  # as a live host holds its own
+    held, lock = make_staging_dir()  # a live host holds its own
+    lookalike = Path(tempfile.mkdtemp(prefix="hermes-tui-"))  # named like one, but no host made it
+    checkout = Path(tempfile.gettempdir()) / f"hermes-tui-dev{random.randrange(10**6)}"
+    checkout.mkdir()
+    (checkout / MARKER).touch()
     try:
         async with Runtime(make_config(), home=hermes_home):
             assert not stale.exists(), "a dead host's staging dir was kept"
             assert held.is_dir(), "a live host's staging dir was removed"
+            assert lookalike.is_dir() and checkout.is_dir(), "a folder no host made was removed"
     finally:
         os.close(lock)
-        for folder in (stale, held):
+        for folder in (stale, held, lookalike, checkout):
             if folder.exists():
                 subprocess.run(["rm", "-rf", str(folder)], check=True)
+
+
+def test_a_script_cannot_write_orders_to_the_reaper(tmp_path: Path) -> None:
+    """The reaper is not dumpable: its stdin is not reachable through /proc/<pid>/fd/0."""
+    REAPER.watch_folder(tmp_path / "nothing")  # makes sure it runs
+    pid = REAPER.pid
+    assert pid is not None
+    reader = (f"try:\n    open('/proc/{pid}/fd/0', 'w').write('+d /tmp\\n')\n    print('wrote')\n"
+              f"except OSError as e:\n    print(type(e).__name__)")
+    child = spawn(lambda: subprocess.Popen([sys.executable, "-c", reader], stdout=subprocess.PIPE, text=True))
+    try:
+        assert child.communicate(timeout=30)[0].strip() == "PermissionError"
+    finally:
+        REAPER.release_folder(tmp_path / "nothing")
 
 
 async def test_a_symlink_named_like_a_staging_dir_is_not_followed(hermes_home: Path, tmp_path: Path) -> None:

@@ -57,6 +57,36 @@ seen["read_file"] = SECRET in json.dumps(read_file("/proc/%d/environ" % host))
 seen["read_self"] = SECRET in json.dumps(read_file("/proc/self/environ"))
 seen["search"] = SECRET in json.dumps(search_files("sk-peek-", path="/proc/%d/environ" % host))
 seen["search_self"] = SECRET in json.dumps(search_files("sk-peek-", path="/proc/self/environ"))
+
+
+def race(call, tries=300):
+    """Swap a folder with a symlink to /proc/self while ``call`` reads through it."""
+    import ctypes, tempfile, threading
+    from hermes_tools import patch
+    base = tempfile.mkdtemp()
+    os.makedirs(base + "/d")
+    with open(base + "/d/environ", "w") as handle:
+        handle.write("x\nMATCH\n")
+    os.symlink("/proc/self", base + "/other")
+    libc = ctypes.CDLL(None, use_errno=True)
+    stop = []
+
+    def flip():
+        while not stop:
+            libc.renameat2(-100, (base + "/d").encode(), -100, (base + "/other").encode(), 2)
+
+    thread = threading.Thread(target=flip, daemon=True)
+    thread.start()
+    try:
+        return any(SECRET in json.dumps(call(base + "/d/environ")) for _ in range(tries))
+    finally:
+        stop.append(1)
+        thread.join()
+
+from hermes_tools import patch
+seen["search_race"] = race(lambda path: search_files("MATCH", path=os.path.dirname(path), context=1))
+seen["patch_race"] = race(lambda path: patch(patch="--- %s\n+++ %s\n@@ -1,1 +1,1 @@\n-x\n+y\n" % (path, path)))
+seen["replace_race"] = race(lambda path: patch(path, old_string="OPENAI", new_string="x"))
 print(json.dumps(seen))
 '''
 
@@ -82,6 +112,8 @@ def test_a_script_finds_the_host_secret_nowhere():
         assert not seen["terminal"], "a shell command read the host's environment"
         assert not seen["read_file"] and not seen["read_self"], "read_file returned the host's environment"
         assert not seen["search"] and not seen["search_self"], "search_files returned the host's environment"
+        for attack in ("search_race", "patch_race", "replace_race"):
+            assert not seen[attack], f"{attack}: a folder swapped for /proc/self leaked the host's environment"
 
 
 def test_spawned_children_hold_no_capability_that_reads_another_process():

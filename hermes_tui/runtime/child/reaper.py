@@ -16,10 +16,31 @@ every directory, then exits. It holds no secret: the host starts it with an empt
 import os
 import shutil
 import signal
+import stat
 import sys
 
 
+def _undumpable():
+    """Nobody else of this user may write to our stdin through /proc/<pid>/fd/0."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except Exception:
+        pass
+
+
+def _staging_dir(path):
+    """Only a host staging dir may be removed: $TMPDIR/hermes-tui-*, a real dir of ours."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return (os.path.basename(path).startswith("hermes-tui-") and stat.S_ISDIR(info.st_mode)
+            and info.st_uid == os.geteuid())
+
+
 def main():
+    _undumpable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     groups = set()
@@ -37,7 +58,8 @@ def main():
         except OSError:
             pass
     for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+        if _staging_dir(folder):
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -31,6 +31,11 @@ START_UP_FILES = frozenset({
     ".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin",
     ".config/fish/config.fish", ".bash_logout", ".inputrc", ".xprofile", ".xinitrc", ".pam_environment",
 })
+GIT_CONFIG_FILES = frozenset({".gitconfig", ".config/git/config", ".config/git/attributes"})
+TOOL_START_UP_FILES = frozenset({".vimrc", ".gvimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc",
+                                 ".emacs", ".pythonrc", ".pythonrc.py", ".psqlrc", ".sqliterc", ".npmrc"})
+TOOL_START_UP_DIRS = (".vim/", ".config/nvim/", ".emacs.d/", ".ipython/", ".jupyter/", ".config/direnv/")
+PYTHON_CODE_DIRS = frozenset({"site-packages", "dist-packages"})
 SYSTEM_WRITE_PREFIXES = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var/spool/cron",
                          "/System", "/Library", "/sys", "/proc", "/private")
 SECRET_FILES = (
@@ -158,6 +163,9 @@ class Paths:
             # .git/config (core.fsmonitor, core.pager, aliases) and .git/hooks/* run code on the
             # next git command, which a rule may allow without asking ("git status")
             return "writes inside a git directory (its config and hooks run code on the next git command)"
+        runs_later = _runs_code_later(parts)
+        if runs_later:
+            return runs_later
         if not path.startswith("/"):
             base = basename(path)
             if base == ".env" or (base.startswith(".env.") and not base.endswith((".example", ".sample", ".template"))):
@@ -180,6 +188,10 @@ class Paths:
                 return "writes to ~/.ssh (keys and trusted hosts)"
             if rel in START_UP_FILES or rel.startswith(".bashrc.d/"):
                 return "writes a shell start-up file (runs in every new shell)"
+            if rel in GIT_CONFIG_FILES:
+                return "writes your git configuration (core.fsmonitor, core.pager and aliases run code)"
+            if rel in TOOL_START_UP_FILES or rel.startswith(TOOL_START_UP_DIRS):
+                return "writes a start-up file of a tool you run (an editor, a pager, IPython)"
         if self.credential(path) or self.secret(path):
             return "writes a credentials file or directory"
         return None
@@ -279,3 +291,18 @@ def host_memory(path: str) -> bool:
     if rest[0] in ("environ", "mem"):
         return True
     return rest[0] in ("fd", "map_files") and len(rest) > 1  # an open pipe or file of the host's
+
+
+def _runs_code_later(parts: list[str]) -> str | None:
+    """Why a file at these path parts runs code the next time something starts, if it does:
+    a venv's interpreter or activate script, Python's start-up hooks, a direnv file."""
+    base = parts[-1]
+    if base == ".envrc":
+        return "writes a direnv file (runs when a shell enters the folder)"
+    if base.endswith(".pth") or base in ("sitecustomize.py", "usercustomize.py"):
+        return "writes a Python start-up hook (runs in every Python that starts)"
+    if PYTHON_CODE_DIRS.intersection(parts[:-1]):
+        return "writes into installed Python packages (code the next import runs)"
+    if len(parts) >= 2 and parts[-2] == "bin" and base.startswith(("python", "activate", "pip")):
+        return "writes an interpreter or activate script of a Python environment"
+    return None

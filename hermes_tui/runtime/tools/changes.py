@@ -6,6 +6,7 @@ import difflib
 from pathlib import Path
 
 from hermes_tui.runtime.approvals import FileChange
+from hermes_tui.runtime.tools.opening import open_regular
 
 PREVIEW_LIMIT = 2_000_000
 """A file larger than this (bytes) is not read for the diff; the dialog says so instead."""
@@ -43,7 +44,8 @@ def current(path: Path) -> tuple[str | None, FileChange]:
     if size > PREVIEW_LIMIT or not path.is_file():
         return None, change
     try:
-        return path.read_bytes().decode("utf-8"), change
+        with open_regular(path) as handle:  # a FIFO or a process's file, swapped in since the stat: refused
+            return handle.read(PREVIEW_LIMIT + 1).decode("utf-8"), change
     except (OSError, UnicodeDecodeError):
         return None, change
 

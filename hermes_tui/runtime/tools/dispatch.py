@@ -22,6 +22,28 @@ def registry() -> dict[str, Tool]:
 
 _REGISTRY: dict[str, Tool] | None = None
 
+LAZY_IMPORTS = ("whatthepatch", "whatthepatch.exceptions", "httpx", "bs4", "markdownify")
+"""What the tools import on first use."""
+
+
+def preload() -> None:
+    """Import everything the tools would import later, and the shell parser. Blocking.
+
+    Runs before any kernel exists: a module the host imports after a script could run is one
+    the script can plant (a ``whatthepatch.py`` in a folder on ``sys.path``, a file changed in
+    site-packages) and would run inside the host, beside the keys."""
+    import importlib
+
+    get_tool("patch")
+    for name in LAZY_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # that tool says so when called
+    from hermes_tui.runtime.danger.parse import parse
+
+    parse("true")
+
 
 def get_tool(name: str) -> Tool | None:
     """The tool called ``name``, if there is one."""

@@ -9,11 +9,9 @@ memory are never read.
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
-import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from pydantic import Field
 
@@ -24,6 +22,7 @@ from hermes_tui.runtime.danger.paths import (
 from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
+from hermes_tui.runtime.tools.opening import open_regular
 
 LINE_CHARS = 2000
 """A longer line is cut (read_file is for reading, not for dumping minified files)."""
@@ -79,23 +78,6 @@ def _numbered_block(raw_lines: list[bytes], first: int) -> list[str]:
     if "\r" in block or max(map(len, texts)) > LINE_CHARS:
         return [_numbered(n, raw) for n, raw in enumerate(raw_lines, start=first)]
     return [f"{n:>6}|{t}" for n, t in zip(range(first, first + len(texts)), texts)]
-
-
-def open_regular(path: Path) -> BinaryIO:
-    """``path`` opened for binary reading. Raises OSError, at once, for anything but a regular
-    file: reading a FIFO or a device could wait forever (or read the terminal you type in)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO opens at once
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); the file tools read files")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dict[str, Any]:

@@ -167,7 +167,11 @@ def _plan(ctx: ToolContext, args: PatchArgs) -> Planned | dict[str, Any]:
         try:
             result = whatthepatch.apply_diff(diff, lines)
         except HunkApplyException as exc:
-            return {"error": f"the patch does not apply to {target}: {exc}; nothing was changed"}
+            # Its message quotes the file's line: say where, never what (the file may be a secret).
+            where = re.search(r"line (\d+)", str(exc))
+            at = f" at line {where.group(1)}" if where else ""
+            return {"error": f"the patch does not apply to {target}: its context does not match the file{at}; "
+                             "nothing was changed"}
         text: str | None = "\n".join(result) + ("\n" if result else "")
         planned.append((path, None if action == "deleted" else text, action))
     return planned

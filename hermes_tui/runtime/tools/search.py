@@ -35,7 +35,7 @@ from hermes_tui.runtime.danger.paths import (
 )
 from hermes_tui.runtime.hardening import Spawned, open_process
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
-from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary
+from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary, open_regular
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox")
 MATCH_CHARS = 500
@@ -278,7 +278,7 @@ def _python_search(root: Path, args: SearchArgs, secrets: Secrets | None = None)
         if args.file_glob and not _glob_matches(path, root, args.file_glob):
             continue
         try:
-            with path.open("rb") as handle:
+            with open_regular(path) as handle:
                 if is_binary(handle.read(BINARY_PROBE)):
                     continue
                 handle.seek(0)
@@ -308,8 +308,8 @@ def _with_context(items: list[tuple[str, int, str]], context: int, base: Path) -
 
 def _lines_around(path: Path, number: int, context: int) -> list[tuple[int, str]]:
     found = []
-    try:
-        with path.open("rb") as handle:
+    try:  # opened again after rg: judged on what is open now, not on what rg saw
+        with open_regular(path) as handle:
             for index, raw in enumerate(handle, start=1):
                 if index > number + context:
                     break

@@ -1,0 +1,58 @@
+"""Opening a file for a tool that runs inside the host: regular files only, never a process's.
+
+The file tools run in the host's process, which holds the keys (and, as root, may hold every
+capability). Whatever they open is judged on the open descriptor, after the open: a script can
+swap a folder for a symlink between any earlier check and the open.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+_PROCESS_FILE = re.compile(r"/proc/(\d+|self|thread-self|kcore|kmsg|kpage\w*)(/|$)")
+
+
+def _refuse_process_files(fd: int) -> None:
+    """Refuse a file under ``/proc/<pid>/`` (or kernel memory) once it is OPEN.
+
+    These tools run inside the host, which holds the keys and may hold every capability:
+    the host's own ``environ``, its threads' and every other process's are readable from here.
+    Judging the path before opening is not enough (a script can swap a folder for a symlink
+    to ``/proc/self`` in between), so the check is on what the descriptor really is."""
+    try:
+        on_proc = os.fstat(fd).st_dev == os.stat("/proc/self").st_dev
+    except OSError:
+        return  # no /proc here
+    if not on_proc:
+        return
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = "/proc/?"
+    if _PROCESS_FILE.match(real):
+        raise PermissionError(errno.EACCES, "a process's files under /proc (and kernel memory) are not read by "
+                                            "the file tools; the host's secrets are there. Read what your own "
+                                            "process may see from the script itself")
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for binary reading. Raises OSError, at once, for anything but a regular
+    file: reading a FIFO or a device could wait forever (or read the terminal you type in)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO opens at once
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); the file tools read files")
+        _refuse_process_files(fd)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
