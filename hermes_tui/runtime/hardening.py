@@ -30,6 +30,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -163,6 +164,69 @@ def drop_for_children() -> None:
         log.warning("cannot drop capabilities for child processes (errno %s)", ctypes.get_errno())
 
 
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_WRITE = (1 << 1) | (1 << 4) | (1 << 5) | sum(1 << bit for bit in range(6, 13))
+"""write_file, remove_dir, remove_file and make_* (char, dir, reg, sock, fifo, block, sym)."""
+_FS_REFER = 1 << 13  # ABI 2
+_FS_TRUNCATE = 1 << 14  # ABI 3
+KERNEL_CONTROL = frozenset({"proc", "sys"})
+"""Top-level folders no child may write: /proc/sys/kernel/core_pattern, modprobe and
+/sys/kernel/uevent_helper start programs with every capability, whatever a child holds."""
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def forbid_kernel_control_writes() -> bool:
+    """Landlock this thread (and what it forks): no write under /proc or /sys, every other
+    write as before. For root only: a capability-less root process can still write
+    ``core_pattern`` and have the kernel start its program with every capability. True when
+    the restriction is in force (False where Landlock is missing: Linux < 5.13 or disabled)."""
+    libc = _c()
+    if libc is None:
+        return False
+    syscall = libc.syscall
+    abi = syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                  ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    if abi < 1:
+        return False
+    handled = _FS_WRITE | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    attr = _RulesetAttr(handled)
+    ruleset = syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+                      ctypes.c_uint32(0))
+    if ruleset < 0:
+        return False
+    try:
+        for name in sorted(os.listdir("/")):
+            if name in KERNEL_CONTROL or not os.path.isdir(os.path.join("/", name)):
+                continue
+            try:
+                fd = os.open(os.path.join("/", name), os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                rule = _PathBeneath(handled, fd)
+                syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                        ctypes.byref(rule), ctypes.c_uint32(0))
+            finally:
+                os.close(fd)
+        if _prctl(_PR_GET_NO_NEW_PRIVS) != 1 and _prctl(_PR_SET_NO_NEW_PRIVS, 1) != 0:
+            return False
+        return syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0
+    finally:
+        os.close(ruleset)
+
+
 _spawner: ThreadPoolExecutor | None = None
 _spawner_lock = threading.Lock()
 
@@ -180,6 +244,9 @@ def _executor() -> ThreadPoolExecutor:
 def _become_spawner() -> None:
     _local.spawner = True
     drop_for_children()
+    libc = _c()
+    if libc is not None and libc.geteuid() == 0 and not forbid_kernel_control_writes():
+        log.warning("Landlock is not available: a root script could still write /proc/sys")
 
 
 def spawn(start: Callable[[], T]) -> T:

@@ -226,3 +226,25 @@ async def test_the_kernels_pane_flags_a_kernel_with_variables_from_skills():
         flags = table.get_row("k1")[9]
         assert "env-from-skills:OPENAI_API_KEY," in flags
         assert "\\[b]X" in flags  # a name from a file a script wrote is text, not markup
+
+
+CORE_PATTERN = '''
+current = open("/proc/sys/kernel/core_pattern").read()
+try:
+    with open("/proc/sys/kernel/core_pattern", "w") as handle:  # the same value: harmless if it lands
+        handle.write(current)
+    print("written")
+except OSError as exc:
+    print(type(exc).__name__)
+'''
+
+
+async def test_a_root_script_cannot_make_the_kernel_start_a_program_with_every_capability(runtime):
+    """core_pattern (and its kin under /proc/sys and /sys) makes the kernel run a program as
+    full root on the next crash; a script writing it would get back every dropped capability."""
+    result = await runtime.execute_code(CORE_PATTERN, session="s")
+    assert result.output.strip() == "PermissionError"
+    shell = await runtime.execute_code("import subprocess\nprint(subprocess.run(['sh', '-c', 'echo x > /tmp/ok-"
+                                       "$$ && rm /tmp/ok-$$ && echo fine'], capture_output=True, text=True).stdout)",
+                                       session="s")
+    assert shell.output.strip() == "fine"  # the rest of the file system is written as before
