@@ -9,6 +9,12 @@ Two kinds of entries:
   (no metadata: time and size come from the file, the title from its first line).
 
 Everything here blocks (it reads files): call it from a thread, never the event loop.
+
+Scripts can write this folder, so nothing in it is trusted: only regular files are read
+(never a FIFO, which would hang, or a device), symbolic links are not followed (a link to
+``/dev/zero`` or to a secret is not an entry), a whole record is read only up to
+``RECORD_MAX_BYTES``, and a record's full output is only ever its own ``<id>.stdout.txt``
+next to it, whatever path the record names.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,11 +30,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from hermes_tui.runtime.fsutil import FileRefused, open_regular, read_capped
 from hermes_tui.runtime.records import RECORD_FORMAT, RECORD_SUFFIX, SPILL_SUFFIX
 
 HEAD_BYTES = 2048
 """How much of a record is read to list it (the small fields come first)."""
 TITLE_CHARS = 200
+RECORD_MAX_BYTES = 16 << 20
+"""A record is read whole only up to this (a real one holds capped output and the code)."""
 BUSY_SECONDS = 600
 """A spill with no record yet, changed this recently, may still be being written."""
 FRESH_SECONDS = 60
@@ -74,7 +84,7 @@ class CacheEntry:
         """The file that holds the whole output, if there is one (None: it is in the record)."""
         if self.kind == "file":
             return self.path
-        return self.spill if self.spill is not None and self.spill.exists() else None
+        return self.spill if self.spill is not None and _regular(self.spill) else None
 
     def matches(self, text: str = "", status: str | None = None, session: str | None = None,
                 since: float | None = None) -> bool:
@@ -110,34 +120,60 @@ def _epoch(value: object, default: float) -> float:
     return default
 
 
-def read_record(path: Path, names: set[str] | None = None) -> CacheEntry | None:
+class CacheError(ValueError):
+    """An entry that cannot be shown; the message is one line naming the file and what is wrong."""
+
+
+def _regular(path: Path) -> bool:
+    """True if ``path`` itself (not what a link points at) is a regular file."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _refused(path: Path, exc: FileRefused, problems: list[str] | None) -> None:
+    """Note an entry that is not read (a FIFO, a device, a link, too big); directories are not entries."""
+    if problems is not None and not (exc.strerror or "").startswith("it is a directory"):
+        problems.append(f"{path.name}: {exc.strerror}")
+
+
+def read_record(path: Path, names: set[str] | None = None, problems: list[str] | None = None) -> CacheEntry | None:
     """The entry of a hermes-tui record, from the head of the file (None if it is not one).
 
     ``names``: the folder's file names, when the caller has listed it (saves a stat per entry).
+    ``problems``: where to say why a file is not read (a FIFO, a link, over ``RECORD_MAX_BYTES``).
     """
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(open_regular(path, follow_symlinks=False), "rb") as handle:
             head = handle.read(HEAD_BYTES).decode("utf-8", "replace")
             mtime = os.fstat(handle.fileno()).st_mtime
+    except FileRefused as exc:
+        _refused(path, exc, problems)
+        return None
     except OSError:
         return None
     fields = _fields(head)
     if fields.get("format") != RECORD_FORMAT:
         return None
-    if "stdout_bytes_total" not in fields:  # an unusual layout: read it all
+    if "stdout_bytes_total" not in fields:  # an unusual layout: read it all (capped)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_capped(path, RECORD_MAX_BYTES, follow_symlinks=False,
+                                          what="allowed for a record").decode("utf-8"))
+        except FileRefused as exc:
+            _refused(path, exc, problems)
+            return None
         except (OSError, ValueError):
             return None
+        if not isinstance(data, dict):
+            return None
         fields = {k: v for k, v in data.items() if k in _WANTED}
-    spill_value = fields.get("stdout_spill_path")
-    spill = Path(spill_value) if isinstance(spill_value, str) else None
-    files = [path]
+    # The full output is the record's own sibling: a path the record names could be anything
+    # a script wrote there (/dev/zero, a key file).
     sibling = path.with_name(path.name[: -len(RECORD_SUFFIX)] + SPILL_SUFFIX)
-    if (sibling.name in names) if names is not None else sibling.exists():
-        files.append(sibling)
-    if spill is not None and spill != sibling and spill.parent == path.parent and spill.exists():
-        files.append(spill)
+    has_sibling = (sibling.name in names) if names is not None else sibling.exists()
+    spill = sibling if has_sibling else None
+    files = [path, sibling] if has_sibling else [path]
 
     def text(name: str) -> str | None:
         value = fields.get(name)
@@ -159,22 +195,30 @@ def read_record(path: Path, names: set[str] | None = None) -> CacheEntry | None:
     )
 
 
-def read_file_entry(path: Path) -> CacheEntry | None:
-    """The entry of a bare output file (Hermes Agent's ``stdout-<hash>.txt`` and the like)."""
+def read_file_entry(path: Path, problems: list[str] | None = None) -> CacheEntry | None:
+    """The entry of a bare output file (Hermes Agent's ``stdout-<hash>.txt`` and the like);
+    None for anything but a regular file (``problems`` says why, as in :func:`read_record`)."""
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(open_regular(path, follow_symlinks=False), "rb") as handle:
             head = handle.read(512)
-            stat = os.fstat(handle.fileno())
+            info = os.fstat(handle.fileno())
+    except FileRefused as exc:
+        _refused(path, exc, problems)
+        return None
     except OSError:
         return None
     first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
     name = path.name
     return CacheEntry(id=name[: -len(".txt")] if name.endswith(".txt") else name, path=path, kind="file",
-                      when=stat.st_mtime, size=stat.st_size, title=first[:TITLE_CHARS], files=[path])
+                      when=info.st_mtime, size=info.st_size, title=first[:TITLE_CHARS], files=[path])
 
 
-def scan(folder: Path) -> list[CacheEntry]:
-    """Every entry in ``folder``, newest first. Blocking."""
+def scan(folder: Path, problems: list[str] | None = None) -> list[CacheEntry]:
+    """Every entry in ``folder``, newest first. Blocking.
+
+    ``problems`` (if given) gets one line per file that is not listed because it is not read:
+    a FIFO, a device, a symbolic link, a record over ``RECORD_MAX_BYTES``.
+    """
     try:
         names = os.listdir(folder)
     except OSError:
@@ -187,11 +231,11 @@ def scan(folder: Path) -> list[CacheEntry]:
             continue
         path = folder / name
         if name.endswith(RECORD_SUFFIX):
-            entry = read_record(path, listed)
+            entry = read_record(path, listed, problems)
         elif name.endswith(SPILL_SUFFIX) and name[: -len(SPILL_SUFFIX)] in records:
             continue  # listed with its record
         else:
-            entry = read_file_entry(path) if path.is_file() else None
+            entry = read_file_entry(path, problems)
         if entry is not None:
             entries.append(entry)
     entries.sort(key=lambda e: e.when, reverse=True)
@@ -201,7 +245,8 @@ def scan(folder: Path) -> list[CacheEntry]:
 def find(folder: Path, key: str) -> CacheEntry | None:
     """The entry named by an id (or a unique prefix of one) or by a path."""
     path = Path(key).expanduser()
-    if path.exists() and path.is_file():
+    if path.is_file():
+        path = path.resolve()  # a path the user typed: its links are theirs to follow
         if path.name.endswith(RECORD_SUFFIX):
             return read_record(path) or read_file_entry(path)
         record = path.with_name(path.name[: -len(SPILL_SUFFIX)] + RECORD_SUFFIX) if path.name.endswith(SPILL_SUFFIX) else None
@@ -212,12 +257,27 @@ def find(folder: Path, key: str) -> CacheEntry | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def record_output(entry: CacheEntry) -> str:
-    """The capped output stored in a record (for records whose output was not cut)."""
+def load_record(path: Path) -> dict[str, object]:
+    """The whole JSON record at ``path``; a :class:`CacheError` with one line if it cannot be
+    used (``FileNotFoundError`` when it is gone). Reads at most ``RECORD_MAX_BYTES``."""
     try:
-        return str(json.loads(entry.path.read_text(encoding="utf-8")).get("output", ""))
-    except (OSError, ValueError):
-        return ""
+        data = json.loads(read_capped(path, RECORD_MAX_BYTES, follow_symlinks=False,
+                                      what="allowed for a record").decode("utf-8"))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CacheError(f"the record {path} cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CacheError(f"the record {path} cannot be read: it is not JSON ({exc}); it may be half-written") from None
+    if not isinstance(data, dict):
+        raise CacheError(f"the record {path} cannot be read: it is not a JSON object")
+    return data
+
+
+def record_output(entry: CacheEntry) -> str:
+    """The capped output stored in a record (for records whose output was not cut); raises
+    :class:`CacheError` (or ``FileNotFoundError``) when the record cannot be used."""
+    return str(load_record(entry.path).get("output", ""))
 
 
 @dataclass

@@ -194,21 +194,46 @@ class Config(_Section):
         return {} if value is None else value
 
 
+CONFIG_MAX_BYTES = 8 << 20
+"""A config.yaml bigger than this is refused (a real one is a few KiB): never read without end."""
+
+
+def yaml_loader() -> type:
+    """PyYAML's C safe loader when libyaml is there (about 10x faster on a big file), else the
+    pure-Python one. Both build only plain data: no tags that run code."""
+    return getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML ``text`` with :func:`yaml_loader` (plain data only). Raises ``yaml.YAMLError``."""
+    return yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a safe loader
+
+
 def load_config(path: str | Path | None = None) -> Config:
     """Read ``config.yaml`` (default ``$HERMES_HOME/config.yaml``) into a :class:`Config`.
 
     A missing file gives the defaults. Raises :class:`ConfigError` with a one-line message
-    for unreadable files, YAML syntax errors and invalid values.
+    for unreadable files (a FIFO, a device or a file over ``CONFIG_MAX_BYTES`` included: they
+    are refused, never waited on or read without end), YAML syntax errors and invalid values.
     """
+    # Imported here: the runtime package imports this module, so a top-level import would be a cycle.
+    from hermes_tui.runtime.fsutil import FileRefused, read_capped
+
     file = Path(path) if path is not None else config_path()
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_capped(file, CONFIG_MAX_BYTES, what="allowed for a config file").decode("utf-8")
     except FileNotFoundError:
         if path is not None:
             raise ConfigError(f"config file not found: {file}") from None
         return Config()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {file}: {exc}") from None
+    except FileRefused as exc:
+        raise ConfigError(f"config file {file} cannot be used: {exc.strerror}; "
+                          "it must be a regular YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {file} is not UTF-8 text (byte {exc.start}); "
+                          "save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc.strerror or exc}") from None
     return parse_config(text, source=file)
 
 
@@ -216,7 +241,7 @@ def parse_config(text: str, source: Path | None = None) -> Config:
     """Validate YAML text as a :class:`Config`; errors name ``source`` and the key path."""
     where = str(source) if source else "config"
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -1,7 +1,8 @@
 """The app's own small settings (``$HERMES_HOME/tui/settings.json``): the theme last chosen.
 
-Blocking file work: call these from a thread. A missing or broken file reads as defaults; the
-file is rewritten only when a value changes.
+Blocking file work: call these from a thread. A missing or broken file reads as defaults (so
+does one that is not a regular file, or is over ``SETTINGS_MAX_BYTES``); the file is rewritten
+only when a value changes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tui.paths import tui_dir
+from hermes_tui.runtime.fsutil import atomic_write, read_capped
 
 
 def settings_path(home: Path) -> Path:
@@ -18,9 +20,13 @@ def settings_path(home: Path) -> Path:
     return tui_dir(home) / "settings.json"
 
 
+SETTINGS_MAX_BYTES = 64 << 10
+"""A settings.json bigger than this is not ours: read as defaults, never read whole."""
+
+
 def _read(home: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(settings_path(home).read_text())
+    try:  # a FIFO or /dev/zero in its place would hang the app's start or fill its memory
+        data = json.loads(read_capped(settings_path(home), SETTINGS_MAX_BYTES))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -38,6 +44,5 @@ def remember_theme(home: Path, theme: str) -> None:
     if data.get("theme") == theme:
         return
     data["theme"] = theme
-    path = settings_path(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1))
+    # A temp file and a rename: a FIFO left in its place is replaced, never opened (that would wait).
+    atomic_write(settings_path(home), json.dumps(data, indent=1).encode())

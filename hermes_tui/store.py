@@ -18,6 +18,7 @@ import queue
 import re
 import secrets
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hermes_tui.paths import tui_dir
+from hermes_tui.runtime.fsutil import FileRefused, file_kind
 
 T = TypeVar("T")
 
@@ -77,21 +79,41 @@ def new_session_id() -> str:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (and create) the database: WAL, foreign keys, rows as ``sqlite3.Row``."""
+    """Open (and create) the database: WAL, foreign keys, rows as ``sqlite3.Row``.
+
+    Raises ``sqlite3.Error`` for a file that is not a database or is damaged, and
+    :class:`~hermes_tui.runtime.fsutil.FileRefused` (an ``OSError``) for one that is not a
+    regular file: SQLite would block for ever reading a FIFO.
+    """
     memory = str(path) == ":memory:"
     if not memory:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _check_regular(path)
     new = not memory and not path.exists()
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
-    if new:
-        db.execute("PRAGMA user_version").fetchone()  # creates the file now, so its mode can be set
-        path.chmod(0o600)  # conversations may quote secrets the user pasted
-    db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
-    db.execute("PRAGMA foreign_keys=ON")
-    db.executescript(SCHEMA)
+    try:
+        if new:
+            db.execute("PRAGMA user_version").fetchone()  # creates the file now, so its mode can be set
+            path.chmod(0o600)  # conversations may quote secrets the user pasted
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(SCHEMA)
+    except BaseException:
+        db.close()  # a file that is not a database must not keep a handle open
+        raise
     return db
+
+
+def _check_regular(path: Path) -> None:
+    """Refuse a database path that exists and is not a regular file (a FIFO, a device)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise FileRefused(path, f"it is {file_kind(mode)}, not a regular file")
 
 
 @dataclass

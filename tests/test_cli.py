@@ -157,3 +157,22 @@ def test_an_unanswered_question_does_not_eat_the_next_answer(tmp_path: Path, her
     assert b"no answer in time: denied" in seen and b"touch second" in seen
     assert out == "blocked\nNone\n"
     assert not (tmp_path / "first").exists() and (tmp_path / "second").exists()
+
+
+def test_a_reader_that_leaves_early_ends_it_quietly(hermes_home: Path) -> None:
+    """`hermes-tui sessions | head -1`: the closed pipe is not a traceback."""
+    from hermes_tui import store
+
+    conn = store.connect(store.sessions_db_path(hermes_home))
+    for number in range(3000):  # more than a pipe holds, so a write meets the closed end
+        store.create_session(conn, f"s{number:05d}", None, None, None)
+    conn.close()
+    process = subprocess.Popen([*CLI, "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and process.stdout.readline().startswith(b"s02999")
+        process.stdout.close()  # the reader leaves
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 1 and err == b"", err.decode()[-2000:]

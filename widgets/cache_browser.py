@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
-from hermes_tui.cache import CacheEntry, delete_entry, scan
+from hermes_tui.cache import CacheEntry, CacheError, delete_entry, load_record, scan
 from hermes_tui.units import human_size, parse_duration
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
@@ -139,13 +138,13 @@ class EntryScreen(Screen[None]):
     def load_record(self) -> None:
         if self.entry.kind != "record":
             return
-        try:
-            record = json.loads(self.entry.path.read_text(encoding="utf-8"))
+        try:  # capped, regular files only: a record swapped for a FIFO or a huge file since the listing
+            record = load_record(self.entry.path)
         except FileNotFoundError:
             self.app.call_from_thread(self._note, "The record is gone (deleted or pruned).")
             return
-        except (OSError, ValueError) as exc:
-            self.app.call_from_thread(self._note, f"The record cannot be read ({exc}); it may be half-written.")
+        except CacheError as exc:
+            self.app.call_from_thread(self._note, f"{exc}.")
             return
         self.app.call_from_thread(self._show_record, record)
 

@@ -9,21 +9,26 @@ The top-level parser and the dispatch live here; each command lives in its own m
 * ``sessions_cmd`` — ``hermes-tui inject``, ``export`` and ``sessions``
 * ``errors`` — ``UsageError`` and the exit codes, shared by all of them
 
-Exit codes: 0 success, 1 a script failed, 2 usage or config error, 130 interrupted.
-Errors are one line on stderr, never a traceback.
+Exit codes: 0 success, 1 a script failed, 2 usage or config error (or a file, a folder or the
+sessions database that cannot be used), 130 interrupted. Errors are one line on stderr, never a
+traceback: :func:`main` turns a ``UsageError``, an ``OSError`` and a ``sqlite3.Error`` into
+``hermes-tui: <what was wrong and what to do>``, its untrusted parts escaped.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import sqlite3
 import sys
 from typing import TYPE_CHECKING
 
 from hermes_tui import __version__
 from hermes_tui.cli.app_cmd import app_command
-from hermes_tui.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from hermes_tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, database_problem, os_problem
 from hermes_tui.cli.exec_cmd import exec_command
+from hermes_tui.runtime.hardening import drop_writable_import_paths, harden_host
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -113,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    # First, before any thread: nothing the host starts may read it (docs/security.md).
+    harden_host()
+    drop_writable_import_paths()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -137,11 +145,42 @@ def main(argv: list[str] | None = None) -> int:
             return approvals_command(args, config)
         return app_command(args, config)
     except UsageError as exc:
-        print(f"hermes-tui: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(str(exc))
     except KeyboardInterrupt:
         print("hermes-tui: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `hermes-tui sessions | head -1`: the reader left, nothing to say
+        _drop_stdout()
+        return EXIT_FAILED
+    # The last line of defence: a folder, file or database the machine would not give us.
+    # Each command says it better where it can (exec checks HERMES_HOME first); this keeps
+    # whatever is left to one line instead of a traceback.
+    except sqlite3.Error as exc:
+        from hermes_tui.store import sessions_db_path
+
+        return _fail(database_problem(sessions_db_path(), exc))
+    except OSError as exc:
+        from hermes_tui.paths import hermes_home
+
+        return _fail(os_problem(exc, hermes_home()))
+
+
+def _fail(message: str) -> int:
+    """Print ``hermes-tui: <message>`` (escaped: it may quote a command or a path) on stderr."""
+    from hermes_tui.cli.show import shown
+
+    print(f"hermes-tui: {shown(message)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _load_config(args: argparse.Namespace) -> Config:

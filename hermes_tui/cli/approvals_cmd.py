@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import deque
 
+from hermes_tui.cli.errors import UsageError
+from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
 from hermes_tui.paths import config_path, hermes_home
 from hermes_tui.runtime.approvals import audit_path
+from hermes_tui.runtime.fsutil import open_regular
 from hermes_tui.runtime.rules import active_rules, allowlist_path, remove_rule
 
 
@@ -28,14 +32,16 @@ def _rules(config: Config, home) -> int:
     rules, problem = active_rules(config.command_allowlist, source, home)
     print(f"approvals.mode: {config.approvals.mode}   approvals.timeout: {config.approvals.timeout:g}s")
     if problem:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"warning: {shown(problem)}", file=sys.stderr)
     if not rules:
         print("No allow rules: every terminal() command asks (in manual mode).")
         return 0
     for rule in rules:
-        where = "config.yaml command_allowlist" if rule.source == source else str(rule.source)
-        added = f"  (added {rule.added_at})" if rule.added_at else ""
-        print(f"{rule.kind:5}  {rule.pattern}\n       in {where}{added}")
+        # A rule is a command as the approval showed it: escaped the same way (reveal), so
+        # an ESC or a CR in it cannot make it look like another command here.
+        where = "config.yaml command_allowlist" if rule.source == source else shown(rule.source)
+        added = f"  (added {shown(rule.added_at)})" if rule.added_at else ""
+        print(f"{rule.kind:5}  {shown(rule.pattern)}\n       in {where}{added}")
     print("Flagged commands are allowed only by an exact rule; a glob never matches a command with shell operators.")
     return 0
 
@@ -43,24 +49,27 @@ def _rules(config: Config, home) -> int:
 def _revoke(config: Config, home, pattern: str) -> int:
     path = allowlist_path(home)
     if remove_rule(path, pattern):
-        print(f"Removed {pattern!r} from {path}. Running sessions keep it until they reload their rules.")
+        print(f"Removed {shown(repr(pattern))} from {shown(path)}. Running sessions keep it until they reload "
+              "their rules.")
         return 0
     if pattern in config.command_allowlist:
-        print(f"hermes-tui: {pattern!r} is in command_allowlist in {config.source or config_path(home)}; "
+        print(f"hermes-tui: {shown(repr(pattern))} is in command_allowlist in {shown(config.source or config_path(home))}; "
               "hermes-tui never rewrites that file: remove it there.", file=sys.stderr)
         return 1
-    print(f"hermes-tui: no rule {pattern!r}; see `hermes-tui approvals rules`", file=sys.stderr)
+    print(f"hermes-tui: no rule {shown(repr(pattern))}; see `hermes-tui approvals rules`", file=sys.stderr)
     return 1
 
 
 def _log(home, as_json: bool, limit: int) -> int:
     path = audit_path(home)
-    try:
-        with path.open(encoding="utf-8") as handle:
+    try:  # a regular file only: a FIFO put in its place would hang the command
+        with os.fdopen(open_regular(path), encoding="utf-8", errors="replace") as handle:
             lines = deque(handle, maxlen=limit if limit > 0 else None)  # bounded: the log can be long
     except FileNotFoundError:
-        print(f"No approvals yet ({path} does not exist).")
+        print(f"No approvals yet ({shown(path)} does not exist).")
         return 0
+    except OSError as exc:
+        raise UsageError(f"approvals log: cannot read {path}: {exc.strerror or exc}") from None
     for line in lines:
         if as_json:
             sys.stdout.write(line)
@@ -69,22 +78,33 @@ def _log(home, as_json: bool, limit: int) -> int:
             entry = json.loads(line)
         except ValueError:
             continue
-        event = entry.get("event")
-        if event == "request":
-            reasons = "; ".join(entry.get("reasons") or [])
-            print(f"{entry['at']}  ASK     {entry.get('kind')} [{entry.get('session')}/{entry.get('origin')}] "
-                  f"{_short(entry.get('text'))}" + (f"  — {reasons}" if reasons else ""))
-        elif event == "decision":
-            why = entry.get("why")
-            print(f"{entry['at']}  {str(entry.get('decision')).upper():7} "
-                  + (f"{why}" if why else "") + (f" (stored in {entry['stored_in']})" if entry.get("stored_in") else ""))
-        else:
-            why = entry.get("why")
-            print(f"{entry['at']}  {str(entry.get('decision')).upper():7} {entry.get('kind')} "
-                  f"{_short(entry.get('text'))}  — {why if isinstance(why, str) else '; '.join(why or [])}")
+        if isinstance(entry, dict):
+            print(_log_line(entry))
     return 0
 
 
+def _log_line(entry: dict[str, object]) -> str:
+    """One entry of the approvals log as a line; every value in it escaped (it quotes commands)."""
+    at = shown(entry.get("at", "?"))
+    event = entry.get("event")
+    why = entry.get("why")
+    if event == "request":
+        reasons = "; ".join(str(r) for r in _listed(entry.get("reasons")))
+        return (f"{at}  ASK     {shown(entry.get('kind'))} [{shown(entry.get('session'))}/{shown(entry.get('origin'))}] "
+                f"{_short(entry.get('text'))}" + (f"  — {shown(reasons)}" if reasons else ""))
+    decision = shown(str(entry.get("decision")).upper())
+    if event == "decision":
+        return (f"{at}  {decision:7} " + (shown(why) if why else "")
+                + (f" (stored in {shown(entry['stored_in'])})" if entry.get("stored_in") else ""))
+    because = why if isinstance(why, str) else "; ".join(str(w) for w in _listed(why))
+    return f"{at}  {decision:7} {shown(entry.get('kind'))} {_short(entry.get('text'))}  — {shown(because)}"
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
 def _short(text: object, width: int = 100) -> str:
-    line = " ".join(str(text or "").split())
+    """The text on one line, escaped, cut to ``width`` characters."""
+    line = shown(str(text or ""))  # a newline or CR in a command shows as \n, \x0d: not hidden
     return line if len(line) <= width else line[: width - 1] + "…"

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import deque
 from datetime import datetime
 from pathlib import Path
 
-from hermes_tui.cache import CacheEntry, delete_entry, find, plan_prune, record_output, scan
+from hermes_tui.cache import CacheEntry, CacheError, delete_entry, find, plan_prune, record_output, scan
 from hermes_tui.cli.errors import UsageError
+from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
 from hermes_tui.paths import exec_cache_dir
+from hermes_tui.runtime.fsutil import open_regular
 from hermes_tui.units import human_size, parse_duration, parse_size
 
 
@@ -60,14 +63,24 @@ def _duration(text: str) -> float:
 
 
 def _row(entry: CacheEntry) -> str:
+    # Every field but the time and size came from a record a script could write: escaped.
     when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
-    return (f"{when}  {(entry.status or entry.kind):11}  {(entry.session or '-')[:14]:14}  {(entry.kernel or '-'):5}  "
-            f"{human_size(entry.size):>7}  {entry.id}  {entry.title[:60]}")
+    return (f"{when}  {shown(entry.status or entry.kind):11}  {shown((entry.session or '-')[:14]):14}  "
+            f"{shown(entry.kernel or '-'):5}  {human_size(entry.size):>7}  {shown(entry.id)}  {shown(entry.title[:60])}")
+
+
+def _scan(folder: Path) -> list[CacheEntry]:
+    """The entries, and one line on stderr per file that is not read (a FIFO, a device, a link)."""
+    problems: list[str] = []
+    entries = scan(folder, problems)
+    for problem in problems:
+        print(f"hermes-tui: cache: skipped {shown(problem)}", file=sys.stderr)
+    return entries
 
 
 def _ls(folder: Path, args: argparse.Namespace) -> int:
     since = time.time() - _duration(args.since) if args.since else None
-    entries = [e for e in scan(folder) if e.matches(status=args.status, session=args.session, since=since)]
+    entries = [e for e in _scan(folder) if e.matches(status=args.status, session=args.session, since=since)]
     for entry in entries:
         if args.json:
             print(json.dumps({"id": entry.id, "kind": entry.kind, "path": str(entry.path), "time": entry.when,
@@ -77,7 +90,7 @@ def _ls(folder: Path, args: argparse.Namespace) -> int:
         else:
             print(_row(entry))
     if not entries and not args.json:
-        print(f"No entries in {folder}" + (" match." if (args.session or args.status or args.since) else "."))
+        print(f"No entries in {shown(folder)}" + (" match." if (args.session or args.status or args.since) else "."))
     return 0
 
 
@@ -90,15 +103,20 @@ def _show(folder: Path, args: argparse.Namespace) -> int:
     source = entry.output_file
     out = sys.stdout
     if source is None:  # the whole output is in the record
-        lines = record_output(entry).splitlines(keepends=True)
+        try:
+            lines = record_output(entry).splitlines(keepends=True)
+        except FileNotFoundError:
+            raise UsageError(f"the record {entry.path} is gone (deleted or pruned)") from None
+        except CacheError as exc:
+            raise UsageError(str(exc)) from None
         if args.head is not None:
             lines = lines[: args.head]
         elif args.tail is not None:
             lines = lines[-args.tail:] if args.tail else []
         out.write("".join(lines))
         return 0
-    try:
-        handle = source.open("rb")
+    try:  # a regular file, never a link: a FIFO or /dev/zero put there would hang or never end
+        handle = os.fdopen(open_regular(source, follow_symlinks=False), "rb")
     except OSError as exc:
         raise UsageError(f"cannot read {source}: {exc.strerror}") from None
     with handle:  # streamed: a 1 GB file is never held whole
@@ -143,13 +161,13 @@ def _prune(folder: Path, args: argparse.Namespace, config: Config) -> int:
         max_size = parse_size(size) if size else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    plan = plan_prune(scan(folder), older_than=_duration(older) if older else None, max_size=max_size)
+    plan = plan_prune(_scan(folder), older_than=_duration(older) if older else None, max_size=max_size)
     verb = "would delete" if args.dry_run else "deleted"
     for entry in plan.delete:
         if not args.dry_run:
             delete_entry(entry)
         print(f"{verb}: {_row(entry)}")
     for entry in plan.kept_busy:
-        print(f"kept (may still be in use): {entry.id}")
+        print(f"kept (may still be in use): {shown(entry.id)}")
     print(f"{verb} {len(plan.delete)} entries, {human_size(plan.bytes_freed)}" + (" (dry run)" if args.dry_run else ""))
     return 0

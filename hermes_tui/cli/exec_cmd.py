@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
+from hermes_tui.cli.show import shown
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -24,7 +28,34 @@ def exec_command(args: argparse.Namespace, config: Config) -> int:
     if args.files.count("-") > 1:
         raise UsageError("exec: '-' (standard input) can be given only once")
     scripts = _read_scripts(args.files)
+    _check_home()
     return asyncio.run(_run_scripts(config, scripts, args))
+
+
+def _check_home() -> None:
+    """Fail with one line, before any kernel starts, when ``HERMES_HOME`` cannot be written.
+
+    exec keeps every execution's record in ``cache/exec`` and the approvals log in ``tui/``. A
+    file is created and removed in each, because only a real write tells: a folder can be
+    read-only for this user, on a read-only mount, or under a path that is a file (ENOTDIR).
+    """
+    from hermes_tui.paths import exec_cache_dir, hermes_home, tui_dir
+
+    home = hermes_home()
+    for folder in (exec_cache_dir(home), tui_dir(home)):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=folder)  # a dot file: never listed
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as exc:
+            failed = exc.filename or folder
+            why = exc.strerror or str(exc)
+            if exc.errno == errno.ENOTDIR:
+                why += ": a part of that path is a file"
+            raise UsageError(
+                f"exec: HERMES_HOME ({home}) cannot be written ({failed}: {why}); exec keeps its records and the "
+                "approvals log there: make it writable, or set HERMES_HOME to a directory you can write") from None
 
 
 def _read_scripts(files: list[str]) -> list[tuple[str, str]]:
@@ -73,6 +104,8 @@ async def _run_scripts(config: Config, scripts: list[tuple[str, str]], args: arg
 
 
 def _print_result(name: str, result: ExecResult) -> None:
+    # The script's own output is written as it is (like running it with python); the notes
+    # about it (paths, warnings, errors that quote commands) are ours, so they are escaped.
     sys.stdout.write(result.output)
     sys.stdout.flush()
     notes = []
@@ -83,4 +116,4 @@ def _print_result(name: str, result: ExecResult) -> None:
     if result.status != "success":
         notes.append(f"{result.status}: {result.error or 'failed'}")
     for note in notes:
-        print(f"hermes-tui exec: {name}: {note}", file=sys.stderr)
+        print(f"hermes-tui exec: {shown(name)}: {shown(note, one_line=False)}", file=sys.stderr)

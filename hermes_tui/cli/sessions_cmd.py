@@ -14,18 +14,36 @@ from pathlib import Path
 from typing import cast
 
 from hermes_tui import store as db
-from hermes_tui.cli.errors import EXIT_OK, UsageError
+from hermes_tui.cli.errors import EXIT_OK, UsageError, database_problem, os_problem
+from hermes_tui.cli.show import shown
+from hermes_tui.paths import hermes_home
+from hermes_tui.runtime.fsutil import FileRefused
+
+
+class NoSessions(UsageError):
+    """Nothing is stored yet (``sessions`` says so and succeeds; the others fail)."""
 
 
 @contextmanager
 def _database() -> Iterator[sqlite3.Connection]:
-    """The sessions database, or a UsageError when nothing is stored yet."""
+    """The sessions database; :class:`NoSessions` when nothing is stored yet, a one-line
+    UsageError when it cannot be used (not a database, damaged, a FIFO, locked...)."""
     path = db.sessions_db_path()
     if not path.exists():
-        raise UsageError(f"no sessions stored yet ({path} does not exist)")
-    conn = db.connect(path)
+        raise NoSessions(f"no sessions stored yet ({path} does not exist)")
+    try:
+        conn = db.connect(path)
+    except sqlite3.Error as exc:
+        raise UsageError(database_problem(path, exc)) from None
+    except FileRefused as exc:  # a FIFO or a device: SQLite would wait on it for ever
+        raise UsageError(f"the sessions database {path} cannot be used ({exc.strerror}); move it aside and the "
+                         "next run starts a new one") from None
+    except OSError as exc:  # its folder cannot be used
+        raise UsageError(f"the sessions database cannot be used: {os_problem(exc, hermes_home())}") from None
     try:
         yield conn
+    except sqlite3.Error as exc:  # a damaged file may open and fail on the first read
+        raise UsageError(database_problem(path, exc)) from None
     finally:
         conn.close()
 
@@ -38,9 +56,19 @@ def _find(conn: sqlite3.Connection, wanted: str) -> str:
 
 
 def resolve_session(wanted: str) -> str:
-    """The id ``wanted`` names (``latest``, an id, or a unique prefix), or a UsageError."""
+    """The id ``wanted`` names (``latest``, an id, or a unique prefix), or a UsageError.
+
+    The session is read whole once here, so a damaged database is one line before the app
+    opens, not a failure inside it.
+    """
     with _database() as conn:
-        return _find(conn, wanted)
+        found = _find(conn, wanted)
+        try:
+            db.load_session(conn, found)
+        except ValueError as exc:  # a row whose JSON was damaged outside hermes-tui
+            raise UsageError(f"session {found} in {db.sessions_db_path()} holds a damaged row ({exc}); "
+                             "it cannot be continued") from None
+        return found
 
 
 def inject_command(args: argparse.Namespace) -> int:
@@ -52,7 +80,7 @@ def inject_command(args: argparse.Namespace) -> int:
     except InjectError as exc:
         raise UsageError(f"inject: {exc}") from None
     ahead = int(cast(int, answer.get("queued") or 0))  # the app replies with a JSON number
-    where = f"session {answer.get('session')}"
+    where = f"session {shown(answer.get('session'))}"
     print(f"injected into {where}" + (f"; queued behind {ahead} turn(s)" if ahead else "; running now"))
     return EXIT_OK
 
@@ -62,7 +90,11 @@ def export_command(args: argparse.Namespace) -> int:
 
     with _database() as conn:
         session_id = _find(conn, args.session)
-        stored = db.load_session(conn, session_id)
+        try:
+            stored = db.load_session(conn, session_id)
+        except ValueError as exc:  # a row whose JSON was damaged outside hermes-tui
+            raise UsageError(f"export: session {session_id} in {db.sessions_db_path()} holds a damaged row "
+                             f"({exc}); it cannot be exported") from None
     assert stored is not None
     text = json.dumps(to_sharegpt(stored), ensure_ascii=False, indent=2) + "\n"
     if args.output:
@@ -73,7 +105,7 @@ def export_command(args: argparse.Namespace) -> int:
             os.replace(tmp, path)
         except OSError as exc:
             raise UsageError(f"export: cannot write {path}: {exc.strerror or exc}") from None
-        print(f"wrote session {session_id} ({len(stored.messages)} messages) to {path}", file=sys.stderr)
+        print(f"wrote session {shown(session_id)} ({len(stored.messages)} messages) to {shown(path)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -83,7 +115,7 @@ def sessions_command(args: argparse.Namespace) -> int:
     try:
         with _database() as conn:
             sessions = db.list_sessions(conn, limit=10_000)
-    except UsageError:
+    except NoSessions:
         print("no sessions stored yet", file=sys.stderr)
         return EXIT_OK
     for info in sessions:
@@ -92,5 +124,6 @@ def sessions_command(args: argparse.Namespace) -> int:
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
             flag = "  interrupted" if info.interrupted else ""
-            print(f"{info.id}  {when}  {info.messages:>4} msgs  {info.title or '(empty)'}{flag}")
+            # A title is the first line of a turn, and an injected turn is anyone's text.
+            print(f"{shown(info.id)}  {when}  {info.messages:>4} msgs  {shown(info.title or '(empty)')}{flag}")
     return EXIT_OK

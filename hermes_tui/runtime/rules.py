@@ -21,11 +21,14 @@ from typing import Literal
 
 import yaml
 
+from hermes_tui.config import load_yaml
 from hermes_tui.runtime.danger import simple_commands
-from hermes_tui.runtime.fsutil import atomic_write
+from hermes_tui.runtime.fsutil import FileRefused, atomic_write, read_capped
 
 OPERATOR_RE = re.compile(r"[;&|<>`\n]|\$\(")
 GLOB_CHARS = set("*?[")
+ALLOWLIST_MAX_BYTES = 1 << 20
+"""allowlist.yaml bigger than this is refused (10,000 rules take about 800 KiB)."""
 HEADER = (
     "# hermes-tui approval rules: commands you answered \"always\" to.\n"
     "# Each rule is `exact: COMMAND` or `glob: PATTERN`. Remove one with `hermes-tui approvals revoke`.\n"
@@ -74,15 +77,28 @@ def active_rules(allowlist: list[str], config_file: Path, home: Path) -> tuple[l
 
 
 def load_allowlist(path: Path) -> tuple[list[Rule], str | None]:
-    """Rules stored in ``allowlist.yaml``, and a problem with the file if it has one. Blocking."""
+    """Rules stored in ``allowlist.yaml``, and a problem with the file if it has one. Blocking.
+
+    A file that is not a regular file (a FIFO, a link to ``/dev/zero``), is over
+    ``ALLOWLIST_MAX_BYTES``, is not UTF-8 or is not YAML gives no rules and a one-line problem:
+    it is never waited on or read without end.
+    """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(read_capped(path, ALLOWLIST_MAX_BYTES, what="allowed for allowlist.yaml").decode("utf-8"))
     except FileNotFoundError:
         return [], None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except FileRefused as exc:
+        return [], f"{path} is not used ({exc.strerror}); its rules are ignored until it is a regular YAML file"
+    except UnicodeDecodeError as exc:
+        return [], f"{path} is not UTF-8 text (byte {exc.start}); its rules are ignored"
+    except (OSError, yaml.YAMLError) as exc:
         return [], f"{path} cannot be read ({str(exc).splitlines()[0]}); its rules are ignored"
+    data = {} if data is None else data  # an empty file: no rules yet
+    items = (data.get("rules") or []) if isinstance(data, dict) else None
+    if not isinstance(items, list):  # `rules: 5` or a bare list is a broken file, not a crash
+        return [], f"{path} has no list under `rules:`; its rules are ignored"
     rules = []
-    for item in (data or {}).get("rules", []) if isinstance(data, dict) else []:
+    for item in items:
         if isinstance(item, dict):
             for kind in ("exact", "glob"):
                 if isinstance(item.get(kind), str) and item[kind].strip():
