@@ -36,6 +36,7 @@ from hermes_tui.config import Config
 from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime import KernelDied, KernelStarted, KernelStateChanged
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.runtime.hardening import spawn
 from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
 from hermes_tui.widgets.conversation import PromptInput, RunBlock
@@ -309,9 +310,13 @@ class HermesApp(App[None]):
     @on(OpenInEditor)
     def _open_path(self, event: OpenInEditor) -> None:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "less"
+        # A file a script wrote, opened by a program that reads start-up files a script can
+        # write (~/.lesskey, ~/.vimrc): it gets a kernel's scrubbed environment and is forked
+        # like every child, without the capabilities that read the host (docs/security.md).
+        env = self.runtime.launcher.child_env(frozenset(self.config.terminal.env_passthrough))
         try:
             with self.suspend():
-                subprocess.call([*shlex.split(editor), event.path])
+                spawn(lambda: subprocess.Popen([*shlex.split(editor), event.path], env=env)).wait()
         except Exception as exc:  # no terminal to suspend to (tests), or no such editor
             self.notify(visible(f"Could not open {event.path} with {editor}: {exc}"), severity="error", markup=False)
 

@@ -308,6 +308,19 @@ async def open_process(argv: list[str], env: dict[str, str]) -> Spawned:
     return Spawned(popen, streams[0], streams[1])
 
 
+def drop_writable_import_paths() -> None:
+    """Take the working directory and the launching script's folder off ``sys.path``.
+
+    ``python -m hermes_tui`` puts the working directory first on ``sys.path`` — the folder
+    where scripts write their files — and a console script puts its ``bin`` folder there: a
+    ``whatthepatch.py`` planted in either would be imported by the host on first use. The
+    host's own code comes from its installed package, never from those folders."""
+    unsafe = {"", os.getcwd()}
+    if sys.argv and sys.argv[0]:
+        unsafe.add(os.path.dirname(os.path.abspath(sys.argv[0])))
+    sys.path[:] = [entry for entry in sys.path if (os.path.abspath(entry) if entry else "") not in unsafe]
+
+
 def harden_host() -> None:
     """What an entry point does first, before any thread: the process becomes non-dumpable
     and the calling thread (and every thread started after) gives up :data:`DROPPED`."""

@@ -248,3 +248,35 @@ async def test_a_root_script_cannot_make_the_kernel_start_a_program_with_every_c
                                        "$$ && rm /tmp/ok-$$ && echo fine'], capture_output=True, text=True).stdout)",
                                        session="s")
     assert shell.output.strip() == "fine"  # the rest of the file system is written as before
+
+
+PLANTED = '''
+import os
+open(os.environ["PLANT_MARK"], "w").write("imported inside the host")
+'''
+PATCHING = '''
+import os
+from hermes_tools import patch
+open("notes.txt", "w").write("a\\n")
+print(patch(patch="--- a/notes.txt\\n+++ b/notes.txt\\n@@ -1 +1 @@\\n-a\\n+b\\n"))
+try:
+    open("/proc/%d/environ" % os.getppid(), "rb").read()
+    print("host environ read")
+except OSError as exc:
+    print("host environ:", type(exc).__name__)
+'''
+
+
+def test_the_cli_host_is_unreadable_and_imports_nothing_from_the_working_dir(tmp_path: Path, hermes_home: Path):
+    """``python -m hermes_tui`` puts the working directory on sys.path: a module a script
+    plants there must not run inside the host when a tool first needs it."""
+    (tmp_path / "whatthepatch.py").write_text(PLANTED)
+    (tmp_path / "go.py").write_text(PATCHING)
+    mark = tmp_path / "planted-ran"
+    done = subprocess.run([sys.executable, "-m", "hermes_tui", "exec", "go.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**_host_env(), "PLANT_MARK": str(mark),
+                                                       "HERMES_HOME": str(hermes_home)})
+    assert done.returncode == 0, done.stderr
+    assert "'action': 'modified'" in done.stdout and (tmp_path / "notes.txt").read_text() == "b\n"
+    assert not mark.exists(), "a module planted in the working directory ran inside the host"
+    assert "host environ: PermissionError" in done.stdout

@@ -10,9 +10,10 @@ from __future__ import annotations
 import errno
 import os
 import re
-import stat
 from pathlib import Path
 from typing import BinaryIO
+
+from hermes_tui.runtime import fsutil
 
 _PROCESS_FILE = re.compile(r"/proc/(\d+|self|thread-self|kcore|kmsg|kpage\w*)(/|$)")
 
@@ -42,14 +43,15 @@ def _refuse_process_files(fd: int) -> None:
 
 def open_regular(path: Path) -> BinaryIO:
     """``path`` opened for binary reading. Raises OSError, at once, for anything but a regular
-    file: reading a FIFO or a device could wait forever (or read the terminal you type in)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO opens at once
+    file (reading a FIFO or a device could wait forever, or read the terminal you type in) and
+    for a process's files under /proc."""
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); the file tools read files")
+        fd = fsutil.open_regular(path)
+    except fsutil.FileRefused:
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path)) from None
+        raise
+    try:
         _refuse_process_files(fd)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
