@@ -115,9 +115,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         """'Approve this terminal command?' (and 'request N of M' when several wait)."""
         request = self.request
         if request.kind == "file":
-            tool = request.text.split(" ", 1)[0]
-            what = "this file" if len(request.files) <= 1 else f"these {len(request.files)} files"
-            title = f"Allow {tool} to change {what}?"
+            title = f"Allow {request.file_question()}?"
         else:
             title = "Approve this terminal command?" if request.kind == "terminal" else "Approve this whole script?"
         return title + (f"  ·  request {self.position} of {self.total}" if self.total > 1 else "")

@@ -14,6 +14,7 @@ wrong and what to do; the conversation stays as it was.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_tui.agent.tools import ToolCall
+
+log = logging.getLogger(__name__)
 
 ProviderKind = Literal["openai", "anthropic"]
 
@@ -77,15 +80,25 @@ class ProviderSettings:
         return f"{self.name} · {self.model}{raw}"
 
 
+DOTENV_LIMIT = 1 << 20
+"""Largest ``$HERMES_HOME/.env`` read (a script may have put a FIFO or a huge file there)."""
+
+
 def _dotenv(home: Path) -> dict[str, str | None]:
     path = home / ".env"
-    if not path.is_file():
+    if not path.exists():
         return {}
+    import io
+
     from dotenv import dotenv_values
 
+    from hermes_tui.runtime.fsutil import read_capped
+
     try:
-        return dict(dotenv_values(path))
-    except (OSError, UnicodeDecodeError):
+        text = read_capped(path, DOTENV_LIMIT, what="read from .env").decode("utf-8")
+        return dict(dotenv_values(stream=io.StringIO(text)))
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("%s is not read: %s", path, exc)
         return {}
 
 

@@ -14,7 +14,7 @@ from hermes_tui.config import Config
 from hermes_tui.paths import config_path, hermes_home
 from hermes_tui.runtime.approvals import audit_path
 from hermes_tui.runtime.fsutil import open_regular
-from hermes_tui.runtime.rules import active_rules, allowlist_path, remove_rule
+from hermes_tui.runtime.rules import RulesNotSaved, active_rules, allowlist_path, remove_rule
 
 
 def approvals_command(args: argparse.Namespace, config: Config) -> int:
@@ -48,7 +48,12 @@ def _rules(config: Config, home) -> int:
 
 def _revoke(config: Config, home, pattern: str) -> int:
     path = allowlist_path(home)
-    if remove_rule(path, pattern):
+    try:
+        removed = remove_rule(path, pattern)
+    except RulesNotSaved as exc:
+        print(f"hermes-tui: {shown(str(exc))}", file=sys.stderr)
+        return 2
+    if removed:
         print(f"Removed {shown(repr(pattern))} from {shown(path)}. Running sessions keep it until they reload "
               "their rules.")
         return 0

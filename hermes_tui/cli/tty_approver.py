@@ -79,9 +79,7 @@ def _describe(request: ApprovalRequest) -> str:
         lines.append(f"\nhermes-tui: approve this whole script ({request.origin} turn)?")
         lines += [f"  {number:>4} | {reveal(line)}" for number, line in enumerate(request.text.splitlines(), start=1)]
     elif request.kind == "file":
-        tool = request.text.split(" ", 1)[0]
-        what = "this file" if len(request.files) <= 1 else f"these {len(request.files)} files"
-        lines.append(f"\nhermes-tui: allow {reveal(tool)} to change {what} ({request.origin} turn)?")
+        lines.append(f"\nhermes-tui: allow {reveal(request.file_question())} ({request.origin} turn)?")
         lines += [f"  {reveal(change.path)}  ({_size(change)})" for change in request.files]
         lines += [f"  | {reveal(line)}" for line in (request.diff or "(no diff)").splitlines()]
     else:

@@ -31,6 +31,7 @@ import errno
 import functools
 import hashlib
 import json
+import logging
 import os
 import secrets
 import stat
@@ -43,7 +44,9 @@ from pydantic import BaseModel, Field
 
 from hermes_tui.runtime.danger import Analysis, analyze
 from hermes_tui.runtime.models import Origin
-from hermes_tui.runtime.rules import Rule, active_rules, add_rule, allowlist_path
+from hermes_tui.runtime.rules import Rule, RulesNotSaved, active_rules, add_rule, allowlist_path
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -98,6 +101,16 @@ class ApprovalRequest(BaseModel):
     """Kind ``file``: the files that would be written."""
     diff: str | None = None
     """Kind ``file``: a unified diff of the change (for a new file, a diff from nothing)."""
+
+    def file_question(self) -> str:
+        """Kind ``file``: ``read_file`` wants to read this file / ``patch`` to change these 2 files."""
+        tool = self.text.split(" ", 1)[0]
+        what = "this file" if len(self.files) <= 1 else f"these {len(self.files)} files"
+        return f"{tool} to {'read' if tool in READING_TOOLS else 'change'} {what}"
+
+
+READING_TOOLS = frozenset({"read_file", "search_files"})
+"""Tools whose file requests are reads (a credentials file), not changes."""
 
 
 class ApprovalDecision(BaseModel):
@@ -418,6 +431,11 @@ class ApprovalGate:
         if allowed and choice in ("session", "always"):
             self._session_allowed.setdefault(request.session, set()).add(key)
         if allowed and choice == "always":
-            rule = await asyncio.to_thread(add_rule, allowlist_path(self.home), key)
+            try:
+                rule = await asyncio.to_thread(add_rule, allowlist_path(self.home), key)
+            except RulesNotSaved as exc:  # allowed now and for the session; not for good
+                log.warning("the \"always\" rule was not saved: %s", exc)
+                await self.audit.write(event="rule_not_saved", id=request.id, why=str(exc))
+                return refusal
             self.rules = [r for r in self.rules if not (r.kind == "exact" and r.pattern == key)] + [rule]
         return refusal

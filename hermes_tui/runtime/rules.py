@@ -112,9 +112,22 @@ def _save(path: Path, rules: list[Rule]) -> None:
     atomic_write(path, text.encode("utf-8"), mode=0o600)
 
 
+class RulesNotSaved(Exception):
+    """``allowlist.yaml`` is broken: writing it would drop the rules in it (say why instead)."""
+
+
+def _stored(path: Path) -> list[Rule]:
+    rules, problem = load_allowlist(path)
+    if problem is not None:  # rewriting it would lose every rule the user wrote there
+        raise RulesNotSaved(f"{problem}; nothing was changed in it — fix or move it first")
+    return rules
+
+
 def add_rule(path: Path, command: str) -> Rule:
-    """Store ``command`` as an exact rule in ``allowlist.yaml`` (kept if present). Blocking."""
-    rules, _ = load_allowlist(path)
+    """Store ``command`` as an exact rule in ``allowlist.yaml`` (kept if present). Blocking.
+
+    Raises :class:`RulesNotSaved` when the file is there but broken."""
+    rules = _stored(path)
     for rule in rules:
         if rule.kind == "exact" and rule.pattern == command:
             return rule
@@ -124,8 +137,10 @@ def add_rule(path: Path, command: str) -> Rule:
 
 
 def remove_rule(path: Path, pattern: str) -> bool:
-    """Remove the rule(s) with this pattern from ``allowlist.yaml``; False if none. Blocking."""
-    rules, _ = load_allowlist(path)
+    """Remove the rule(s) with this pattern from ``allowlist.yaml``; False if none. Blocking.
+
+    Raises :class:`RulesNotSaved` when the file is there but broken."""
+    rules = _stored(path)
     kept = [r for r in rules if r.pattern != pattern]
     if len(kept) == len(rules):
         return False

@@ -13,7 +13,13 @@ from typing import Any
 
 import yaml
 
+from hermes_tui.config import load_yaml
+from hermes_tui.runtime.fsutil import read_capped
+
 log = logging.getLogger(__name__)
+
+SKILL_LIMIT = 1 << 20
+"""Largest SKILL.md read for its front matter."""
 
 
 def front_matter(text: str) -> dict[str, Any]:
@@ -24,7 +30,7 @@ def front_matter(text: str) -> dict[str, Any]:
     if end < 0:
         return {}
     try:
-        data = yaml.safe_load(text[3:end])
+        data = load_yaml(text[3:end])
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}
@@ -48,8 +54,8 @@ def required_env(home: Path) -> dict[str, str]:
     if not root.is_dir():
         return found
     for skill in sorted(root.rglob("SKILL.md")):
-        try:
-            meta = front_matter(skill.read_text(encoding="utf-8"))
+        try:  # a file a script can write: a FIFO or a huge one must not hold up a kernel's start
+            meta = front_matter(read_capped(skill, SKILL_LIMIT, what="read from a SKILL.md").decode("utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             log.debug("skipping %s: %s", skill, exc)
             continue

@@ -622,3 +622,38 @@ def test_sqlite_and_os_errors_have_their_own_line() -> None:
     denied = PermissionError(13, "Permission denied", "/h/cache/exec")
     assert os_problem(denied, Path("/h")).startswith("/h/cache/exec: Permission denied (HERMES_HOME is /h:")
     assert os_problem(denied, Path("/elsewhere")) == "/h/cache/exec: Permission denied"
+
+
+def test_a_fifo_or_huge_dotenv_never_hangs_provider_resolution(hermes_home: Path) -> None:
+    """A script can put a FIFO where $HERMES_HOME/.env goes: the app reads it at start."""
+    from hermes_tui.agent.providers import resolve_provider
+    from conftest import make_config
+
+    config = make_config("model: anthropic/claude-sonnet-4\n")
+    os.mkfifo(hermes_home / ".env")
+    try:
+        settings = within(10, lambda: resolve_provider(config, hermes_home, {"OPENROUTER_API_KEY": "sk-from-env"}))
+    finally:
+        (hermes_home / ".env").unlink()
+    assert settings.api_key == "sk-from-env"  # the rest of the resolution goes on
+    (hermes_home / ".env").write_bytes(b"A=" + b"x" * (2 << 20) + b"\n")
+    settings = resolve_provider(config, hermes_home, {"OPENROUTER_API_KEY": "sk-from-env"})
+    assert settings.api_key == "sk-from-env"
+
+
+def test_always_on_a_broken_allowlist_keeps_the_users_rules(hermes_home: Path) -> None:
+    """A typo in allowlist.yaml must not make the next "always" rewrite it with one rule."""
+    from hermes_tui.runtime.rules import RulesNotSaved, add_rule, allowlist_path, remove_rule
+
+    path = allowlist_path(hermes_home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    broken = "rules:\n  - exact: make test\n  - exact: 'pytest -q\n"  # an unclosed quote
+    path.write_text(broken)
+    with pytest.raises(RulesNotSaved, match="nothing was changed"):
+        add_rule(path, "ls -la")
+    with pytest.raises(RulesNotSaved):
+        remove_rule(path, "make test")
+    assert path.read_text() == broken
+    done = run("approvals", "revoke", "make test", env={"HERMES_HOME": str(hermes_home)})
+    assert done.returncode == 2 and "nothing was changed" in one_line_failure(done)
+    assert path.read_text() == broken

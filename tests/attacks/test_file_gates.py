@@ -224,6 +224,9 @@ async def test_reading_a_credentials_file_asks_in_every_mode_but_off(
         await rt.aclose()
     assert len(approver.asked) == len(CREDENTIALS) + 1
     assert all("reads a credential" in r.reasons[0] and r.kind == "file" for r in approver.asked)
+    # the dialog and the terminal prompt ask to READ it, not to change it
+    assert [r.file_question() for r in approver.asked][-2:] == ["read_file to read this file",
+                                                                 "search_files to read this file"]
     assert all(r["error"].startswith("BLOCKED: denied") for r in [*refused, searched])
     assert API_KEY not in json.dumps([refused, searched]) and "fake-key-material" not in json.dumps(refused)
     assert all("content" in r for r in fine), fine

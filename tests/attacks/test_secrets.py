@@ -9,6 +9,7 @@ being non-dumpable alone protects nothing; the last test checks a normal user to
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -280,3 +281,15 @@ def test_the_cli_host_is_unreadable_and_imports_nothing_from_the_working_dir(tmp
     assert "'action': 'modified'" in done.stdout and (tmp_path / "notes.txt").read_text() == "b\n"
     assert not mark.exists(), "a module planted in the working directory ran inside the host"
     assert "host environ: PermissionError" in done.stdout
+
+
+async def test_a_fifo_or_huge_skill_file_never_holds_up_a_kernel(runtime_factory, hermes_home: Path):
+    folder = hermes_home / "skills" / "trap"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "SKILL.md")
+    big = hermes_home / "skills" / "big"
+    big.mkdir()
+    (big / "SKILL.md").write_text("---\nrequired_environment_variables: [A]\n---\n" + "x" * (3 << 20))
+    rt = await runtime_factory()
+    result = await asyncio.wait_for(rt.execute_code("print(1)", session="s"), 30)
+    assert result.output == "1\n"
