@@ -68,7 +68,8 @@ async def test_forged_requests_get_errors_and_the_host_keeps_running(runtime: Ru
     assert "args must be a JSON object" in replies["bad_args"]["result"]["error"]
     # Nothing above counted against a script or broke the host.
     after = await runtime.execute_code(
-        "from hermes_tools import read_file\nprint(read_file(__import__('os').devnull)['total_lines'])", session="s"
+        "from hermes_tools import read_file\nopen('empty.txt', 'w').close()\nprint(read_file('empty.txt')['total_lines'])",
+        session="s", cwd=tmp_path,
     )
     assert after.output == "0\n" and after.tool_calls_made == 1
 

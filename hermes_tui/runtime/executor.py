@@ -3,12 +3,15 @@
 It takes a kernel from the pool (or, when no kernel can start, runs one standalone process),
 sends the script, waits for the outcome under the timeout and interrupts, turns what the
 pipes saw into the result of SPEC §2 and writes the execution's record. Nothing a script does
-makes it raise.
+makes it raise, and neither does a failure in the host (out of file descriptors, a full disk):
+that is an ``error`` result saying in one line what the host could not do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -27,6 +30,8 @@ from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget
 from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, spill_path
 
+log = logging.getLogger(__name__)
+
 INTERRUPT_NOTICE = "[execution interrupted — user sent a new message]"
 DISPOSED_NOTICE = "[execution interrupted — session disposed]"
 STDERR_LABEL = "--- stderr ---\n"
@@ -40,6 +45,19 @@ class Running:
     session: str
     kernel: Kernel | None
     interrupt: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+@dataclass(slots=True)
+class Progress:
+    """How far an execution got: what a host-side failure result says it could not do."""
+
+    exec_id: str
+    started: float = field(default_factory=time.perf_counter)
+    started_at: float = field(default_factory=time.time)
+    stage: str = "check the script"
+    warnings: list[str] = field(default_factory=list)
+    kernel_error: str | None = None
+    """Why no session kernel could start (the script then runs as a standalone process)."""
 
 
 class Executor:
@@ -88,11 +106,36 @@ class Executor:
         """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`.
 
         ``start_warning`` is said in the result when the script runs in a new kernel (or a
-        standalone process): e.g. which interpreter it fell back to.
+        standalone process): e.g. which interpreter it fell back to. Never raises but for
+        cancellation: a failure in the host is an ``error`` result.
         """
-        exec_id = new_exec_id()
-        started = time.perf_counter()
-        started_at = time.time()
+        progress = Progress(new_exec_id())
+        try:
+            return await self._execute(code, key, progress, reset=reset, timeout=timeout,
+                                       max_tool_calls=max_tool_calls, start_warning=start_warning, origin=origin,
+                                       call_id=call_id)
+        except Exception as exc:  # the host's failure, not the script's: a result, never a traceback
+            result = self.host_failed(progress, exc)
+            log.warning("execution %s: %s", progress.exec_id, result.error)  # one line; the traceback at debug
+            log.debug("execution %s failed in the host", progress.exec_id, exc_info=True)
+            with contextlib.suppress(Exception):  # the bus may fail the same way: the result stands
+                self._finish(result, key, code, progress.started_at)
+            return result
+
+    async def _execute(
+        self,
+        code: str,
+        key: KernelKey,
+        progress: Progress,
+        *,
+        reset: bool,
+        timeout: float,
+        max_tool_calls: int,
+        start_warning: str | None,
+        origin: Origin,
+        call_id: str | None,
+    ) -> ExecResult:
+        exec_id, started, started_at = progress.exec_id, progress.started, progress.started_at
         capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id))
         cwd = str(self.staging_root) if key.cwd == STAGING_CWD else key.cwd
         refusal = await self.gate.check_script(code, cwd=cwd, session=key.session, origin=origin, exec_id=exec_id,
@@ -104,34 +147,36 @@ class Executor:
         running = Running(exec_id, key.session, None)
         self.running[exec_id] = running
         lease: Lease | None = None
-        warnings: list[str] = []
+        warnings = progress.warnings
         budget: ExecBudget | None = None
         try:
             try:
+                progress.stage = "start the kernel"
                 lease = await self.pool.acquire(key, reset=reset)
             except WorkingDirError as exc:
                 result = self.refused(exec_id, str(exc), time.perf_counter() - started)
                 self._finish(result, key, code, started_at)
                 return result
             except KernelStartError as exc:
-                warnings.append(
-                    f"No session kernel could start ({exc}); ran this script as a standalone "
-                    "process: variables and imports will NOT persist to the next call."
-                )
+                progress.kernel_error = str(exc)
             self._started(exec_id, key, lease, code, timeout, max_tool_calls)
             if lease is not None:
                 kernel = running.kernel = lease.kernel
                 warnings[:0] = lease.warnings
                 if start_warning and kernel.execution_count == 0:
                     warnings.append(start_warning)
+                progress.stage = "run the script"
                 budget = kernel.budget = self._budget(exec_id, key, kernel.cwd, kernel.env, kernel.id, max_tool_calls,
                                                       origin, call_id)
                 outcome, ended_by = await self._run_in_kernel(kernel, code, exec_id, capture, timeout, running)
             else:
                 if start_warning:
                     warnings.append(start_warning)
+                progress.stage = "start a process for the script"
                 budget = self._budget(exec_id, key, key.cwd, {}, None, max_tool_calls, origin, call_id)
                 outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running, budget)
+                warnings.insert(0, f"No session kernel could start ({progress.kernel_error}); ran this script as a "
+                                   "standalone process: variables and imports will NOT persist to the next call.")
             if budget.limit_hit:
                 warnings.append(f"The script reached the tool call limit ({budget.limit}, "
                                 "code_execution.max_tool_calls): later tool calls returned an error.")
@@ -139,6 +184,11 @@ class Executor:
                 exec_id, outcome, ended_by, running, lease, warnings, timeout, time.perf_counter() - started,
                 budget.calls,
             )
+        except Exception:
+            if lease is not None:  # what its script is doing now is unknown: never reuse it
+                self.pool.retire(lease.kernel, "was ended after an error in the host")
+                self.pool.background(lease.kernel.terminate(KILL_GRACE))
+            raise
         finally:
             self.running.pop(exec_id, None)
             if lease is not None:
@@ -149,7 +199,12 @@ class Executor:
 
     def _finish(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> None:
         """Queue the execution's record (written off the loop) and announce the result."""
-        self.records.submit(record_path(self.cache_dir, result.exec_id), self._record(result, key, code, started_at))
+        try:
+            self.records.submit(record_path(self.cache_dir, result.exec_id),
+                                self._record(result, key, code, started_at))
+        except Exception:  # no record (no thread to write it): the result still stands
+            log.warning("the record of execution %s could not be queued", result.exec_id)
+            log.debug("record not queued", exc_info=True)
         self.bus.publish(ExecFinished(result=result))
 
     # -- running --------------------------------------------------------------------------
@@ -329,6 +384,22 @@ class Executor:
             ),
             exec_id=exec_id,
         )
+
+    @classmethod
+    def host_failed(cls, progress: Progress, exc: Exception) -> ExecResult:
+        """The result of an execution the host failed (not the script): one line, no traceback."""
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = exc.strerror
+        else:
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        reason = " ".join(reason.split())  # one line, whatever the exception held
+        stage = progress.stage
+        if progress.kernel_error is not None:  # both ways to run it failed: say both
+            stage = f"start the kernel ({progress.kernel_error}) nor {stage}"
+        result = cls.refused(progress.exec_id, f"the host could not {stage}: {reason}",
+                             time.perf_counter() - progress.started)
+        result.warning = " ".join(progress.warnings) or None
+        return result
 
     @staticmethod
     def refused(exec_id: str, error: str, duration: float = 0.0) -> ExecResult:

@@ -11,20 +11,31 @@ Two transports carry the same messages:
   replies matched by id so threads in a script may call at once.
 * :class:`FileRpcServer`: request/response files in ``HERMES_RPC_DIR`` (written to a temp
   name and renamed, so never read half-written), polled. For backends with no shared socket.
+
+Both hold what a hostile script can make them hold to fixed bounds per kernel: a request line
+of at most :data:`MAX_REQUEST_BYTES`, :data:`HELD_BYTES` of requests at once,
+:data:`MAX_IN_FLIGHT` requests being answered, :data:`MAX_CONNECTIONS` connections and
+:data:`CHANNEL_THREADS` threads serving a socket.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
+import errno
+import functools
 import hmac
 import json
 import logging
 import os
 import secrets
+import selectors
 import socket
+import stat
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +47,27 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 64 << 20
 """Largest request accepted (a write_file of a big file)."""
+HELD_BYTES = MAX_REQUEST_BYTES + (8 << 20)
+"""Request bytes one kernel's channel holds at once (lines being read and being answered):
+one request of the largest size plus room for small ones. Past it, a connection is not read
+until answers make room; a line is refused only if unfinished lines alone would pass it."""
+MAX_IN_FLIGHT = 32
+"""Requests of one kernel read but not answered yet; past it, the channel stops reading."""
+MAX_CONNECTIONS = 16
+"""Open connections per kernel: the module's one, one per forked child that calls, spares."""
+OUTPUT_PAUSE_BYTES = 4 << 20
+"""A connection whose unsent replies pass this is not read until its script reads them."""
+CHANNEL_THREADS = 5
+"""Threads per kernel serving the socket: one reading while up to four run file tools."""
+RECV_CHUNK = 1 << 18
+"""Bytes read per recv, into one reused buffer (no allocation per read)."""
+FILE_BATCH = 64
+"""Request files taken per poll."""
+FILE_SCAN = 4096
+"""Directory entries looked at per poll: a folder stuffed with junk costs a bounded scan."""
 FORBIDDEN = ("execute_code", "delegate_task")
-RECV_CHUNK = 1 << 16
-"""Under malloc's mmap threshold: a bigger buffer costs an mmap and page faults per call."""
+TOO_LARGE = (f"request too large: over {MAX_REQUEST_BYTES} bytes; the tool channel takes requests of up to "
+             f"{MAX_REQUEST_BYTES >> 20} MiB (write a big file in parts)")
 
 
 @dataclass(slots=True)
@@ -72,12 +101,13 @@ class ToolHost:
         self.tools = tools
         self.current = current
         self.counted = counted
+        self._count_lock = threading.Lock()  # requests are checked on several threads at once
 
-    def check(self, raw: bytes | str) -> tuple[Any, str, dict[str, Any], ExecBudget] | dict[str, Any]:
+    def check(self, raw: bytes | bytearray | str) -> tuple[Any, str, dict[str, Any], ExecBudget] | dict[str, Any]:
         """Authenticate and count a request: (id, tool, args, budget), or the error reply."""
         try:
             message = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return _reply(None, "malformed request: not a JSON object")
         if not isinstance(message, dict):
             return _reply(None, "malformed request: not a JSON object")
@@ -96,14 +126,15 @@ class ToolHost:
         args = message.get("args", {})
         if not isinstance(args, dict):
             return _reply(request_id, f"{tool}(): args must be a JSON object")
-        budget = self.current()
-        if budget is None:
-            return _reply(request_id, f"{tool}: no script is running in this kernel; tools work only while one runs")
-        if budget.calls >= budget.limit:
-            budget.limit_hit = True
-            return _reply(request_id, f"Tool call limit reached ({budget.limit}). "
-                                      "No more tool calls allowed in this execution.")
-        budget.calls += 1
+        with self._count_lock:
+            budget = self.current()
+            if budget is None:
+                return _reply(request_id, f"{tool}: no script is running in this kernel; tools work only while one runs")
+            if budget.calls >= budget.limit:
+                budget.limit_hit = True
+                return _reply(request_id, f"Tool call limit reached ({budget.limit}). "
+                                          "No more tool calls allowed in this execution.")
+            budget.calls += 1
         if self.counted is not None:
             self.counted(tool, budget)
         args = {k: v for k, v in args.items() if v is not None}  # None = the tool's default
@@ -111,13 +142,15 @@ class ToolHost:
 
     async def handle(self, raw: bytes | str) -> dict[str, Any]:
         """One request in, one reply out (``{"id", "result"}``), on the event loop."""
-        checked = self.check(raw)
+        # Parsing a request of many megabytes takes long enough to stall the loop.
+        checked = self.check(raw) if len(raw) < (1 << 16) else await asyncio.to_thread(self.check, raw)
         if isinstance(checked, dict):
             return checked
         request_id, tool, args, budget = checked
+        result = None
         if get_tool(tool) is not None and get_tool(tool).blocking is not None:  # type: ignore[union-attr]
             result = await asyncio.to_thread(call_tool_blocking, tool, args, budget.context)
-        else:
+        if result is None:  # a loop tool, or a write that must be approved first
             result = await call_tool(tool, args, budget.context)
         return {"id": request_id, "result": result}
 
@@ -126,19 +159,80 @@ def _reply(request_id: Any, error: str) -> dict[str, Any]:
     return {"id": request_id, "result": {"error": error}}
 
 
+def _log_failure(what: str, exc: Exception) -> None:
+    """One line at warning (what may reach a user's terminal), the traceback at debug."""
+    log.warning("%s: %s: %s", what, type(exc).__name__, exc)
+    log.debug("%s", what, exc_info=exc)
+
+
+def _line(reply: dict[str, Any]) -> bytes:
+    return (json.dumps(reply) + "\n").encode("utf-8")
+
+
 def new_token() -> str:
     """A fresh per-process secret."""
     return secrets.token_urlsafe(32)
 
 
+class _Connection:
+    """One accepted connection.
+
+    ``lock`` guards the socket's writes, ``out`` and ``closed``: replies are sent by whichever
+    thread answered (a channel thread or the event loop); the socket is read, and closed, only
+    by the thread leading the channel.
+    """
+
+    __slots__ = ("sock", "lock", "partial", "charged", "out", "out_bytes", "spoke", "closed", "broken",
+                 "events", "in_flight", "short_of_room")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.lock = threading.Lock()
+        self.partial = bytearray()
+        """The line read so far (no newline yet)."""
+        self.charged = 0
+        """Bytes of ``partial`` counted against the kernel's :data:`HELD_BYTES`."""
+        self.out: collections.deque[memoryview] = collections.deque()
+        self.out_bytes = 0
+        self.spoke = False
+        """Sent at least one byte (a silent connection is the first closed at the cap)."""
+        self.closed = False
+        self.broken = False
+        """A send failed: the leading thread closes it."""
+        self.events = 0
+        """What the selector watches it for (0: not registered)."""
+        self.in_flight = 0
+        self.short_of_room = False
+        """Not read until requests being answered give back enough of :data:`HELD_BYTES`."""
+
+
+@dataclass(slots=True)
+class _Job:
+    """A complete request line, read from ``connection``, holding ``charged`` bytes."""
+
+    connection: _Connection
+    line: bytearray
+    charged: int
+
+
 class SocketRpcServer:
     """Serves a :class:`ToolHost` on a Unix socket at ``folder/hermes.sock``.
 
-    Connections are read on their own threads, never the event loop's: a file tool runs right
-    there (one hand-off per call instead of three), while tools that need the loop (terminal
-    with its approval, web, search) are sent to it and answer when done, so a long call never
-    holds up the others.
+    At most :data:`CHANNEL_THREADS` threads per kernel, taking turns (leader/followers): the
+    one leading waits on a selector over the listener and every connection and reads; once it
+    has a complete request it hands the lead to another and answers that request itself, so a
+    call costs no hand-off between threads, and a slow file tool holds up only its own thread.
+    Tools that need the event loop (terminal with its approval, web, search) are sent to it
+    and answer when done. Nothing on the event loop ever blocks on a socket: a reply the
+    script does not read yet waits in memory, and the connection is not read meanwhile.
+
+    A line is gathered in place and searched for its newline only in the bytes just read, so a
+    big request costs time in proportion to its size; one over :data:`MAX_REQUEST_BYTES` is
+    refused (and its connection closed) as soon as it passes the cap, without being held whole.
     """
+
+    IDLE_SECONDS = 30.0
+    """A thread with nothing to do for this long ends (one always stays)."""
 
     def __init__(self, host: ToolHost, folder: Path) -> None:
         self.host = host
@@ -146,9 +240,29 @@ class SocketRpcServer:
         self.path = folder / "hermes.sock"
         self.loop: asyncio.AbstractEventLoop | None = None
         self._listener: socket.socket | None = None
-        self._connections: set[socket.socket] = set()
+        self._selector: selectors.BaseSelector | None = None
+        self._wake_r: socket.socket | None = None
+        self._wake_w: socket.socket | None = None
+        self._connections: dict[socket.socket, _Connection] = {}  # oldest first
+        self._ready: collections.deque[_Job] = collections.deque()
         self._pending: set[concurrent.futures.Future[Any]] = set()
-        self._threads: list[threading.Thread] = []
+        self._lead = threading.Lock()
+        """Held by the thread leading: only it selects, reads and closes connections."""
+        self._lock = threading.Lock()
+        """Guards the counts below."""
+        self._threads = 0
+        self._waiting = 0
+        self._leading = False
+        self._partials = 0
+        """Bytes of lines being read (every connection's ``charged``)."""
+        self._answering = 0
+        """Bytes of complete lines not answered yet."""
+        self._room_wanted = False
+        self._in_flight = 0
+        self._scratch = bytearray(RECV_CHUNK)
+        self._accept_paused_until = 0.0
+        self._accept_failing = False
+        self._listening = False
         self._closed = False
 
     def env(self) -> dict[str, str]:
@@ -156,112 +270,443 @@ class SocketRpcServer:
         return {"HERMES_RPC_SOCKET": str(self.path)}
 
     def stub_config(self) -> dict[str, Any]:
-        return {"transport": "socket", "socket": str(self.path)}
+        return {"transport": "socket", "socket": str(self.path), "max_request": MAX_REQUEST_BYTES}
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        await asyncio.to_thread(self._listen)
-        self._spawn(self._accept, "hermes-rpc-accept")
+        try:
+            await asyncio.to_thread(self._listen)
+            self._add_thread()
+        except BaseException:
+            self._closed = True
+            self._teardown()
+            raise
 
     def _listen(self) -> None:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)  # the dir guards the socket between bind and chmod
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener = listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(self.path))
         os.chmod(self.path, 0o600)
-        listener.listen(8)
-        self._listener = listener
+        listener.listen(MAX_CONNECTIONS)
+        listener.setblocking(False)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(listener, selectors.EVENT_READ)
+        self._listening = True
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
 
-    def _spawn(self, target: Callable[..., None], name: str, *args: Any) -> None:
-        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        self._threads.append(thread)
-        thread.start()
+    # -- the channel's threads ------------------------------------------------------------
+
+    def _add_thread(self) -> None:
+        with self._lock:
+            if self._closed or self._threads >= CHANNEL_THREADS:
+                return
+            self._threads += 1
+        try:
+            threading.Thread(target=self._take_turns, name="hermes-rpc", daemon=True).start()
+        except RuntimeError:  # no thread could start: those there are go on taking turns
+            with self._lock:
+                self._threads -= 1
+            if self._threads == 0:
+                raise
+
+    def _take_turns(self) -> None:
+        """What every channel thread does: wait for the lead, lead until a request is ready,
+        pass the lead on, answer the request; end when idle (but the last) or closed."""
+        while True:
+            with self._lock:
+                self._waiting += 1
+            got = self._lead.acquire(timeout=self.IDLE_SECONDS)
+            with self._lock:
+                self._waiting -= 1
+                if got and not self._closed:
+                    self._leading = True
+                elif got or self._closed or self._threads > 1:
+                    if got:
+                        self._lead.release()
+                    self._threads -= 1
+                    return
+                else:
+                    continue  # the last thread stays
+            try:
+                job = self._next_job()
+            except Exception as exc:  # a bug here must not pass silently: the kernel's tools would hang
+                _log_failure("the tool channel failed", exc)
+                job = None
+                time.sleep(0.01)  # and must not spin
+            finally:
+                with self._lock:
+                    self._leading = False
+                self._lead.release()
+            if job is not None:
+                with self._lock:
+                    nobody_leads = not self._leading and self._waiting == 0
+                if nobody_leads:
+                    self._add_thread()
+                self._answer(job)
+
+    def _next_job(self) -> _Job | None:
+        """Serve the sockets until a request is ready (None once closed). Leader only."""
+        while not self._closed:
+            if self._ready:
+                return self._ready.popleft()
+            assert self._selector is not None
+            timeout = None
+            if self._accept_paused_until:
+                timeout = max(0.0, self._accept_paused_until - time.monotonic())
+            for key, mask in self._selector.select(timeout):
+                if key.fileobj is self._listener:
+                    self._accept()
+                elif key.fileobj is self._wake_r:
+                    self._drain_wakeups()
+                else:
+                    self._on_ready(key.data, mask)
+            self._refresh()
+        return None
+
+    def _on_ready(self, connection: _Connection, mask: int) -> None:
+        if mask & selectors.EVENT_WRITE and not connection.closed:
+            self._flush(connection)
+        if mask & selectors.EVENT_READ and not connection.closed:
+            self._read(connection)
+
+    def _wake(self) -> None:
+        """Make the leading thread look again at what others changed (any thread)."""
+        wake_w = self._wake_w
+        with contextlib.suppress(OSError):  # full: a wake-up is pending anyway; closed: no one to wake
+            if wake_w is not None:
+                wake_w.send(b"\0")
+
+    def _drain_wakeups(self) -> None:
+        with contextlib.suppress(OSError):
+            while self._wake_r is not None and self._wake_r.recv(4096):
+                pass
+
+    # -- reading (the leading thread) -----------------------------------------------------
 
     def _accept(self) -> None:
-        while not self._closed and self._listener is not None:
+        """Take waiting connections; past the cap, close the oldest silent one or refuse."""
+        assert self._listener is not None
+        for _ in range(64):  # then let the others be read
             try:
-                connection, _ = self._listener.accept()
-            except OSError:
+                sock, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
                 return
-            self._connections.add(connection)
-            self._spawn(self._serve, "hermes-rpc", connection)
+            except OSError as exc:
+                # Out of descriptors: the listener stays readable, so stop watching it awhile
+                # rather than spin (the connection waits in the backlog).
+                (log.debug if self._accept_failing else log.warning)("tool channel cannot accept: %s", exc)
+                self._accept_failing = True
+                self._accept_paused_until = time.monotonic() + 0.1
+                return
+            self._accept_failing = False
+            sock.setblocking(False)
+            if len(self._connections) >= MAX_CONNECTIONS and not self._close_a_silent_one():
+                _say_and_close(sock, f"tool channel: too many connections: this kernel already has "
+                                     f"{MAX_CONNECTIONS} open (the most allowed)")
+                continue
+            self._connections[sock] = _Connection(sock)
 
-    def _serve(self, connection: socket.socket) -> None:
-        send_lock = threading.Lock()
-        buffer = b""
-        try:
-            while not self._closed:
-                try:
-                    data = connection.recv(RECV_CHUNK)
-                except OSError:
-                    return
-                if not data:
-                    return
-                buffer += data
-                if len(buffer) > MAX_REQUEST_BYTES and b"\n" not in buffer:
-                    self._send(connection, send_lock, _reply(None, f"request too large (over {MAX_REQUEST_BYTES} bytes)"))
-                    return
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        self._answer(line, connection, send_lock)
-        finally:
-            self._connections.discard(connection)
-            with contextlib.suppress(OSError):
-                connection.close()
+    def _close_a_silent_one(self) -> bool:
+        """Close the oldest connection that never sent a byte (none sent since); True if one."""
+        for connection in list(self._connections.values()):
+            if connection.spoke or connection.in_flight or connection.out:
+                continue
+            try:
+                waiting = connection.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                waiting = None
+            except OSError:
+                waiting = b""
+            if waiting:  # it has just spoken: not idle after all
+                connection.spoke = True
+                continue
+            self._refuse(connection, f"tool channel: closed an idle connection: this kernel opened more than "
+                                     f"{MAX_CONNECTIONS} (the most allowed)")
+            return True
+        return False
 
-    def _answer(self, line: bytes, connection: socket.socket, send_lock: threading.Lock) -> None:
+    def _read(self, connection: _Connection) -> None:
+        """Read what is there; each complete line becomes a job."""
+        scratch = self._scratch
         try:
-            checked = self.host.check(line)
+            count = connection.sock.recv_into(scratch)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return self._drop(connection)
+        if not count:
+            return self._drop(connection)
+        connection.spoke = True
+        view = memoryview(scratch)
+        start = 0
+        while start < count:
+            newline = scratch.find(b"\n", start, count)  # only in the new bytes: linear time
+            end = count if newline < 0 else newline
+            if not self._gather(connection, view[start:end]):
+                return
+            if newline < 0:
+                return
+            line, connection.partial = connection.partial, bytearray()
+            charged, connection.charged = connection.charged, 0
+            if line and not line.isspace():
+                with self._lock:
+                    self._partials -= charged
+                    self._answering += charged
+                    self._in_flight += 1
+                    connection.in_flight += 1
+                self._ready.append(_Job(connection, line, charged))
+            else:
+                self._release(charged)
+            start = newline + 1
+
+    def _gather(self, connection: _Connection, piece: memoryview) -> bool:
+        """Add ``piece`` to the connection's line; False if it was refused (and dropped)."""
+        if not piece:
+            return True
+        if len(connection.partial) + len(piece) > MAX_REQUEST_BYTES:
+            self._refuse(connection, TOO_LARGE)
+            return False
+        with self._lock:
+            # Lines still being read can only be refused (waiting for each other could last
+            # for ever); lines being answered give their room back, so for them we wait.
+            refused = self._partials + len(piece) > HELD_BYTES
+            if not refused:
+                self._partials += len(piece)
+                if self._partials + self._answering > HELD_BYTES:
+                    connection.short_of_room = self._room_wanted = True
+        if refused:
+            self._refuse(connection, f"request refused: this kernel's unfinished tool requests already hold "
+                                     f"{HELD_BYTES >> 20} MiB of the host's memory; send big requests one at a time")
+            return False
+        connection.charged += len(piece)
+        connection.partial += piece
+        return True
+
+    def _release(self, charged: int, answered: _Connection | None = None) -> None:
+        """Give back the ``charged`` bytes of a line being read; with ``answered``, those of
+        a line answered now, and its in-flight place."""
+        resume = False
+        with self._lock:
+            if answered is None:
+                self._partials -= charged
+            else:
+                self._answering -= charged
+                answered.in_flight -= 1
+                self._in_flight -= 1
+                resume = self._in_flight == MAX_IN_FLIGHT - 1 or self._room_wanted
+        if resume:  # reading had stopped at a cap: look again
+            self._wake()
+
+    def _refresh(self) -> None:
+        """Watch each connection for what it needs now: reads unless paused, writes if pending."""
+        assert self._selector is not None
+        with self._lock:
+            reading = self._in_flight < MAX_IN_FLIGHT
+            room = self._partials + self._answering <= HELD_BYTES
+            if room:
+                self._room_wanted = False
+        for connection in list(self._connections.values()):
+            if connection.broken:
+                self._drop(connection)
+                continue
+            if room:
+                connection.short_of_room = False
+            events = 0
+            if reading and connection.out_bytes < OUTPUT_PAUSE_BYTES and not connection.short_of_room:
+                events |= selectors.EVENT_READ
+            if connection.out:
+                events |= selectors.EVENT_WRITE
+            if events != connection.events:
+                if not events:
+                    self._selector.unregister(connection.sock)
+                elif not connection.events:
+                    self._selector.register(connection.sock, events, connection)
+                else:
+                    self._selector.modify(connection.sock, events, connection)
+                connection.events = events
+        if self._accept_paused_until and time.monotonic() >= self._accept_paused_until:
+            self._accept_paused_until = 0.0
+        listening = not self._accept_paused_until
+        if listening != self._listening and self._listener is not None:
+            if listening:
+                self._selector.register(self._listener, selectors.EVENT_READ)
+            else:
+                self._selector.unregister(self._listener)
+            self._listening = listening
+
+    def _refuse(self, connection: _Connection, error: str) -> None:
+        """Say ``error`` (a reply with no id) and close the connection."""
+        self._send(connection, _line(_reply(None, error)))
+        self._drop(connection)
+
+    def _drop(self, connection: _Connection) -> None:
+        """Close a connection and give back what its unfinished line held."""
+        with connection.lock:
+            if connection.closed:
+                return
+            connection.closed = True
+            connection.out.clear()
+            connection.out_bytes = 0
+        self._connections.pop(connection.sock, None)
+        if connection.events and self._selector is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(connection.sock)
+        connection.events = 0
+        with contextlib.suppress(OSError):
+            connection.sock.close()
+        connection.partial = bytearray()
+        self._release(connection.charged)
+        connection.charged = 0
+
+    # -- answering (any channel thread, and the event loop) -------------------------------
+
+    def _answer(self, job: _Job) -> None:
+        """Check and run one request; a loop tool is handed to the event loop."""
+        connection, charged = job.connection, job.charged
+        request_id = None
+        try:
+            checked = self.host.check(job.line)
+            job.line = bytearray()  # the parsed request holds what is needed
             if isinstance(checked, dict):
-                return self._send(connection, send_lock, checked)
+                return self._finish(connection, checked, charged)
             request_id, tool, args, budget = checked
             result = call_tool_blocking(tool, args, budget.context)
             if result is not None:
-                return self._send(connection, send_lock, {"id": request_id, "result": result})
-            assert self.loop is not None
+                return self._finish(connection, {"id": request_id, "result": result}, charged)
+            if self.loop is None or self._closed:
+                raise RuntimeError("the tool channel is closing")
             future = asyncio.run_coroutine_threadsafe(call_tool(tool, args, budget.context), self.loop)
         except Exception as exc:  # never let a request take the host down
-            log.exception("tool request failed")
-            return self._send(connection, send_lock, _reply(None, f"internal error: {exc}"))
+            _log_failure("a tool request failed", exc)
+            return self._finish(connection, _reply(request_id, f"internal error: {exc}"), charged)
         self._pending.add(future)
+        future.add_done_callback(functools.partial(self._loop_done, connection, request_id, tool, charged))
 
-        def done(finished: concurrent.futures.Future[Any]) -> None:
-            self._pending.discard(finished)
-            if finished.cancelled():
-                reply = _reply(request_id, f"{tool}: cancelled (the script's execution ended)")
-            elif finished.exception() is not None:
-                reply = _reply(request_id, f"{tool} failed: {finished.exception()}")
-            else:
-                reply = {"id": request_id, "result": finished.result()}
-            self._send(connection, send_lock, reply)
+    def _loop_done(self, connection: _Connection, request_id: Any, tool: str, charged: int,
+                   finished: concurrent.futures.Future[Any]) -> None:
+        """Reply for a tool that ran on the event loop (runs on the loop: never blocks)."""
+        self._pending.discard(finished)
+        if finished.cancelled():
+            reply = _reply(request_id, f"{tool}: cancelled (the script's execution ended)")
+        elif finished.exception() is not None:
+            reply = _reply(request_id, f"{tool} failed: {finished.exception()}")
+        else:
+            reply = {"id": request_id, "result": finished.result()}
+        self._finish(connection, reply, charged)
 
-        future.add_done_callback(done)
+    def _finish(self, connection: _Connection, reply: dict[str, Any], charged: int) -> None:
+        try:
+            data = _line(reply)
+        except (TypeError, ValueError) as exc:
+            data = _line(_reply(reply.get("id"), f"internal error: the reply is not JSON: {exc}"))
+        self._release(charged, answered=connection)
+        self._send(connection, data)
 
-    @staticmethod
-    def _send(connection: socket.socket, lock: threading.Lock, reply: dict[str, Any]) -> None:
-        data = (json.dumps(reply) + "\n").encode("utf-8")
-        with lock, contextlib.suppress(OSError):
-            connection.sendall(data)
+    def _send(self, connection: _Connection, data: bytes) -> None:
+        """Send now what the socket takes; the rest waits for the leading thread."""
+        with connection.lock:
+            if connection.closed:
+                return
+            view = memoryview(data)
+            if not connection.out:
+                try:
+                    view = view[connection.sock.send(view):]
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    connection.broken = True
+                    view = view[:0]
+            if view:
+                connection.out.append(view)
+                connection.out_bytes += len(view)
+            wake = bool(view) or connection.broken
+        if wake:
+            self._wake()
+
+    def _flush(self, connection: _Connection) -> None:
+        """Send queued replies as far as the socket takes them."""
+        with connection.lock:
+            while connection.out and not connection.closed:
+                view = connection.out[0]
+                try:
+                    sent = connection.sock.send(view)
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError:
+                    connection.broken = True
+                    return
+                connection.out_bytes -= sent
+                if sent < len(view):
+                    connection.out[0] = view[sent:]
+                    return
+                connection.out.popleft()
+
+    # -- closing --------------------------------------------------------------------------
+
+    def _teardown(self) -> None:
+        """Close every connection and the listener. Called holding the lead (or before any thread)."""
+        for connection in list(self._connections.values()):
+            self._drop(connection)
+        self._ready.clear()
+        for name in ("_listener", "_wake_r", "_wake_w"):
+            sock = getattr(self, name)
+            setattr(self, name, None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
+        selector, self._selector = self._selector, None
+        if selector is not None:
+            with contextlib.suppress(OSError):
+                selector.close()
+
+    def _take_lead_and_teardown(self) -> None:
+        # The thread leading lets go as soon as it is woken; the others answer outside the lead.
+        got = self._lead.acquire(timeout=5)
+        try:
+            self._teardown()
+        finally:
+            if got:
+                self._lead.release()
 
     async def close(self) -> None:
         """Stop serving and cancel requests in flight (their commands are ended)."""
         self._closed = True
         for future in list(self._pending):
             future.cancel()
-        listener, self._listener = self._listener, None
-        for sock in [listener, *self._connections]:
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                with contextlib.suppress(OSError):
-                    sock.close()
-        threads, self._threads = self._threads, []
-        await asyncio.to_thread(lambda: [t.join(5) for t in threads])  # type: ignore[func-returns-value]  # runs the joins
+        self._wake()
+        await asyncio.to_thread(self._take_lead_and_teardown)
+
+
+def _say_and_close(sock: socket.socket, error: str) -> None:
+    """Tell a connection we will not serve why (if its buffer takes it), then close it."""
+    with contextlib.suppress(OSError):
+        sock.send(_line(_reply(None, error)))
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+@dataclass(slots=True)
+class _Taken:
+    """A request file read (``data``) or refused (``error``)."""
+
+    name: str
+    data: bytes = b""
+    error: str | None = None
 
 
 class FileRpcServer:
-    """Serves a :class:`ToolHost` through request/response files under ``folder``."""
+    """Serves a :class:`ToolHost` through request/response files under ``folder``.
+
+    A request file is opened without following a symlink and without blocking, must be a
+    regular file, and is read to at most :data:`MAX_REQUEST_BYTES` + 1 bytes: a symlink to
+    ``/dev/zero``, a FIFO or a huge file gets an error reply under its name. Each poll takes at
+    most :data:`FILE_BATCH` requests, and none while :data:`HELD_BYTES` or
+    :data:`MAX_IN_FLIGHT` would be passed; replies are written to fresh private temp files.
+    """
 
     POLL_ACTIVE = 0.005
     POLL_IDLE = 0.1
@@ -273,12 +718,15 @@ class FileRpcServer:
         self.responses = folder / "responses"
         self._poller: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._held = 0
+        self._stuck: set[str] = set()
+        """Names refused that could not be removed (a directory): not looked at again."""
 
     def env(self) -> dict[str, str]:
         return {"HERMES_RPC_DIR": str(self.folder)}
 
     def stub_config(self) -> dict[str, Any]:
-        return {"transport": "file", "rpc_dir": str(self.folder)}
+        return {"transport": "file", "rpc_dir": str(self.folder), "max_request": MAX_REQUEST_BYTES}
 
     async def start(self) -> None:
         for folder in (self.folder, self.requests, self.responses):
@@ -287,48 +735,132 @@ class FileRpcServer:
 
     async def _poll(self) -> None:
         while True:
-            names = await asyncio.to_thread(self._take_requests)
-            for name, data in names:
-                task = asyncio.ensure_future(self._answer(name, data))
+            slots = min(FILE_BATCH, MAX_IN_FLIGHT - len(self._tasks))
+            taken = await asyncio.to_thread(self._take_requests, slots, HELD_BYTES - self._held) if slots > 0 else []
+            for request in taken:
+                self._held += len(request.data)
+                task = asyncio.ensure_future(self._answer(request))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-            busy = names or self._tasks or self.host.current() is not None
+            busy = taken or self._tasks or self.host.current() is not None
             await asyncio.sleep(self.POLL_ACTIVE if busy else self.POLL_IDLE)
 
-    def _take_requests(self) -> list[tuple[str, bytes]]:
-        taken: list[tuple[str, bytes]] = []
-        try:
-            names = sorted(n for n in os.listdir(self.requests) if n.endswith(".json") and not n.startswith("."))
-        except OSError:
-            return taken
-        for name in names:
-            path = self.requests / name
-            try:
-                if path.stat().st_size > MAX_REQUEST_BYTES:
-                    data = b""
-                else:
-                    data = path.read_bytes()
-                path.unlink()
-            except OSError:
-                continue
-            taken.append((name[: -len(".json")], data))
+    def _take_requests(self, slots: int = FILE_BATCH, room: int = HELD_BYTES) -> list[_Taken]:
+        """Take up to ``slots`` requests holding at most ``room`` bytes. Blocking."""
+        taken: list[_Taken] = []
+        for name in self._names():
+            if len(taken) >= slots:
+                break
+            request = self._take(name, room)
+            if request is not None:
+                taken.append(request)
+                room -= len(request.data)
         return taken
 
-    async def _answer(self, name: str, data: bytes) -> None:
+    def _names(self) -> list[str]:
+        """Request names waiting, a bounded number of them, in name order."""
+        names: list[str] = []
         try:
-            reply = await self.host.handle(data) if data else _reply(name, "request too large or empty")
+            with os.scandir(self.requests) as entries:
+                for index, entry in enumerate(entries):
+                    if index >= FILE_SCAN or len(names) >= 4 * FILE_BATCH:
+                        break
+                    name = entry.name
+                    if name.endswith(".json") and not name.startswith(".") and name not in self._stuck:
+                        names.append(name)
+        except OSError:
+            return []
+        return sorted(names)
+
+    def _take(self, filename: str, room: int) -> _Taken | None:
+        """Read and remove one request file; None if it is gone or must wait for room."""
+        name = filename[: -len(".json")]
+        path = os.path.join(self.requests, filename)
+        try:
+            # Looked at before it is opened: opening a device can itself do something.
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISREG(mode):
+                return self._refused(filename, f"request refused: requests/{filename} is {_kind(mode)}; "
+                                               "a request must be a regular file")
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            why = "a symbolic link" if exc.errno == errno.ELOOP else f"unreadable ({exc.strerror or exc})"
+            return self._refused(filename, f"request refused: requests/{filename} is {why}; "
+                                           "a request must be a regular file")
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):  # swapped in after the lstat
+                return self._refused(filename, f"request refused: requests/{filename} is {_kind(info.st_mode)}; "
+                                               "a request must be a regular file")
+            if info.st_size > MAX_REQUEST_BYTES:
+                return self._refused(filename, TOO_LARGE)
+            if info.st_size > room:
+                return None  # taken once the requests being answered have let go of theirs
+            data = _read_capped(fd, info.st_size)
+        except OSError as exc:
+            return self._refused(filename, f"request refused: requests/{filename} could not be read: "
+                                           f"{exc.strerror or exc}")
+        finally:
+            os.close(fd)
+        if len(data) > MAX_REQUEST_BYTES:  # it grew after fstat
+            return self._refused(filename, TOO_LARGE)
+        self._remove(filename)
+        return _Taken(name, data)
+
+    def _refused(self, filename: str, error: str) -> _Taken:
+        self._remove(filename)
+        return _Taken(filename[: -len(".json")], error=error)
+
+    def _remove(self, filename: str) -> None:
+        path = os.path.join(self.requests, filename)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                if len(self._stuck) < 4096:
+                    self._stuck.add(filename)
+
+    async def _answer(self, request: _Taken) -> None:
+        try:
+            if request.error is not None:
+                reply = _reply(request.name, request.error)
+            elif not request.data:
+                reply = _reply(request.name, "malformed request: the request file is empty")
+            else:
+                reply = await self.host.handle(request.data)
         except Exception as exc:
-            log.exception("tool request failed")
-            reply = _reply(name, f"internal error: {exc}")
+            _log_failure("a tool request failed", exc)
+            reply = _reply(request.name, f"internal error: {exc}")
+        finally:
+            self._held -= len(request.data)
         # Reply under the file's own name: the caller polls for exactly that file.
-        await asyncio.to_thread(self._write_response, name, reply)
+        try:
+            await asyncio.to_thread(self._write_response, request.name, reply)
+        except (OSError, TypeError, ValueError) as exc:
+            log.warning("tool reply %s could not be written: %s", request.name, exc)
 
     def _write_response(self, name: str, reply: dict[str, Any]) -> None:
-        if "/" in name or name.startswith("."):
+        """Write ``responses/<name>.json`` via a fresh temp file (O_EXCL, no symlink followed),
+        so nothing the script planted there can block or redirect the write. Blocking."""
+        if "/" in name or "\0" in name or name.startswith("."):
             return
-        temp = self.responses / f".{name}.tmp"
-        temp.write_text(json.dumps(reply), encoding="utf-8")
-        os.replace(temp, self.responses / f"{name}.json")
+        data = json.dumps(reply).encode("utf-8")
+        temp = os.path.join(self.responses, f".reply-{secrets.token_hex(8)}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temp, os.path.join(self.responses, f"{name}.json"))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
 
     async def close(self) -> None:
         if self._poller is not None:
@@ -340,6 +872,30 @@ class FileRpcServer:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, for an error message."""
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _read_capped(fd: int, expected: int) -> bytes:
+    """At most ``MAX_REQUEST_BYTES + 1`` bytes of ``fd``: one read for a file of the size
+    fstat said, more only if it grew meanwhile."""
+    limit = MAX_REQUEST_BYTES + 1
+    parts: list[bytes] = []
+    total = 0
+    size = min(expected, MAX_REQUEST_BYTES) + 1
+    while total < limit:
+        chunk = os.read(fd, min(size, limit - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        size = 1 << 20
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 RpcServer = SocketRpcServer | FileRpcServer

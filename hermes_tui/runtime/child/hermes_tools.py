@@ -21,34 +21,30 @@ _CONFIG = {}  # replaced by the host when it stages this file
 _ALL_TOOLS = ("web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal")
 
 
-class _SocketChannel(object):
-    """One connection for the kernel's life. Threads may call at once: replies carry ids,
-    and whichever caller is waiting reads for everyone (no extra thread, no hand-off when a
-    script calls from one thread)."""
+class _Connection(object):
+    """One socket to hermes-tui and the replies read from it. Whichever caller is waiting
+    reads for everyone; once the host closes it, every waiter gets the reason."""
 
     def __init__(self, path):
-        self.path = path
-        self.send_lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.connect(path)
+        except Exception:
+            self.sock.close()
+            raise
         self.cond = threading.Condition()
-        self.sock = None
-        self.pid = None
-        self.buffer = b""
         self.replies = {}
         self.reading = False
-        self.next_id = 0
+        self.error = None  # set once the connection is gone: why
+        self.refusal = None  # what the host said (a reply with no id) before closing it
+        self.head = []  # pieces of a line not yet complete
+        self.tail = b""
 
-    def call(self, tool, args):
-        with self.send_lock:
-            if self.sock is None or self.pid != os.getpid():  # first call, or a forked child
-                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.sock.connect(self.path)
-                self.pid, self.buffer, self.replies, self.reading = os.getpid(), b"", {}, False
-            self.next_id += 1
-            request_id = self.next_id
-            message = {"id": request_id, "token": _CONFIG["token"], "tool": tool, "args": args}
-            self.sock.sendall((json.dumps(message) + "\n").encode("utf-8"))
+    def wait(self, request_id):
         with self.cond:
             while request_id not in self.replies:
+                if self.error is not None:
+                    raise ConnectionError(self.error)
                 if not self.reading:
                     self.reading = True
                     break
@@ -63,24 +59,86 @@ class _SocketChannel(object):
                 self.cond.notify_all()  # someone still waiting takes over the reading
 
     def _read_until(self, request_id):
-        sock = self.sock
         while True:
-            while b"\n" not in self.buffer:
-                data = sock.recv(1 << 16)
-                if not data:
-                    self.sock = None
-                    raise ConnectionError("hermes-tui closed the tool channel")
-                self.buffer += data
-            line, self.buffer = self.buffer.split(b"\n", 1)
+            line = self._next_line()
+            if line is None:
+                with self.cond:
+                    self.error = self.refusal or "hermes-tui closed the tool channel"
+                raise ConnectionError(self.error)
             try:
                 reply = json.loads(line.decode("utf-8"))
             except ValueError:
+                continue
+            if not isinstance(reply, dict):
+                continue
+            if reply.get("id") is None:  # said to the connection: why it is being closed
+                result = reply.get("result")
+                if isinstance(result, dict) and result.get("error"):
+                    self.refusal = str(result["error"])
                 continue
             with self.cond:
                 if reply.get("id") == request_id:
                     return reply.get("result")
                 self.replies[reply.get("id")] = reply.get("result")
                 self.cond.notify_all()
+
+    def _next_line(self):
+        """The next line the host sent (no newline), or None at the end; looks for the
+        newline only in bytes not searched yet."""
+        while True:
+            index = self.tail.find(b"\n")
+            if index >= 0:
+                line = b"".join(self.head + [self.tail[:index]])
+                self.head, self.tail = [], self.tail[index + 1:]
+                return line
+            if self.tail:
+                self.head.append(self.tail)
+            try:
+                self.tail = self.sock.recv(1 << 16)
+            except OSError:
+                self.tail = b""
+            if not self.tail:
+                return None
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class _SocketChannel(object):
+    """One connection for the kernel's life (a new one after a fork, or once the host closed
+    it). Threads may call at once: replies carry ids."""
+
+    def __init__(self, path):
+        self.path = path
+        self.send_lock = threading.Lock()
+        self.conn = None
+        self.pid = None
+        self.next_id = 0
+
+    def call(self, tool, args):
+        with self.send_lock:
+            self.next_id += 1
+            request_id = self.next_id
+            message = {"id": request_id, "token": _CONFIG["token"], "tool": tool, "args": args}
+            line = (json.dumps(message) + "\n").encode("utf-8")
+            limit = _CONFIG.get("max_request")
+            if limit and len(line) - 1 > limit:  # the host would refuse it and close the channel
+                return {"error": "%s: request too large: %d bytes, over the tool channel's limit of %d bytes "
+                                 "(write a big file in parts)" % (tool, len(line) - 1, limit)}
+            conn = self.conn
+            if conn is None or conn.error is not None or self.pid != os.getpid():
+                if conn is not None and self.pid == os.getpid():
+                    conn.close()
+                conn = self.conn = _Connection(self.path)
+                self.pid = os.getpid()
+            try:
+                conn.sock.sendall(line)
+            except OSError:
+                pass  # the host closed it: waiting reads why (its last words, then the end)
+        return conn.wait(request_id)
 
 
 class _FileChannel(object):
@@ -96,10 +154,14 @@ class _FileChannel(object):
         with self.lock:
             self.counter += 1
             name = "%d-%d-%d" % (os.getpid(), threading.get_ident(), self.counter)
-        message = {"id": name, "token": _CONFIG["token"], "tool": tool, "args": args}
+        data = json.dumps({"id": name, "token": _CONFIG["token"], "tool": tool, "args": args})
+        limit = _CONFIG.get("max_request")
+        if limit and len(data.encode("utf-8")) > limit:
+            return {"error": "%s: request too large: over the tool channel's limit of %d bytes "
+                             "(write a big file in parts)" % (tool, limit)}
         temp = os.path.join(self.requests, "." + name + ".tmp")
         with open(temp, "w") as handle:
-            json.dump(message, handle)
+            handle.write(data)
         os.rename(temp, os.path.join(self.requests, name + ".json"))
         reply = os.path.join(self.responses, name + ".json")
         delay = 0.001
@@ -113,6 +175,16 @@ class _FileChannel(object):
 
 
 _channel = None
+
+
+def _forget_channel():
+    """In a forked child: a fresh channel (its own connection, locks no other thread holds)."""
+    global _channel
+    _channel = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_channel)
 
 
 def _call(tool, args):

@@ -1,0 +1,200 @@
+"""Benchmark of the tool channel (the Unix socket transport). Prints figures; asserts nothing.
+
+    python tests/bench/bench_rpc.py [--calls 10000] [--over-mb 1] [--no-huge] [--flood]
+
+Figures:
+
+* ``--calls`` read_file calls from one script through a real kernel: calls per second and the
+  median / p99 latency of one call as the script sees it.
+* one request line of ``MAX_REQUEST_BYTES`` plus ``--over-mb`` MiB (64 MiB + 1 MiB by default)
+  sent by a hostile script until the host refuses it: time until the refusal reaches the
+  script, host CPU spent, host RSS growth (peak, sampled every 2 ms) and the event loop's
+  worst lag while it happens (targets: lag <= 50 ms, RSS growth <= 80 MB).
+* ``--flood``: 16 connections each streaming a 60 MiB line at once (host RSS growth, time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from hermes_tui.config import parse_config
+from hermes_tui.runtime import Runtime
+from hermes_tui.runtime.rpc import MAX_REQUEST_BYTES
+
+CALLS = """
+import json, statistics, time
+from hermes_tools import read_file
+times = []
+start = time.perf_counter()
+for _ in range({calls}):
+    t = time.perf_counter()
+    r = read_file('data.txt', limit=1)
+    times.append(time.perf_counter() - t)
+total = time.perf_counter() - start
+assert 'error' not in r, r
+times.sort()
+print(json.dumps({{"rate": {calls} / total, "median": statistics.median(times),
+                  "p99": times[int(len(times) * 0.99)]}}))
+"""
+
+# One connection, one line of `size` bytes with no newline until the end: the host must refuse
+# it once it passes the cap. Sending stops at the first error (the host closed the connection).
+HUGE = """
+import json, os, socket, time
+size = {size}
+sock = socket.socket(socket.AF_UNIX)
+sock.connect(os.environ["HERMES_RPC_SOCKET"])
+chunk = b"x" * (1 << 20)
+start = time.perf_counter()
+sent = 0
+try:
+    while sent < size:
+        sock.sendall(chunk)
+        sent += len(chunk)
+    sock.sendall(b"\\n")
+except OSError:
+    pass
+data = b""
+try:
+    while not data.endswith(b"\\n"):
+        more = sock.recv(65536)
+        if not more:
+            break
+        data += more
+except OSError:
+    pass
+elapsed = time.perf_counter() - start
+print(json.dumps({{"elapsed": elapsed, "sent": sent, "reply": data.decode("utf-8", "replace")[:300]}}))
+"""
+
+# Many connections at once, each streaming a big line (threads in the script).
+FLOOD = """
+import json, os, socket, threading, time
+def stream(out, index):
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.connect(os.environ["HERMES_RPC_SOCKET"])
+        chunk = b"x" * (1 << 20)
+        for _ in range({mib}):
+            sock.sendall(chunk)
+        out[index] = "sent all"
+        sock.settimeout(2)
+        out[index] = sock.recv(300).decode("utf-8", "replace") or "closed"
+    except OSError as exc:
+        out[index] = "error: %s" % exc
+    finally:
+        sock.close()
+out = {{}}
+start = time.perf_counter()
+threads = [threading.Thread(target=stream, args=(out, i)) for i in range({connections})]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({{"elapsed": time.perf_counter() - start, "outcomes": sorted(set(v[:60] for v in out.values()))}}))
+"""
+
+
+class Watch:
+    """Samples the host's RSS (every 2 ms, in a thread) and the event loop's lag."""
+
+    def __init__(self) -> None:
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.baseline = self.rss()
+        self.peak = self.baseline
+        self.lag = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def rss(self) -> int:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * self.page
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.002):
+            self.peak = max(self.peak, self.rss())
+
+    async def _ticks(self) -> None:
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.lag = max(self.lag, time.perf_counter() - started - 0.001)
+
+    async def during(self, work: asyncio.Future) -> object:
+        self._thread.start()
+        ticker = asyncio.ensure_future(self._ticks())
+        try:
+            return await work
+        finally:
+            self._stop.set()
+            await ticker
+            self._thread.join()
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def bench(calls: int, over_mb: int, huge: bool, flood: bool, folder: Path) -> None:
+    config = parse_config(f"code_execution:\n  max_tool_calls: {calls + 10}\n  timeout: 600\n")
+    async with Runtime(config) as rt:
+        await rt.execute_code(CALLS.format(calls=10), session="b", cwd=folder)  # warm the kernel
+        result = await rt.execute_code(CALLS.format(calls=calls), session="b", cwd=folder)
+        figures = json.loads(result.output)
+        print(f"{calls:,} read_file calls from one script: {figures['rate']:,.0f} calls/s, "
+              f"median {figures['median'] * 1e6:.0f} us, p99 {figures['p99'] * 1e6:.0f} us")
+
+        size = MAX_REQUEST_BYTES + (over_mb << 20)
+        if not huge:
+            return
+        await rt.execute_code("1", session="huge")
+        watch = Watch()
+        cpu_before = cpu()
+        result = await watch.during(asyncio.ensure_future(
+            rt.execute_code(HUGE.format(size=size), session="huge", timeout=600)))
+        figures = json.loads(result.output)  # type: ignore[union-attr]
+        print(f"a {size / (1 << 20):.0f} MiB request line: refused after {figures['elapsed']:.2f} s "
+              f"({figures['sent'] / (1 << 20):.0f} MiB sent), host CPU {cpu() - cpu_before:.2f} s, "
+              f"host RSS growth (peak) {(watch.peak - watch.baseline) / 1e6:.1f} MB, "
+              f"event-loop lag max {watch.lag * 1000:.1f} ms")
+        print(f"  reply: {figures['reply'].strip()[:200]}")
+
+        if flood:
+            await rt.execute_code("1", session="flood")
+            watch = Watch()
+            cpu_before = cpu()
+            result = await watch.during(asyncio.ensure_future(rt.execute_code(
+                FLOOD.format(mib=60, connections=16), session="flood", timeout=600)))
+            figures = json.loads(result.output)  # type: ignore[union-attr]
+            print(f"16 connections x 60 MiB: done after {figures['elapsed']:.2f} s, host CPU "
+                  f"{cpu() - cpu_before:.2f} s, host RSS growth (peak) {(watch.peak - watch.baseline) / 1e6:.1f} MB, "
+                  f"event-loop lag max {watch.lag * 1000:.1f} ms")
+            print(f"  outcomes: {figures['outcomes']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--over-mb", type=int, default=1)
+    parser.add_argument("--no-huge", action="store_true", help="only the calls figure")
+    parser.add_argument("--flood", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home:
+        os.environ["HERMES_HOME"] = home  # never the user's real ~/.hermes
+        folder = Path(home) / "project"
+        folder.mkdir()
+        (folder / "data.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
+        asyncio.run(bench(args.calls, args.over_mb, not args.no_huge, args.flood, folder))
+
+
+if __name__ == "__main__":
+    main()
