@@ -146,11 +146,11 @@ class KernelPool:
             loop=self.loop,
             publish=self.bus.publish,
         )
-        await self.launcher.prepare_kernel(kernel)
-        self.allowed_names = kernel.allowed_names  # older kernels may now be stale
-        if kernel.new_skill_env:
-            warnings.append(skill_env_warning(kernel.new_skill_env))
-        try:
+        try:  # a channel opened for a kernel that never starts is closed
+            await self.launcher.prepare_kernel(kernel)
+            self.allowed_names = kernel.allowed_names  # older kernels may now be stale
+            if kernel.new_skill_env:
+                warnings.append(skill_env_warning(kernel.new_skill_env))
             await kernel.start()  # KernelStartError goes to the caller (who falls back)
         except BaseException:
             await kernel.close_rpc()

@@ -12,12 +12,13 @@ from hermes_tui.config import Config, load_config
 from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
-from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor
+from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
 from hermes_tui.runtime.pool import KernelPool
+from hermes_tui.runtime.records import new_exec_id
 from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.tools import TOOL_NAMES
 from hermes_tui.runtime.tools.dispatch import preload
@@ -75,8 +76,8 @@ class Runtime:
         """Prepare directories; kernels start lazily on first use. Safe to call concurrently."""
         if self._executor is not None:  # set last: everything is ready
             return self
-        if self._starting is None:
-            self._starting = asyncio.ensure_future(self._start())
+        if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
+            self._starting = asyncio.ensure_future(self._start())  # a failed start is tried again
         await asyncio.shield(self._starting)
         return self
 
@@ -195,8 +196,6 @@ class Runtime:
         Raises:
             ValueError: for a bad ``mode``, ``timeout`` or tool name (the caller's mistake).
         """
-        await self.start()
-        assert self._executor is not None
         settings = self.config.code_execution
         mode = mode or settings.mode
         if mode not in ("project", "strict"):
@@ -206,7 +205,12 @@ class Runtime:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         enabled = self._tool_set(tools)
-        key, warning = await self.launcher.key(session, mode, cwd, enabled)
+        try:
+            await self.start()
+            key, warning = await self.launcher.key(session, mode, cwd, enabled)
+        except Exception as exc:  # the host's failure (no temp dir, no thread, no fd): a result, not a raise
+            return Executor.host_failed(Progress(new_exec_id(), stage="start the runtime"), exc)
+        assert self._executor is not None
         return await self._executor.execute(
             code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
             start_warning=warning, origin=origin, call_id=call_id,

@@ -657,3 +657,22 @@ def test_always_on_a_broken_allowlist_keeps_the_users_rules(hermes_home: Path) -
     done = run("approvals", "revoke", "make test", env={"HERMES_HOME": str(hermes_home)})
     assert done.returncode == 2 and "nothing was changed" in one_line_failure(done)
     assert path.read_text() == broken
+
+
+async def test_execute_code_answers_with_an_error_when_the_runtime_cannot_start(
+        hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import make_config
+
+    from hermes_tui.runtime import Runtime
+
+    monkeypatch.setattr(tempfile, "tempdir", str(hermes_home / "no" / "such" / "tmp"))
+    rt = Runtime(make_config(), home=hermes_home)
+    try:
+        failed = await rt.execute_code("print(1)", session="s")
+        assert failed.status == "error" and failed.error.startswith("the host could not start the runtime: ")
+        assert "\n" not in failed.error and "Traceback" not in failed.error
+        monkeypatch.undo()  # the temp dir is back: the next call starts the runtime after all
+        ok = await rt.execute_code("print(1)", session="s")
+        assert ok.output == "1\n"
+    finally:
+        await rt.aclose()
