@@ -103,17 +103,23 @@ async def test_structured_tool_call_round_trip(harness_factory):
         h = await harness_factory(server)
         status = await h.turn("what is 6*7?")
         assert status == "done", h.of(Notice)
-    finished = h.of(ToolFinished)
-    assert finished[0].exec_result.output == "42\n"
-    assert "The answer is **42**." in h.reply_text()
-    # The second request carried the tool result back, linked to the call.
-    second = server.requests[1]["messages"]
-    call_id = second[2]["tool_calls"][0]["id"]
-    assert second[3]["role"] == "tool" and second[3]["tool_call_id"] == call_id
-    assert json.loads(second[3]["content"])["output"] == "42\n"
-    assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"execute_code", "terminal", "read_file"}
-    # The kernel persists: a later turn sees x.
-    server.add({"tool_calls": [code_call("print(x + 1)")]}, {"text": "43"})
+        finished = h.of(ToolFinished)
+        assert finished[0].exec_result.output == "42\n"
+        assert "The answer is **42**." in h.reply_text()
+        # The second request carried the tool result back, linked to the call.
+        second = server.requests[1]["messages"]
+        call_id = second[2]["tool_calls"][0]["id"]
+        assert second[3]["role"] == "tool" and second[3]["tool_call_id"] == call_id
+        assert json.loads(second[3]["content"])["output"] == "42\n"
+        assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"execute_code", "terminal", "read_file"}
+        # The kernel persists: a later turn sees x.
+        server.add({"tool_calls": [code_call("print(x + 1)")]}, {"text": "43"})
+        assert await h.turn("and one more?") == "done", h.of(Notice)
+    assert len(server.requests) == 4
+    later = h.of(ToolFinished)[-1].exec_result
+    assert later.status == "success" and later.output == "43\n"
+    assert later.kernel.id == finished[0].exec_result.kernel.id and later.kernel.reused
+    assert json.loads(server.requests[3]["messages"][-1]["content"])["output"] == "43\n"
 
 
 async def test_kernel_state_persists_between_turns(harness_factory):

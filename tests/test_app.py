@@ -94,8 +94,9 @@ async def test_terminal_in_a_script_asks_in_a_dialog(
     hermes_home: Path, tmp_path: Path, keys: list[str], expected: str, asked_twice: bool
 ) -> None:
     app = make_app(hermes_home, tmp_path)
-    code = ("from hermes_tools import terminal\n"
-            "print([terminal('echo hi').get('status', 'ran') for _ in range(2)])\n")
+    code = ("from hermes_tools import terminal\n"  # "ran" only when it ran and succeeded, not for any failure
+            "print([r.get('status') or ('ran' if r['output'] == 'hi\\n' and r['exit_code'] == 0 else f'failed {r}')\n"
+            "       for r in (terminal('echo hi') for _ in range(2))])\n")
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, app, code)
         await wait_until(pilot, lambda: dialog_ready(app))

@@ -130,7 +130,13 @@ async def test_session_and_always_answers(hermes_home: Path, tmp_path: Path) -> 
         assert request.always_rule == "echo remembered"
         assert request.always_file == str(allowlist_path(hermes_home))
         approver.choice = "always"
-        await rt.execute_code(code.replace("remembered", "forever"), session="c", cwd=tmp_path)
+        forever = code.replace("remembered", "forever")
+        stored = await rt.execute_code(forever, session="c", cwd=tmp_path)
+        assert stored.status == "success" and stored.output == "forever\n"
+        assert len(approver.asked) == 3 and "always" in approver.asked[2].choices
+        approver.choice = "deny"  # the rule "always" stored is in force at once, in every session
+        other = await rt.execute_code(forever, session="e", cwd=tmp_path)
+        assert other.status == "success" and other.output == "forever\n" and len(approver.asked) == 3
     finally:
         await rt.aclose()
     rules, problem = load_allowlist(allowlist_path(hermes_home))
@@ -148,11 +154,15 @@ async def test_session_and_always_answers(hermes_home: Path, tmp_path: Path) -> 
 async def test_glob_rules_never_match_shell_operators(hermes_home: Path, tmp_path: Path) -> None:
     approver = Approver("deny")
     rt = await make(hermes_home, "command_allowlist: ['git *', 'echo ok']\n", approver=approver)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)  # `git status` succeeds there
     try:
+        # "ran" only for a command that ran and succeeded: a failure is not counted as allowed.
         code = ("from hermes_tools import terminal\n"
+                "def outcome(r):\n"
+                "    return r.get('status') or ('ran' if r['exit_code'] == 0 and not r.get('error') else f'failed {r}')\n"
                 "for c in ['git status', 'git status; echo pwned', 'git log | head -1', 'git $(echo status)',"
                 " 'echo ok', 'git push --force']:\n"
-                "    print(c, '->', terminal(c).get('status', 'ran'))")
+                "    print(c, '->', outcome(terminal(c)))")
         lines = (await rt.execute_code(code, session="s", cwd=tmp_path)).output.splitlines()
     finally:
         await rt.aclose()

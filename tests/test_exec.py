@@ -128,19 +128,32 @@ async def test_os_exit_and_segfault_are_error_results_and_the_next_call_works(ru
     assert again.output == "4\n" and again.status == "success"
 
 
-async def test_late_bytes_are_not_credited_to_the_next_script(runtime: Runtime) -> None:
-    await runtime.execute_code(
-        "import threading, time, sys\n"
+async def test_late_bytes_are_not_credited_to_the_next_script(runtime: Runtime, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    events = runtime.subscribe()
+    first = await runtime.execute_code(
+        "import os, threading, time\n"
         "def late():\n"
-        "    time.sleep(0.3)\n"
+        f"    while not os.path.exists({str(go)!r}):\n"
+        "        time.sleep(0.01)\n"
         "    print('LATE', flush=True)\n"
         "threading.Thread(target=late, daemon=True).start()\n"
         "print('first')",
         session="s",
     )
-    await asyncio.sleep(0.6)  # the thread prints between the two scripts
+    assert first.output == "first\n"
+    go.touch()  # only now, with the first script over, does its thread print
+    stray = ""
+    while "LATE" not in stray:  # the host read the bytes between the two scripts, credited to none
+        event = await asyncio.wait_for(events.get(), 10)
+        if isinstance(event, ExecOutput) and event.exec_id is None:
+            stray += event.text
+    events.close()
+    assert stray == "LATE\n"
     second = await runtime.execute_code("print('second')", session="s")
     assert second.output == "second\n"
+    third = await runtime.execute_code("print('third')", session="s")
+    assert third.output == "third\n"
 
 
 async def test_script_that_closes_stdout_still_finishes(runtime: Runtime) -> None:

@@ -47,6 +47,8 @@ def test_malformed_blocks_become_errors_the_model_can_fix() -> None:
         validate_call(ToolCall("c", "delegate_task", "{}"))
     except InvalidCall as exc:
         assert "unknown tool 'delegate_task'" in str(exc) and "execute_code" in str(exc)
+    else:
+        raise AssertionError("accepted a call of an unknown tool")
 
 
 def make_session(home: Path) -> str:

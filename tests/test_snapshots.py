@@ -94,6 +94,10 @@ def test_main_screen(snap_compare, tmp_path) -> None:
     async def settle(pilot) -> None:
         await pilot.pause()  # the main screen composes its panes once the app is running
         app.query_one(PromptInput).cursor_blink = False
+        for _ in range(200):  # up to 10 s for the first kernels refresh ("0 live"); without it the snapshot differs
+            if app.query_one(KernelsPane).border_subtitle:
+                break
+            await pilot.pause(0.05)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 34), run_before=settle)

@@ -61,6 +61,55 @@ async def test_read_file_numbers_lines_and_pages(runtime: Runtime, project: Path
     assert past["content"] == "" and "past the end" in past["note"]
 
 
+READ_AS_NOBODY = r"""
+import asyncio, json, os, sys
+from pathlib import Path
+from hermes_tui.runtime import Runtime
+
+async def read(home, project, path):
+    async with Runtime(home=Path(home), host_env={"PATH": "/usr/bin:/bin"}) as rt:
+        return await rt.call_tool("read_file", {"path": path}, session="t", cwd=project)
+
+root_home, nobody_home, project = sys.argv[1:4]
+asyncio.run(read(root_home, project, "readable.txt"))  # as root first: loads what the call imports
+os.setgroups([]); os.setgid(65534); os.setuid(65534)  # /root (the interpreter's lib) is closed from here on
+denied = asyncio.run(read(nobody_home, project, "locked.txt"))
+readable = asyncio.run(read(nobody_home, project, "readable.txt"))
+print(json.dumps({"error": denied.get("error", denied).replace(project, "{project}"),
+                  "readable": readable.get("content", readable), "uid": os.geteuid()}))
+"""
+
+
+def read_as_nobody() -> dict:
+    """read_file of a mode-000 file by a host whose uid is nobody's (the tests run as root,
+    which reads anything); the project lives outside pytest's tmp dirs, which are root's only."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="hermes-nobody-"))
+    try:
+        shared.chmod(0o755)
+        project = shared / "project"
+        project.mkdir()
+        (project / "readable.txt").write_text("shared\n")
+        (project / "locked.txt").write_text("secret")
+        (project / "locked.txt").chmod(0)
+        for home, owner in (("root-home", 0), ("nobody-home", 65534)):
+            (shared / home).mkdir()
+            os.chown(shared / home, owner, owner)
+        env = {**os.environ, "HOME": str(shared / "nobody-home"), "HERMES_HOME": str(shared / "nobody-home")}
+        done = subprocess.run([sys.executable, "-c", READ_AS_NOBODY, str(shared / "root-home"),
+                               str(shared / "nobody-home"), str(project)],
+                              capture_output=True, text=True, timeout=60, env=env, cwd=shared)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 async def test_read_file_errors(runtime: Runtime, project: Path) -> None:
     locked = project / "locked.txt"
     locked.write_text("secret")
@@ -73,8 +122,11 @@ async def test_read_file_errors(runtime: Runtime, project: Path) -> None:
     assert "binary file" in binary["error"]
     import os
 
-    if os.geteuid() != 0:  # root reads anything
+    if os.geteuid() != 0:
         assert denied == {"error": f"Permission denied: {locked}"}
+    else:  # root reads anything: the same read by a host running as nobody
+        assert read_as_nobody() == {"error": "Permission denied: {project}/locked.txt", "readable": "     1|shared\n",
+                                    "uid": 65534}
     assert "offset" in bad_offset["error"] and "greater than or equal to 1" in bad_offset["error"]
     assert bad_type["error"].startswith("read_file(): invalid arguments: path")
 

@@ -7,6 +7,7 @@ after goes to the spill file, byte for byte, so the full text is never lost.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -86,7 +87,7 @@ class HeadTailCapture:
             if self._spill is not None:
                 self._spill.write(bytes(data))
             if len(data) >= self.tail_limit:
-                self._tail = bytearray(data[-self.tail_limit:])
+                self._tail = bytearray(data[len(data) - self.tail_limit:])  # (not [-0:] for tail 0)
                 return
             self._tail += data
         if len(self._tail) > self.tail_limit:
@@ -115,8 +116,8 @@ class SpillWriter:
     """Writes a stream's bytes to a file on its own thread, so reading never waits on disk.
 
     At most ``depth`` chunks wait in memory; past that :meth:`write` blocks (backpressure on
-    the reader, never unbounded memory). A failure (disk full...) stops writing and is
-    reported by :meth:`close`.
+    the reader, never unbounded memory). A failure (disk full...) stops writing, removes the
+    incomplete file and is reported by :meth:`close`.
     """
 
     def __init__(self, path: Path, depth: int = 4) -> None:
@@ -153,13 +154,23 @@ class SpillWriter:
                     view = view[os.write(fd, view):]
             except OSError as exc:
                 self.error = f"writing {self.path} failed: {exc.strerror or exc}"
-                os.close(fd)
+                self._discard(fd)
                 fd = None
         if fd is not None:
             try:
                 os.close(fd)
             except OSError as exc:
                 self.error = f"closing {self.path} failed: {exc.strerror or exc}"
+                self._discard(None)
+
+    def _discard(self, fd: int | None) -> None:
+        """Close and remove an incomplete file: no result points to it, and on a full disk its
+        space is better given back. Never raises (the queue must keep draining)."""
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
 
 
 def _trim_incomplete_end(data: bytes) -> bytes:

@@ -2,7 +2,9 @@
 
 Built from the host's environment and frozen when a kernel starts. Secrets never pass by
 accident: a name that looks like a credential is dropped unless the user named it exactly in
-``terminal.env_passthrough`` (or a skill declared it).
+``terminal.env_passthrough`` (or a skill declared it), and a URL's user part
+(``https://user:password@host``) in the value of a name that passes by default is redacted to
+``https://***@host``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ HERMES_PASS = frozenset({"HERMES_HOME", "HERMES_PROFILE", "HERMES_CONFIG", "HERM
 
 _SECRET_RE = re.compile("|".join(SECRET_MARKERS))
 
+#: ``scheme://userinfo@``: the user part of a URL (up to its last ``@`` before the host), which
+#: may carry a password or a token (``https://user:pw@host``, ``https://TOKEN@host``).
+_URL_USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]+@")
+REDACTED = "***"
+
 
 def is_secret_name(name: str) -> bool:
     """True when ``name`` looks like a credential (case-insensitive substring match)."""
@@ -47,6 +54,12 @@ def is_safe_name(name: str) -> bool:
     return name in SAFE_NAMES or name.startswith(SAFE_PREFIXES)
 
 
+def redact_url_credentials(value: str) -> str:
+    """``value`` with the user part of every URL in it replaced by ``***``
+    (``https://u:pw@host/x`` becomes ``https://***@host/x``)."""
+    return _URL_USERINFO_RE.sub(lambda m: f"{m['scheme']}{REDACTED}@", value)
+
+
 def build_child_env(
     host_env: Mapping[str, str] | None = None,
     *,
@@ -58,7 +71,8 @@ def build_child_env(
     Args:
         host_env: the host's environment (default ``os.environ``).
         passthrough: exact names let in on top of the defaults, secrets included
-            (``terminal.env_passthrough`` and skills' ``required_environment_variables``).
+            (``terminal.env_passthrough`` and skills' ``required_environment_variables``);
+            their values pass whole.
         inject: names the host sets itself (``HERMES_RPC_SOCKET``, ``TZ``, ``HOME``...);
             these win over everything else.
     """
@@ -66,18 +80,24 @@ def build_child_env(
     allowed = set(passthrough)
     env: dict[str, str] = {}
     dropped_hermes = 0
+    redacted: list[str] = []
     for name, value in source.items():
         if name in allowed:
             env[name] = value
-        elif name.startswith("HERMES_"):
-            if name in HERMES_PASS:
-                env[name] = value
-            else:
+            continue
+        if name.startswith("HERMES_"):
+            if name not in HERMES_PASS:
                 dropped_hermes += 1
-        elif is_safe_name(name):
-            env[name] = value
+                continue
+        elif not is_safe_name(name):
+            continue
+        env[name] = redact_url_credentials(value)
+        if env[name] != value:
+            redacted.append(name)
     if dropped_hermes:
         log.debug("execute_code: dropped %d non-allowlisted HERMES_* var(s)", dropped_hermes)
+    if redacted:
+        log.debug("execute_code: redacted URL credentials in %s", ", ".join(sorted(redacted)))
     if inject:
         env.update(inject)
     return env
