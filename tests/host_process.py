@@ -5,6 +5,8 @@
                                                  pids as JSON, then waits to be killed
     python host_process.py shell TAG         -> a script waits on terminal("sleep TAG") (approvals
                                                  off); prints the staging dir, waits to be killed
+    python host_process.py spilling          -> a script's output is being spilled; prints the
+                                                 cache dir, waits to be killed
     python host_process.py peek SECRET       -> runs PEEK (tests/attacks) in two kernels, a shell
                                                  command and an interpreter probe of a planted
                                                  venv, with approvals off; prints what each saw
@@ -67,6 +69,17 @@ async def shell(tag: str) -> None:
     await asyncio.sleep(600)
 
 
+async def spilling() -> None:
+    """A script whose output is being saved (over the cap) when the host is killed."""
+    rt = await Runtime().start()
+    code = "import sys, time\nsys.stdout.write('x' * 200_000)\nsys.stdout.flush()\ntime.sleep(600)"
+    asyncio.ensure_future(rt.execute_code(code, session="s"))
+    while not list(rt.cache_dir.glob(".*.part")):
+        await asyncio.sleep(0.05)
+    print(json.dumps({"cache": str(rt.cache_dir)}), flush=True)
+    await asyncio.sleep(600)
+
+
 async def peek(script: str) -> None:
     """Every way a script reaches for the host's secret (its environment holds one)."""
     config = parse_config("approvals:\n  mode: \"off\"\ncode_execution:\n  max_tool_calls: 2000\n")
@@ -84,6 +97,8 @@ if __name__ == "__main__":
         asyncio.run(flood(int(sys.argv[2])))
     elif sys.argv[1] == "shell":
         asyncio.run(shell(sys.argv[2]))
+    elif sys.argv[1] == "spilling":
+        asyncio.run(spilling())
     elif sys.argv[1] == "peek":
         asyncio.run(peek(sys.stdin.read()))
     else:

@@ -8,6 +8,7 @@ after goes to the spill file, byte for byte, so the full text is never lost.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import queue
 import threading
@@ -122,6 +123,9 @@ class SpillWriter:
 
     def __init__(self, path: Path, depth: int = 4) -> None:
         self.path = path
+        self.part = partial_path(path)
+        """Where the bytes go until the stream ends: a crash leaves only a ``.part`` file, held
+        (``flock``) while it is written, so the next start can tell it is abandoned."""
         self.error: str | None = None
         self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=depth)
         self._thread = threading.Thread(target=self._run, name="hermes-spill", daemon=True)
@@ -142,7 +146,8 @@ class SpillWriter:
         fd = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(self.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError as exc:
             self.error = f"cannot create {self.path}: {exc.strerror or exc}"
         while (data := self._queue.get()) is not None:
@@ -158,10 +163,11 @@ class SpillWriter:
                 fd = None
         if fd is not None:
             try:
+                os.rename(self.part, self.path)  # whole: under its name (still held, then closed)
                 os.close(fd)
             except OSError as exc:
                 self.error = f"closing {self.path} failed: {exc.strerror or exc}"
-                self._discard(None)
+                self._discard(fd)
 
     def _discard(self, fd: int | None) -> None:
         """Close and remove an incomplete file: no result points to it, and on a full disk its
@@ -169,8 +175,15 @@ class SpillWriter:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        for path in (self.part, self.path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def partial_path(path: Path) -> Path:
+    """``.NAME.part`` beside ``path``: a spill while it is written."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.part")
 
 
 def _trim_incomplete_end(data: bytes) -> bytes:

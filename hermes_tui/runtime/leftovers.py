@@ -1,9 +1,10 @@
 """Finding what a dead host left behind, and removing it at the next start.
 
-A live host holds an exclusive ``flock`` on each thing it is still writing (its staging dir,
-a spill file being written). The kernel drops a lock when its holder dies, however it dies,
-so "the lock can be taken" means "nobody is using this any more": no pid files, no guessing
-from ages, no race with a second host sharing the same ``HERMES_HOME``.
+A live host holds an exclusive ``flock`` on each thing it is still writing: its staging dir,
+and a spill file while it is written (as ``.NAME.part`` until it is whole). The kernel drops
+a lock when its holder dies, however it dies, so "the lock can be taken" means "nobody is
+using this any more": no pid files, no guessing from ages, no race with a second host
+sharing the same ``HERMES_HOME``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def make_staging_dir() -> tuple[Path, int]:
 def hold(path: Path) -> int:
     """Open ``path`` (a file or a directory) and hold an exclusive lock on it for as long
     as the returned descriptor stays open. Raises OSError if it cannot be opened."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO never waits
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -54,7 +55,7 @@ def abandoned(path: Path) -> bool:
         info = os.lstat(path)
     except OSError:
         return False
-    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)) or info.st_uid != os.geteuid():
         return False
     try:
         fd = hold(path)
@@ -86,4 +87,20 @@ def sweep_staging(tempdir: Path, keep: Path | None = None) -> list[Path]:
         shutil.rmtree(folder, ignore_errors=True)
         log.info("removed %s, left by a host that is gone", folder)
         removed.append(folder)
+    return removed
+
+
+def sweep_partial_spills(cache_dir: Path) -> list[Path]:
+    """Remove the ``.*.part`` spill files no live writer holds (a host died while a script's
+    output was being saved); returns them. Blocking."""
+    removed = []
+    try:
+        entries = list(os.scandir(cache_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        if entry.name.startswith(".") and entry.name.endswith(".part") and abandoned(Path(entry.path)):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
     return removed

@@ -15,7 +15,7 @@ from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
 from hermes_tui.runtime.launch import Launcher
-from hermes_tui.runtime.leftovers import make_staging_dir, sweep_staging
+from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
 from hermes_tui.runtime.pool import KernelPool
 from hermes_tui.runtime.records import new_exec_id
@@ -88,6 +88,7 @@ class Runtime:
         await self.gate.load_rules()
         self._staging_root = await asyncio.to_thread(self._make_staging_root)
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(sweep_partial_spills, self.cache_dir)
         self._pool = KernelPool(
             self.config.code_execution, launcher=self.launcher, staging_root=self._staging_root, bus=self.bus
         )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.hardening import spawn
-from hermes_tui.runtime.leftovers import MARKER, make_staging_dir
+from hermes_tui.runtime.leftovers import MARKER, hold, make_staging_dir
 from hermes_tui.runtime.reaper import REAPER
 from conftest import make_config, pid_running, wait_for
 
@@ -106,3 +106,33 @@ async def test_a_symlink_named_like_a_staging_dir_is_not_followed(hermes_home: P
         assert (victim / "keep.txt").read_text() == "precious"
     finally:
         link.unlink()
+
+
+async def test_a_spill_cut_short_by_a_dead_host_is_removed_at_the_next_start(hermes_home: Path) -> None:
+    host = subprocess.Popen([sys.executable, str(HOST), "spilling"], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "HERMES_HOME": str(hermes_home)})
+    try:
+        cache = Path(json.loads(host.stdout.readline())["cache"])
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait(10)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+    (partial,) = cache.glob(".*.part")
+    assert not list(cache.glob("*.stdout.txt")), "a partial spill carried a whole file's name"
+    other = cache / ".20261129-000000-deadbeef.stdout.txt.part"  # another host is writing this one
+    other.write_bytes(b"y" * 10)
+    lock = hold(other)
+    try:
+        async with Runtime(make_config(), home=hermes_home):
+            assert not partial.exists(), "the dead host's partial spill was kept"
+            assert other.exists(), "a live host's spill was removed while being written"
+    finally:
+        os.close(lock)
+
+
+async def test_a_whole_spill_carries_its_name_and_no_part_is_left(runtime: Runtime) -> None:
+    result = await runtime.execute_code("print('x' * 100_000)", session="s")
+    assert result.stdout_spill_path and Path(result.stdout_spill_path).stat().st_size == 100_001
+    assert not list(runtime.cache_dir.glob(".*.part"))
