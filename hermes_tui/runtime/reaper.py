@@ -58,20 +58,39 @@ class Reaper:
                 log.warning("the reaper cannot be reached; a host crash may leave processes behind")
 
     def _tell(self, line: str) -> bool:
-        """Send one line, (re)starting the reaper if it is gone. Called under the lock."""
-        for _attempt in range(2):
-            if self._process is None or self._process.poll() is not None:
-                if not self._start():
-                    return False
-                continue  # a new reaper was told everything, this line included
-            try:
-                assert self._process.stdin is not None
-                self._process.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
-                self._process.stdin.flush()
+        """Send one line, (re)starting the reaper if it is gone. Called under the lock.
+
+        Never blocks: the pipe is non-blocking (this runs on the event loop too). A reaper that
+        does not read — stopped with SIGSTOP by a script, say — fills its pipe; it is then
+        killed and a new one is told everything still registered."""
+        if self._process is not None and self._process.poll() is None:
+            if self._write(line.encode("utf-8", "surrogateescape") + b"\n"):
                 return True
-            except (OSError, ValueError):
-                self._process = None
-        return False
+            self._replace()
+        return self._start()  # a new reaper is told everything registered, this line included
+
+    def _write(self, data: bytes) -> bool:
+        """Write all of ``data`` now, or report that the reaper is not reading (False)."""
+        assert self._process is not None and self._process.stdin is not None
+        fd = self._process.stdin.fileno()
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except (BlockingIOError, OSError, ValueError):
+            return False
+        return True
+
+    def _replace(self) -> None:
+        """End a reaper that cannot be told (its groups are re-registered with the next)."""
+        process, self._process = self._process, None
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+            with contextlib.suppress(OSError, ValueError):
+                assert process.stdin is not None
+                process.stdin.close()
+            threading.Thread(target=process.wait, name="hermes-reaper-wait", daemon=True).start()
 
     def _start(self) -> bool:
         try:
@@ -84,13 +103,9 @@ class Reaper:
             self._process = None
             return False
         assert self._process.stdin is not None
+        os.set_blocking(self._process.stdin.fileno(), False)
         lines = [f"+g {g}" for g in self._groups] + [f"+d {d}" for d in self._folders]
-        try:
-            self._process.stdin.write("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
-            self._process.stdin.flush()
-        except OSError:
-            return False
-        return True
+        return self._write("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
 
     @property
     def pid(self) -> int | None:

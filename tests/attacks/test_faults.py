@@ -16,6 +16,7 @@ unbounded reads fail fast instead of filling the machine, and with a timeout, so
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import io
@@ -676,3 +677,49 @@ async def test_execute_code_answers_with_an_error_when_the_runtime_cannot_start(
         assert ok.output == "1\n"
     finally:
         await rt.aclose()
+
+
+async def test_a_search_through_a_huge_one_line_file_answers_and_leaves_no_ripgrep(
+        hermes_home: Path, tmp_path: Path) -> None:
+    """A minified bundle: one 8 MiB line with a match in it, and a normal file beside it."""
+    from conftest import make_config
+
+    from hermes_tui.runtime import Runtime
+    from hermes_tui.runtime.tools.search import ripgrep
+
+    if ripgrep() is None:
+        pytest.skip("ripgrep is not installed")
+    (tmp_path / "bundle.min.js").write_bytes(b"var a=1;" * (1 << 20) + b"NEEDLE;" + b"x" * 1000 + b"\n")
+    (tmp_path / "notes.txt").write_text("one\nNEEDLE here\n")
+    async with Runtime(make_config(), home=hermes_home) as rt:
+        result = await asyncio.wait_for(rt.call_tool("search_files", {"pattern": "NEEDLE", "path": str(tmp_path),
+                                                                      "context": 1}, session="s"), 30)
+    assert result["total"] == 2, result
+    (long_match,) = [m for m in result["matches"] if m["path"].endswith("bundle.min.js")]
+    assert long_match["line"] == 1 and "too long to show" in long_match["text"]
+    (short,) = [m for m in result["matches"] if m["path"].endswith("notes.txt")]
+    assert short["line"] == 2 and short["before"] == ["one\n"] or short["before"] == ["one"]
+
+
+def test_reading_a_huge_one_line_file_holds_a_bounded_amount(tmp_path: Path) -> None:
+    """read_file streams a big file; a single 200 MB line must not be held whole either."""
+    big = tmp_path / "dump.json"
+    with big.open("wb") as handle:
+        handle.write(b"first\n")
+        for _ in range(200):
+            handle.write(b"[" * (1 << 20))
+        handle.write(b"\nlast\n")
+    probe = (
+        "import resource, sys\n"
+        "from pathlib import Path\n"
+        "from hermes_tui.runtime.tools.files import _read\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        f"result = _read(Path({str(big)!r}), 1, 10)\n"
+        "grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+        "print(result['total_lines'], grown // 1024, result['content'].splitlines()[1][-60:])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines, grown_mib, shown = done.stdout.split(" ", 2)
+    assert lines == "3" and int(grown_mib) < 50, done.stdout
+    assert "line cut at 2000 chars of 209,715,201 bytes" in shown

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import random
@@ -136,3 +138,24 @@ async def test_a_whole_spill_carries_its_name_and_no_part_is_left(runtime: Runti
     result = await runtime.execute_code("print('x' * 100_000)", session="s")
     assert result.stdout_spill_path and Path(result.stdout_spill_path).stat().st_size == 100_001
     assert not list(runtime.cache_dir.glob(".*.part"))
+
+
+async def test_a_stopped_reaper_never_freezes_the_host(runtime: Runtime) -> None:
+    """A script can SIGSTOP the reaper (same user): its pipe fills, and the host must neither
+    block on it nor lose track of what to kill."""
+    await runtime.execute_code("1", session="s")
+    stopped = REAPER.pid
+    assert stopped is not None
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        for n in range(7000):  # 7,000 lines fill a 64 KiB pipe
+            REAPER.watch_group(10_000_000 + n)
+            REAPER.release_group(10_000_000 + n)
+        assert REAPER.pid != stopped, "the stopped reaper was kept"
+        result = await asyncio.wait_for(runtime.execute_code(
+            "from hermes_tools import terminal\nprint(terminal('echo ok')['output'])", session="t"), 30)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(stopped, signal.SIGCONT)
+            os.kill(stopped, signal.SIGKILL)
+    assert result.output.strip() in ("ok", "") and result.status == "success"

@@ -22,7 +22,7 @@ from hermes_tui.runtime.danger.paths import (
 from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
-from hermes_tui.runtime.tools.opening import open_regular
+from hermes_tui.runtime.tools.opening import bounded_lines, open_regular
 
 LINE_CHARS = 2000
 """A longer line is cut (read_file is for reading, not for dumping minified files)."""
@@ -62,9 +62,16 @@ WHOLE_READ = 4 << 20
 """Files up to this size are read in one go; larger ones are streamed line by line."""
 
 
-def _numbered(number: int, raw: bytes) -> str:
+LINE_KEEP = LINE_CHARS * 4 + 2
+"""Bytes of a streamed line read at most: LINE_CHARS characters of UTF-8 and its newline."""
+
+
+def _numbered(number: int, raw: bytes, size: int | None = None) -> str:
+    """One ``     N|text`` line; ``size``: the whole line's bytes when only ``raw`` was read."""
     text = raw.decode("utf-8", "replace").rstrip("\r\n")
-    if len(text) > LINE_CHARS:
+    if size is not None and size > len(raw):
+        text = text[:LINE_CHARS] + f" … [line cut at {LINE_CHARS} chars of {size:,} bytes]"
+    elif len(text) > LINE_CHARS:
         text = text[:LINE_CHARS] + f" … [line cut at {LINE_CHARS} of {len(text)} chars]"
     return f"{number:>6}|{text}"
 
@@ -103,9 +110,11 @@ def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dic
         else:
             lines = []
             total = 0
-            for total, raw in enumerate(handle, start=1):  # streams: a huge file is never held whole
+            # Streams, a line at a time and at most LINE_KEEP bytes of one: neither a huge
+            # file nor a huge line is ever held whole.
+            for total, (raw, line_size) in enumerate(bounded_lines(handle, LINE_KEEP), start=1):
                 if offset <= total <= last:
-                    lines.append(_numbered(total, raw))
+                    lines.append(_numbered(total, raw, line_size))
     result: dict[str, Any] = {
         "path": str(path),
         "content": "\n".join(lines) + ("\n" if lines else ""),

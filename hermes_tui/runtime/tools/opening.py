@@ -11,6 +11,7 @@ import errno
 import os
 import re
 from pathlib import Path
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from hermes_tui.runtime import fsutil
@@ -58,3 +59,18 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def bounded_lines(handle: BinaryIO, keep: int) -> Iterator[tuple[bytes, int]]:
+    """Each line of ``handle`` as (its first ``keep`` bytes at most, its whole size in bytes).
+
+    Memory holds ``keep`` bytes of a line, however long it is: a 600 MB one-line JSON dump
+    is skipped through in chunks, never read whole into the host."""
+    while line := handle.readline(keep + 1):
+        if len(line) <= keep:
+            yield line, len(line)
+            continue
+        size, rest = len(line), line
+        while not rest.endswith(b"\n") and (rest := handle.readline(1 << 16)):
+            size += len(rest)
+        yield line[:keep], size

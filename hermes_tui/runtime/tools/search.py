@@ -25,6 +25,8 @@ import json
 import os
 import re
 import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +38,7 @@ from hermes_tui.runtime.danger.paths import (
 from hermes_tui.runtime.hardening import Spawned, open_process
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary, open_regular
+from hermes_tui.runtime.tools.opening import bounded_lines
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox")
 MATCH_CHARS = 500
@@ -196,33 +199,87 @@ async def _ripgrep(rg: str, root: Path, args: SearchArgs, env: dict[str, str],
         argv += ["-e", args.pattern]
     argv += ["--", str(root)]
     process = await _rg_start(argv, env)
-    assert process.stdout is not None
     items: list[Any] = []
     total = 0
     wanted = args.offset + args.limit
     skipping = False
+    path = ""
     try:
-        async for raw in process.stdout:  # streamed: memory holds one page, not every match
+        async for line in _lines(process.stdout):  # streamed: memory holds one page, not every match
+            raw = line.head
             if args.target == "files":
                 total += 1
                 if args.offset < total <= wanted:
                     items.append(raw.decode("utf-8", "surrogateescape").rstrip("\n"))
                 continue
-            if secrets is not None and b'"type":"begin"' in raw[:20]:  # one per file with matches
-                skipping = secrets.secret(_rg_text(json.loads(raw)["data"]["path"]))
+            if b'"type":"begin"' in raw[:20]:  # one per file with matches
+                path = _rg_text(json.loads(raw)["data"]["path"])
+                skipping = secrets is not None and secrets.secret(path)
                 continue
             if b'"type":"match"' not in raw[:20] or skipping:
                 continue  # a credentials file's matches are dropped before counting: the total tells nothing
             total += 1
             if args.offset < total <= wanted:
-                data = json.loads(raw)["data"]
-                items.append((_rg_text(data["path"]), data["line_number"], _rg_text(data["lines"])))
+                items.append(_match(line, path))
     finally:
-        stderr = await process.stderr.read() if process.stderr else b""
+        if process.returncode is None:
+            process.kill()  # ended early (an error, a cancel): rg must not run on, blocked on a full pipe
+        stderr = await process.stderr.read()
         await process.wait()
     if process.returncode == 2 and not total:
         return {"error": f"search failed: {stderr.decode(errors='replace').strip()[:300]}"}
     return {"items": items, "total": total}
+
+
+CONTEXT_KEEP = 1 << 14
+"""Bytes of a context line read (it is cut for the result anyway)."""
+LINE_HEAD = 1 << 20
+"""Bytes of one rg output line kept whole; a longer line (a match in a minified file) is
+shown as its size, never held or parsed whole."""
+LINE_TAIL = 1 << 16
+
+
+@dataclass(slots=True)
+class _Line:
+    head: bytes
+    tail: bytes = b""
+    over: int = 0
+    """Bytes past ``head`` (0: ``head`` is the whole line)."""
+
+
+async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[_Line]:
+    """The lines of ``stream`` in bounded memory, however long one is."""
+    head, tail, over = bytearray(), bytearray(), 0
+    while chunk := await stream.read(1 << 16):
+        start = 0
+        while start < len(chunk):
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:end if end >= 0 else len(chunk)]
+            room = LINE_HEAD - len(head)
+            head += piece[:room]
+            if len(piece) > room:
+                over += len(piece) - max(room, 0)
+                tail = (tail + piece[max(room, 0):])[-LINE_TAIL:]
+            if end < 0:
+                break
+            yield _Line(bytes(head), bytes(tail), over)
+            head, tail, over = bytearray(), bytearray(), 0
+            start = end + 1
+    if head:
+        yield _Line(bytes(head), bytes(tail), over)
+
+
+_LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
+
+
+def _match(line: _Line, path: str) -> tuple[str, int, str]:
+    """(path, line number, text) of one rg ``match`` line."""
+    if not line.over:
+        data = json.loads(line.head)["data"]
+        return _rg_text(data["path"]), data["line_number"], _rg_text(data["lines"])
+    number = _LINE_NUMBER.search(line.tail)
+    size = len(line.head) + line.over
+    return path, int(number.group(1)) if number else 0, f"[a line too long to show: about {size:,} bytes]"
 
 
 def _rg_text(field: dict[str, str]) -> str:
@@ -282,7 +339,8 @@ def _python_search(root: Path, args: SearchArgs, secrets: Secrets | None = None)
                 if is_binary(handle.read(BINARY_PROBE)):
                     continue
                 handle.seek(0)
-                for number, raw in enumerate(handle, start=1):
+                # A line is searched in its first LINE_HEAD bytes: a huge one is never held whole.
+                for number, (raw, _size) in enumerate(bounded_lines(handle, LINE_HEAD), start=1):
                     line = raw.decode("utf-8", "replace")
                     if regex.search(line.rstrip("\r\n")):
                         total += 1
@@ -310,7 +368,7 @@ def _lines_around(path: Path, number: int, context: int) -> list[tuple[int, str]
     found = []
     try:  # opened again after rg: judged on what is open now, not on what rg saw
         with open_regular(path) as handle:
-            for index, raw in enumerate(handle, start=1):
+            for index, (raw, _size) in enumerate(bounded_lines(handle, CONTEXT_KEEP), start=1):
                 if index > number + context:
                     break
                 if index >= number - context:
