@@ -191,6 +191,8 @@ class Executor:
             raise
         finally:
             self.running.pop(exec_id, None)
+            if budget is not None:  # a call a thread of the script left running ends with it
+                budget.cancel_calls()
             if lease is not None:
                 lease.kernel.budget = None
                 self.pool.release(lease)

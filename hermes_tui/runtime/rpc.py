@@ -56,7 +56,13 @@ MAX_IN_FLIGHT = 32
 MAX_CONNECTIONS = 16
 """Open connections per kernel: the module's one, one per forked child that calls, spares."""
 OUTPUT_PAUSE_BYTES = 4 << 20
-"""A connection whose unsent replies pass this is not read until its script reads them."""
+"""A connection whose unsent replies pass this is neither read nor answered until its script
+reads them."""
+QUEUED_REPLY_BYTES = 64 << 20
+"""Unsent replies one kernel's channel holds at once: past it, only a connection with no reply
+waiting is answered (one whose script reads its replies)."""
+IDLE_GRACE = 1.0
+"""Seconds a new connection has to send its first byte before the cap may close it as idle."""
 CHANNEL_THREADS = 5
 """Threads per kernel serving the socket: one reading while up to four run file tools."""
 RECV_CHUNK = 1 << 18
@@ -79,7 +85,26 @@ class ExecBudget:
     context: ToolContext
     calls: int = 0
     limit_hit: bool = False
-    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    tasks: set[concurrent.futures.Future[Any] | asyncio.Future[Any]] = field(default_factory=set)
+    """Calls of loop tools still running for this execution."""
+    ended: bool = False
+
+    def track(self, future: concurrent.futures.Future[Any] | asyncio.Future[Any]) -> None:
+        """Remember a running call, to be cancelled when the execution ends (any thread)."""
+        self.tasks.add(future)
+        future.add_done_callback(self.tasks.discard)
+        if self.ended:  # it ended while this call was being dispatched
+            future.cancel()
+
+    def cancel_calls(self) -> int:
+        """End the execution's calls still running (their commands are ended): call when the
+        execution ends, so that a thread it left behind cannot act in the next one. Returns how
+        many were cancelled."""
+        self.ended = True
+        cancelled = 0
+        for future in list(self.tasks):
+            cancelled += bool(future.cancel())
+        return cancelled
 
 
 class ToolHost:
@@ -151,7 +176,15 @@ class ToolHost:
         if get_tool(tool) is not None and get_tool(tool).blocking is not None:  # type: ignore[union-attr]
             result = await asyncio.to_thread(call_tool_blocking, tool, args, budget.context)
         if result is None:  # a loop tool, or a write that must be approved first
-            result = await call_tool(tool, args, budget.context)
+            call = asyncio.ensure_future(call_tool(tool, args, budget.context))
+            budget.track(call)
+            try:
+                result = await asyncio.shield(call)
+            except asyncio.CancelledError:
+                if not call.cancelled():  # this request itself was cancelled
+                    call.cancel()
+                    raise
+                result = {"error": f"{tool}: cancelled (the script's execution ended)"}
         return {"id": request_id, "result": result}
 
 
@@ -183,7 +216,7 @@ class _Connection:
     """
 
     __slots__ = ("sock", "lock", "partial", "charged", "out", "out_bytes", "spoke", "closed", "broken",
-                 "events", "in_flight", "short_of_room")
+                 "events", "in_flight", "short_of_room", "rest", "rest_at", "jobs", "listed", "accepted")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -204,6 +237,15 @@ class _Connection:
         self.in_flight = 0
         self.short_of_room = False
         """Not read until requests being answered give back enough of :data:`HELD_BYTES`."""
+        self.rest = b""
+        self.rest_at = 0
+        """Bytes received and not split into lines yet (``rest[rest_at:]``): lines are split off
+        one at a time, as the request before is taken, and never past :data:`MAX_IN_FLIGHT`."""
+        self.jobs: collections.deque[_Job] = collections.deque()
+        """Requests read and not started yet (at most one, and one the leader put back)."""
+        self.listed = False
+        """In the server's round-robin of connections with a request ready."""
+        self.accepted = time.monotonic()
 
 
 @dataclass(slots=True)
@@ -213,6 +255,8 @@ class _Job:
     connection: _Connection
     line: bytearray
     charged: int
+    checked: Any = None
+    """What :meth:`ToolHost.check` said, once the leader checked it (None: not yet)."""
 
 
 class SocketRpcServer:
@@ -244,7 +288,8 @@ class SocketRpcServer:
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
         self._connections: dict[socket.socket, _Connection] = {}  # oldest first
-        self._ready: collections.deque[_Job] = collections.deque()
+        self._ready: collections.deque[_Connection] = collections.deque()
+        """Connections with a request ready, served in turn (round-robin)."""
         self._pending: set[concurrent.futures.Future[Any]] = set()
         self._lead = threading.Lock()
         """Held by the thread leading: only it selects, reads and closes connections."""
@@ -319,18 +364,22 @@ class SocketRpcServer:
         while True:
             with self._lock:
                 self._waiting += 1
+            if self._ready:  # a file tool may be waiting for a thread that can take the lead
+                self._wake()
             got = self._lead.acquire(timeout=self.IDLE_SECONDS)
             with self._lock:
                 self._waiting -= 1
                 if got and not self._closed:
                     self._leading = True
-                elif got or self._closed or self._threads > 1:
+                elif got or self._closed or (self._threads > 1 and self._leading):
+                    # Idle, it ends only while another leads: the leader, when it hands the lead
+                    # on, counts the followers under this lock, so it sees that this one left.
                     if got:
                         self._lead.release()
                     self._threads -= 1
                     return
                 else:
-                    continue  # the last thread stays
+                    continue  # the last thread stays; and a lead no one holds is taken
             try:
                 job = self._next_job()
             except Exception as exc:  # a bug here must not pass silently: the kernel's tools would hang
@@ -351,9 +400,14 @@ class SocketRpcServer:
     def _next_job(self) -> _Job | None:
         """Serve the sockets until a request is ready (None once closed). Leader only."""
         while not self._closed:
-            if self._ready:
-                return self._ready.popleft()
+            job = self._take_ready()
+            if job is not None:
+                return job
             assert self._selector is not None
+            self._refresh()  # what is watched follows what was taken; it may split a line off
+            job = self._take_ready()
+            if job is not None:
+                return job
             timeout = None
             if self._accept_paused_until:
                 timeout = max(0.0, self._accept_paused_until - time.monotonic())
@@ -364,8 +418,52 @@ class SocketRpcServer:
                     self._drain_wakeups()
                 else:
                     self._on_ready(key.data, mask)
-            self._refresh()
         return None
+
+    def _take_ready(self) -> _Job | None:
+        """The next request to answer, taking connections in turn; None if none may start now.
+
+        A connection whose unsent replies pass :data:`OUTPUT_PAUSE_BYTES` is not answered until
+        its script reads them, nor one with any reply waiting while the kernel's pass
+        :data:`QUEUED_REPLY_BYTES`. If the lead could not be handed on (every other thread is
+        answering), the leader checks the request itself and answers here what is quick (an
+        error, a tool run on the event loop); a file tool waits for a thread, so one always reads.
+        """
+        if not self._ready:
+            return None
+        queued = sum(connection.out_bytes for connection in self._connections.values())
+        with self._lock:
+            can_hand_on = self._waiting > 0 or self._threads < CHANNEL_THREADS
+        for _ in range(len(self._ready)):
+            connection = self._ready.popleft()
+            connection.listed = False
+            if connection.closed or not connection.jobs:
+                continue
+            waiting = connection.out_bytes
+            if waiting >= OUTPUT_PAUSE_BYTES or (waiting and queued >= QUEUED_REPLY_BYTES):
+                self._list(connection)
+                continue
+            job = connection.jobs[0]
+            if not can_hand_on:
+                if job.checked is None:
+                    job.checked = self.host.check(job.line)
+                    job.line = bytearray()
+                if _runs_on_a_thread(job.checked):
+                    self._list(connection)
+                    continue
+            connection.jobs.popleft()
+            self._split_rest(connection)
+            if connection.jobs:
+                self._list(connection)
+            if can_hand_on:
+                return job
+            self._answer(job)  # quick: the leader goes on leading
+        return None
+
+    def _list(self, connection: _Connection) -> None:
+        if not connection.listed:
+            connection.listed = True
+            self._ready.append(connection)
 
     def _on_ready(self, connection: _Connection, mask: int) -> None:
         if mask & selectors.EVENT_WRITE and not connection.closed:
@@ -411,9 +509,11 @@ class SocketRpcServer:
             self._connections[sock] = _Connection(sock)
 
     def _close_a_silent_one(self) -> bool:
-        """Close the oldest connection that never sent a byte (none sent since); True if one."""
+        """Close the oldest connection that never sent a byte (none sent since) and was
+        accepted over :data:`IDLE_GRACE` ago; True if one."""
+        now = time.monotonic()
         for connection in list(self._connections.values()):
-            if connection.spoke or connection.in_flight or connection.out:
+            if connection.spoke or connection.in_flight or connection.out or now - connection.accepted < IDLE_GRACE:
                 continue
             try:
                 waiting = connection.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
@@ -430,7 +530,8 @@ class SocketRpcServer:
         return False
 
     def _read(self, connection: _Connection) -> None:
-        """Read what is there; each complete line becomes a job."""
+        """Read what is there and split off its first complete line as a job; what follows
+        it stays in ``connection.rest``."""
         scratch = self._scratch
         try:
             count = connection.sock.recv_into(scratch)
@@ -441,15 +542,26 @@ class SocketRpcServer:
         if not count:
             return self._drop(connection)
         connection.spoke = True
-        view = memoryview(scratch)
-        start = 0
+        self._split(connection, scratch, 0, count)
+
+    def _split_rest(self, connection: _Connection) -> None:
+        if len(connection.rest) > connection.rest_at and not connection.closed:
+            self._split(connection, connection.rest, connection.rest_at, len(connection.rest))
+
+    def _split(self, connection: _Connection, buffer: bytes | bytearray, start: int, count: int) -> None:
+        """Gather ``buffer[start:count]`` into lines until one is ready (or the kernel has
+        :data:`MAX_IN_FLIGHT`); keep what is left in ``connection.rest``."""
+        view = memoryview(buffer)
         while start < count:
-            newline = scratch.find(b"\n", start, count)  # only in the new bytes: linear time
+            if connection.jobs or self._in_flight >= MAX_IN_FLIGHT:
+                break
+            newline = buffer.find(b"\n", start, count)  # only in the new bytes: linear time
             end = count if newline < 0 else newline
             if not self._gather(connection, view[start:end]):
                 return
             if newline < 0:
-                return
+                start = count
+                break
             line, connection.partial = connection.partial, bytearray()
             charged, connection.charged = connection.charged, 0
             if line and not line.isspace():
@@ -458,10 +570,17 @@ class SocketRpcServer:
                     self._answering += charged
                     self._in_flight += 1
                     connection.in_flight += 1
-                self._ready.append(_Job(connection, line, charged))
+                connection.jobs.append(_Job(connection, line, charged))
+                self._list(connection)
             else:
                 self._release(charged)
             start = newline + 1
+        if start >= count:
+            connection.rest, connection.rest_at = b"", 0
+        elif buffer is connection.rest:
+            connection.rest_at = start
+        else:
+            connection.rest, connection.rest_at = bytes(view[start:count]), 0
 
     def _gather(self, connection: _Connection, piece: memoryview) -> bool:
         """Add ``piece`` to the connection's line; False if it was refused (and dropped)."""
@@ -515,8 +634,13 @@ class SocketRpcServer:
                 continue
             if room:
                 connection.short_of_room = False
+            if reading and not connection.jobs:
+                self._split_rest(connection)
+                if connection.closed:
+                    continue
             events = 0
-            if reading and connection.out_bytes < OUTPUT_PAUSE_BYTES and not connection.short_of_room:
+            if (reading and connection.out_bytes < OUTPUT_PAUSE_BYTES and not connection.short_of_room
+                    and not connection.jobs and len(connection.rest) <= connection.rest_at):
                 events |= selectors.EVENT_READ
             if connection.out:
                 events |= selectors.EVENT_WRITE
@@ -561,6 +685,9 @@ class SocketRpcServer:
         connection.partial = bytearray()
         self._release(connection.charged)
         connection.charged = 0
+        connection.rest, connection.rest_at = b"", 0
+        while connection.jobs:  # read, never started: nothing will answer them
+            self._release(connection.jobs.popleft().charged, answered=connection)
 
     # -- answering (any channel thread, and the event loop) -------------------------------
 
@@ -569,8 +696,9 @@ class SocketRpcServer:
         connection, charged = job.connection, job.charged
         request_id = None
         try:
-            checked = self.host.check(job.line)
+            checked = job.checked if job.checked is not None else self.host.check(job.line)
             job.line = bytearray()  # the parsed request holds what is needed
+            job.checked = None
             if isinstance(checked, dict):
                 return self._finish(connection, checked, charged)
             request_id, tool, args, budget = checked
@@ -585,6 +713,7 @@ class SocketRpcServer:
             return self._finish(connection, _reply(request_id, f"internal error: {exc}"), charged)
         self._pending.add(future)
         future.add_done_callback(functools.partial(self._loop_done, connection, request_id, tool, charged))
+        budget.track(future)
 
     def _loop_done(self, connection: _Connection, request_id: Any, tool: str, charged: int,
                    finished: concurrent.futures.Future[Any]) -> None:
@@ -672,6 +801,10 @@ class SocketRpcServer:
             if got:
                 self._lead.release()
 
+    def cancel_calls(self, budget: ExecBudget) -> int:
+        """End the calls of an execution that has ended (see :meth:`ExecBudget.cancel_calls`)."""
+        return budget.cancel_calls()
+
     async def close(self) -> None:
         """Stop serving and cancel requests in flight (their commands are ended)."""
         self._closed = True
@@ -679,6 +812,14 @@ class SocketRpcServer:
             future.cancel()
         self._wake()
         await asyncio.to_thread(self._take_lead_and_teardown)
+
+
+def _runs_on_a_thread(checked: Any) -> bool:
+    """Whether a checked request runs a file tool on the channel's thread (else it is quick)."""
+    if isinstance(checked, dict):
+        return False
+    tool = get_tool(checked[1])
+    return tool is not None and tool.blocking is not None
 
 
 def _say_and_close(sock: socket.socket, error: str) -> None:
@@ -861,6 +1002,10 @@ class FileRpcServer:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
+
+    def cancel_calls(self, budget: ExecBudget) -> int:
+        """End the calls of an execution that has ended (see :meth:`ExecBudget.cancel_calls`)."""
+        return budget.cancel_calls()
 
     async def close(self) -> None:
         if self._poller is not None:

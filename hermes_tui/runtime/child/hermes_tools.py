@@ -91,14 +91,17 @@ class _Connection(object):
                 line = b"".join(self.head + [self.tail[:index]])
                 self.head, self.tail = [], self.tail[index + 1:]
                 return line
+            try:
+                data = self.sock.recv(1 << 16)  # first: an exception here loses no one's bytes
+            except OSError as exc:
+                if exc.errno is None:  # e.g. a TimeoutError a signal handler raised: not the end
+                    raise
+                data = b""
+            if not data:
+                return None
             if self.tail:
                 self.head.append(self.tail)
-            try:
-                self.tail = self.sock.recv(1 << 16)
-            except OSError:
-                self.tail = b""
-            if not self.tail:
-                return None
+            self.tail = data
 
     def close(self):
         try:
