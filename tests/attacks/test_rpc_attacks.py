@@ -564,7 +564,7 @@ async def test_replies_a_script_never_reads_hold_a_bounded_amount_of_host_memory
     watch = HostWatch()
     (result,) = await watch.during(runtime.execute_code(UNREAD_FLOOD, session="s", cwd=tmp_path, timeout=20))
     out = output_json(result)
-    assert out["ok"] and out["took"] < 1.5, out
+    assert out["ok"] and out["took"] < 8, out  # answered beside the flood, not after it (seconds: CI is loaded)
     # Before: every line became a job and every reply was queued: 60 x 4 MB.
     assert watch.rss_growth < 100 * MB, watch.rss_growth / MB
 
