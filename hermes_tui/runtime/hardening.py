@@ -300,10 +300,11 @@ async def open_process(argv: list[str], env: dict[str, str]) -> Spawned:
     popen = await spawn_async(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                        stderr=subprocess.PIPE, env=env))
     loop = asyncio.get_running_loop()
-    streams = []
+    streams: list[asyncio.StreamReader] = []
     for pipe in (popen.stdout, popen.stderr):
         reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
-        await loop.connect_read_pipe(lambda reader=reader: asyncio.StreamReaderProtocol(reader), pipe)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        await loop.connect_read_pipe(lambda protocol=protocol: protocol, pipe)  # type: ignore[misc]
         streams.append(reader)
     return Spawned(popen, streams[0], streams[1])
 

@@ -93,7 +93,7 @@ def sweep_staging(tempdir: Path, keep: Path | None = None) -> list[Path]:
 def sweep_partial_spills(cache_dir: Path) -> list[Path]:
     """Remove the ``.*.part`` spill files no live writer holds (a host died while a script's
     output was being saved); returns them. Blocking."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(cache_dir))
     except OSError:
