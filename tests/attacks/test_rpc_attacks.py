@@ -203,7 +203,9 @@ async def test_many_connections_streaming_big_lines_hold_a_bounded_amount(runtim
     outcomes = output_json(result)
     refused = [o for o in outcomes if o.startswith("request refused: this kernel's unfinished tool requests")]
     assert refused, outcomes  # past HELD_BYTES of unfinished lines the host refuses rather than hold more
-    assert watch.rss_growth < HELD_BYTES + 40 * MB, watch.rss_growth / MB  # 8 x 40 MiB before
+    # Before, all 8 x 40 MiB lines were held (335 MB and their copies). The allocator keeps
+    # some freed buffers, so the bound allows for them above HELD_BYTES.
+    assert watch.rss_growth < 200 * MB, watch.rss_growth / MB
 
 
 async def test_big_requests_from_threads_of_one_script_wait_for_room_instead_of_failing(runtime: Runtime,
