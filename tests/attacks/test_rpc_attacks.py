@@ -24,7 +24,7 @@ import pytest
 from conftest import wait_for
 
 from hermes_tui.runtime import Runtime
-from hermes_tui.runtime.rpc import CHANNEL_THREADS, HELD_BYTES, MAX_CONNECTIONS, MAX_REQUEST_BYTES
+from hermes_tui.runtime.rpc import CHANNEL_THREADS, MAX_CONNECTIONS, MAX_REQUEST_BYTES
 
 MB = 1_000_000
 
