@@ -112,3 +112,81 @@ async def test_an_unflagged_command_in_dangerous_mode_is_logged_with_why(hermes_
     [entry] = audit_entries(hermes_home)
     assert (entry["event"], entry["decision"], entry["why"], entry["text"]) == (
         "auto", "allow", "not flagged (approvals.mode dangerous)", "echo hi")
+
+
+async def _gate(home: Path, approver, yaml_text: str = "") -> ApprovalGate:
+    gate = ApprovalGate(approver, make_config(yaml_text), home)
+    await gate.load_rules()
+    return gate
+
+
+async def test_a_typed_unflagged_command_runs_and_the_log_says_why(hermes_home: Path, tmp_path: Path) -> None:
+    approver = Approver("deny")
+    gate = await _gate(hermes_home, approver)
+    refusal = await gate.check_terminal("echo hi", cwd=str(tmp_path), session="s", kernel=None, exec_id=None,
+                                        typed=True)
+    assert refusal is None and approver.asked == []
+    (entry,) = audit_entries(hermes_home)
+    assert (entry["event"], entry["decision"], entry["why"]) == ("auto", "allow",
+                                                                  "typed by the user (!cmd), not flagged")
+
+
+async def test_a_file_request_names_every_file_and_logs_their_content_hashes(hermes_home: Path,
+                                                                             tmp_path: Path) -> None:
+    from hermes_tui.runtime.approvals import FileChange
+
+    approver = Approver("session")
+    gate = await _gate(hermes_home, approver)
+    files = [FileChange(path="/p/a.txt", size=1, sha256="aa" * 32), FileChange(path="/p/b.txt", sha256="bb" * 32)]
+    refusal = await gate.check_file("patch", files, "diff", ["writes two files"], cwd=str(tmp_path), session="s",
+                                    kernel=None, exec_id=None)
+    assert refusal is None and approver.asked[0].text == "patch /p/a.txt /p/b.txt"
+    again = await gate.check_file("patch", files, "diff", ["writes two files"], cwd=str(tmp_path), session="s",
+                                  kernel=None, exec_id=None)
+    assert again is None and len(approver.asked) == 1  # the session answer covers the same content
+    auto = [e for e in audit_entries(hermes_home) if e["event"] == "auto"]
+    assert auto[-1]["sha256"] == ["aa" * 32, "bb" * 32] and auto[-1]["text"] == "patch /p/a.txt /p/b.txt"
+    assert (auto[-1]["decision"], auto[-1]["why"]) == ("allow", "allowed for this session")
+
+
+async def test_in_off_mode_a_file_request_is_allowed_and_logged(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.runtime.approvals import FileChange
+
+    approver = Approver("deny")
+    gate = await _gate(hermes_home, approver, 'approvals:\n  mode: "off"\n')
+    refusal = await gate.check_file("write_file", [FileChange(path="/p/x")], "d", ["protected"], cwd=str(tmp_path),
+                                    session="s", kernel=None, exec_id=None)
+    assert refusal is None and approver.asked == []
+    (entry,) = audit_entries(hermes_home)
+    assert (entry["event"], entry["decision"], entry["why"]) == ("auto", "allow", "approvals.mode is off")
+
+
+async def test_a_broken_approver_denies(hermes_home: Path, tmp_path: Path) -> None:
+    async def broken(request: ApprovalRequest) -> ApprovalDecision:
+        raise RuntimeError("the dialog crashed")
+
+    gate = await _gate(hermes_home, broken)
+    refusal = await gate.check_terminal("echo hi", cwd=str(tmp_path), session="s", kernel=None, exec_id=None)
+    assert refusal == "the approver failed (the dialog crashed); denied"
+
+
+async def test_the_log_says_where_an_always_rule_went_and_when_it_could_not_go(
+        hermes_home: Path, tmp_path: Path, caplog) -> None:
+    from hermes_tui.runtime.rules import allowlist_path
+
+    gate = await _gate(hermes_home, Approver("always"))
+    assert await gate.check_terminal("make", cwd=str(tmp_path), session="s", kernel=None, exec_id=None) is None
+    once_gate = await _gate(hermes_home, Approver("once"))
+    assert await once_gate.check_terminal("make test", cwd=str(tmp_path), session="s", kernel=None,
+                                          exec_id=None) is None
+    decisions = [e for e in audit_entries(hermes_home) if e["event"] == "decision"]
+    assert [(d["decision"], d["stored_in"]) for d in decisions] == [
+        ("always", str(allowlist_path(hermes_home))), ("once", None)]
+    broken = "rules:\n  - exact: 'unclosed\n"
+    allowlist_path(hermes_home).write_text(broken)
+    gate = await _gate(hermes_home, Approver("always"))
+    assert await gate.check_terminal("make all", cwd=str(tmp_path), session="s", kernel=None, exec_id=None) is None
+    assert allowlist_path(hermes_home).read_text() == broken
+    (lost,) = [e for e in audit_entries(hermes_home) if e["event"] == "rule_not_saved"]
+    assert "nothing was changed" in lost["why"]
+    assert any('the "always" rule was not saved' in r.getMessage() for r in caplog.records)
