@@ -11,6 +11,7 @@ import pytest
 
 from hermes_tui.config import Config, parse_config
 from hermes_tui.runtime import Runtime
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 
 DRIVER_NAME = "hermes_kernel_driver.py"
 
@@ -92,3 +93,18 @@ async def runtime_factory(hermes_home: Path):
     yield factory
     for rt in made:
         await rt.aclose()
+
+
+class Approver:
+    """An approver that answers every request with ``choice`` (and ``reason``), running
+    ``before(request)`` first when given, and records what it was asked."""
+
+    def __init__(self, choice: str = "once", reason: str | None = None, before=None) -> None:
+        self.choice, self.reason, self.before = choice, reason, before
+        self.asked: list[ApprovalRequest] = []
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request)
+        if self.before is not None:
+            self.before(request)
+        return ApprovalDecision(choice=self.choice, reason=self.reason)  # type: ignore[arg-type]

@@ -16,19 +16,7 @@ from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.rules import allowlist_path, load_allowlist
 
-from conftest import make_config
-
-
-class Approver:
-    """Answers every request with `choice` and records it."""
-
-    def __init__(self, choice: str = "once", reason: str | None = None) -> None:
-        self.choice, self.reason = choice, reason
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.asked.append(request)
-        return ApprovalDecision(choice=self.choice, reason=self.reason)  # type: ignore[arg-type]
+from conftest import Approver, make_config
 
 
 async def make(home: Path, yaml_text: str = "", **kwargs) -> Runtime:

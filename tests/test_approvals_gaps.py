@@ -12,19 +12,7 @@ from pathlib import Path
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalGate, ApprovalRequest, audit_path
 
-from conftest import make_config
-
-
-class Approver:
-    """Answers every request with `choice` and records it."""
-
-    def __init__(self, choice: str = "once", reason: str | None = None) -> None:
-        self.choice, self.reason = choice, reason
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.asked.append(request)
-        return ApprovalDecision(choice=self.choice, reason=self.reason)  # type: ignore[arg-type]
+from conftest import Approver, make_config
 
 
 def audit_entries(home: Path) -> list[dict]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from conftest import Approver
 from hermes_tui.runtime.rules import (
     Rule,
     active_rules,
@@ -30,16 +30,6 @@ NOBODY = 65534
 
 def kinds(rules: list[Rule]) -> list[tuple[str, str]]:
     return [(r.kind, r.pattern) for r in rules]
-
-
-class Approver:
-    def __init__(self, choice: str) -> None:
-        self.choice = choice
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.asked.append(request)
-        return ApprovalDecision(choice=self.choice)  # type: ignore[arg-type]
 
 
 # -- exact rules are exact ------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Approver
 from hermes_tui.runtime import Runtime
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.danger import analyze
 from hermes_tui.runtime.tools import search as search_module
 
@@ -28,20 +28,6 @@ PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA-fak
               "-----END OPENSSH PRIVATE KEY-----\n"
 CERTIFICATE = "-----BEGIN CERTIFICATE-----\nMIIBfake-certificate\n-----END CERTIFICATE-----\n"
 API_KEY = "sk-proj-" + "q" * 32
-
-
-class Approver:
-    """Answers every request with ``choice`` (or runs ``before`` first) and records it."""
-
-    def __init__(self, choice: str = "deny", before=None) -> None:
-        self.choice, self.before = choice, before
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.asked.append(request)
-        if self.before is not None:
-            self.before(request)
-        return ApprovalDecision(choice=self.choice)  # type: ignore[arg-type]
 
 
 @pytest.fixture
