@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
+from hostile import huge_line
 
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.rpc import CHANNEL_THREADS, MAX_CONNECTIONS, MAX_REQUEST_BYTES
@@ -116,39 +117,12 @@ def address_space_limit(extra: int):
 
 # -- the socket transport -----------------------------------------------------------------
 
-HUGE_LINE = """
-import json, os, socket, time
-sock = socket.socket(socket.AF_UNIX)
-sock.connect(os.environ["HERMES_RPC_SOCKET"])
-chunk = b"x" * (1 << 20)
-start = time.perf_counter()
-sent = 0
-try:
-    while sent < SIZE:
-        sock.sendall(chunk)
-        sent += len(chunk)
-    sock.sendall(b"\\n")
-except OSError:
-    pass
-sock.settimeout(10)
-data = b""
-try:
-    while not data.endswith(b"\\n"):
-        more = sock.recv(65536)
-        if not more:
-            break
-        data += more
-except OSError:
-    pass
-print(json.dumps({"elapsed": time.perf_counter() - start, "sent": sent, "reply": data.decode("utf-8", "replace")}))
-"""
-
 
 async def test_a_huge_line_is_refused_at_the_cap_quickly_and_never_held_whole(runtime: Runtime) -> None:
     await runtime.execute_code("1", session="s")
     watch = HostWatch()
     size = MAX_REQUEST_BYTES + (16 << 20)
-    (result,) = await watch.during(runtime.execute_code(HUGE_LINE.replace("SIZE", str(size)), session="s",
+    (result,) = await watch.during(runtime.execute_code(huge_line(size), session="s",
                                                         timeout=20))
     out = output_json(result)
     reply = json.loads(out["reply"])
@@ -567,8 +541,8 @@ async def test_replies_a_script_never_reads_hold_a_bounded_amount_of_host_memory
     (result,) = await watch.during(runtime.execute_code(UNREAD_FLOOD, session="s", cwd=tmp_path, timeout=20))
     out = output_json(result)
     assert out["ok"] and out["took"] < 8, out  # answered beside the flood, not after it (seconds: CI is loaded)
-    # Before: every line became a job and every reply was queued: 60 x 4 MB.
-    # Before, all 60 replies (240 MB of text, more as JSON) were queued; now only a few are in the making.
+    # Before, every line became a job and all 60 replies (240 MB of text, more as JSON) were
+    # queued; now only a few are in the making.
     assert watch.rss_growth < 160 * MB, watch.rss_growth / MB
 
 

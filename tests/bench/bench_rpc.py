@@ -26,9 +26,12 @@ import threading
 import time
 from pathlib import Path
 
-from hermes_tui.config import parse_config
-from hermes_tui.runtime import Runtime
-from hermes_tui.runtime.rpc import MAX_REQUEST_BYTES
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared hostile scripts
+
+from hermes_tui.config import parse_config  # noqa: E402
+from hermes_tui.runtime import Runtime  # noqa: E402
+from hermes_tui.runtime.rpc import MAX_REQUEST_BYTES  # noqa: E402
+from hostile import huge_line  # noqa: E402
 
 CALLS = """
 import json, statistics, time
@@ -44,36 +47,6 @@ assert 'error' not in r, r
 times.sort()
 print(json.dumps({{"rate": {calls} / total, "median": statistics.median(times),
                   "p99": times[int(len(times) * 0.99)]}}))
-"""
-
-# One connection, one line of `size` bytes with no newline until the end: the host must refuse
-# it once it passes the cap. Sending stops at the first error (the host closed the connection).
-HUGE = """
-import json, os, socket, time
-size = {size}
-sock = socket.socket(socket.AF_UNIX)
-sock.connect(os.environ["HERMES_RPC_SOCKET"])
-chunk = b"x" * (1 << 20)
-start = time.perf_counter()
-sent = 0
-try:
-    while sent < size:
-        sock.sendall(chunk)
-        sent += len(chunk)
-    sock.sendall(b"\\n")
-except OSError:
-    pass
-data = b""
-try:
-    while not data.endswith(b"\\n"):
-        more = sock.recv(65536)
-        if not more:
-            break
-        data += more
-except OSError:
-    pass
-elapsed = time.perf_counter() - start
-print(json.dumps({{"elapsed": elapsed, "sent": sent, "reply": data.decode("utf-8", "replace")[:300]}}))
 """
 
 # Many connections at once, each streaming a big line (threads in the script).
@@ -159,7 +132,7 @@ async def bench(calls: int, over_mb: int, huge: bool, flood: bool, folder: Path)
         watch = Watch()
         cpu_before = cpu()
         result = await watch.during(asyncio.ensure_future(
-            rt.execute_code(HUGE.format(size=size), session="huge", timeout=600)))
+            rt.execute_code(huge_line(size), session="huge", timeout=600)))
         figures = json.loads(result.output)  # type: ignore[union-attr]
         print(f"a {size / (1 << 20):.0f} MiB request line: refused after {figures['elapsed']:.2f} s "
               f"({figures['sent'] / (1 << 20):.0f} MiB sent), host CPU {cpu() - cpu_before:.2f} s, "
