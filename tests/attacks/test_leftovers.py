@@ -67,7 +67,9 @@ async def test_a_start_removes_staging_dirs_no_live_host_holds(hermes_home: Path
     (stale / "k1" / "hermes_tools.py").write_text("TOKEN = 'old'\n")
     held, lock = make_staging_dir()  # a live host holds its own
     lookalike = Path(tempfile.mkdtemp(prefix="hermes-tui-"))  # named like one, but no host made it
-    checkout = Path(tempfile.gettempdir()) / f"hermes-tui-dev{random.randrange(10**6)}"
+    # "hermes-tui-" and 8 name characters is a staging dir's name; this one is longer, so it is
+    # never one, whatever the number
+    checkout = Path(tempfile.gettempdir()) / f"hermes-tui-checkout-{random.randrange(10**6):06d}"
     checkout.mkdir()
     (checkout / MARKER).touch()
     try:
@@ -100,7 +102,9 @@ async def test_a_symlink_named_like_a_staging_dir_is_not_followed(hermes_home: P
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("precious")
-    link = Path(tempfile.gettempdir()) / f"hermes-tui-link{random.randrange(10**6)}"
+    (victim / MARKER).touch()  # so only the link check stands between the sweep and the victim
+    # exactly a staging dir's name: "hermes-tui-" and 8 name characters
+    link = Path(tempfile.gettempdir()) / f"hermes-tui-link{random.randrange(10**4):04d}"
     link.symlink_to(victim)
     try:
         async with Runtime(make_config(), home=hermes_home):
