@@ -62,21 +62,35 @@ class TerminalConfig(_Section):
 
 
 class ApprovalsConfig(_Section):
-    """``approvals``: who must allow terminal commands and scripts."""
+    """``approvals``: who must allow terminal commands and scripts.
 
-    mode: Literal["manual", "dangerous", "off"] = "manual"
+    ``mode`` has Hermes Agent's meanings: ``manual`` asks for flagged commands, ``smart`` is read
+    as ``manual`` (model-judged approvals are not built here), ``off`` asks for nothing. Ours in
+    addition: ``strict`` asks for every terminal() call no rule allows. ``dangerous`` (our
+    earlier name for ``manual``) still reads. The hard floor refuses in every mode.
+    """
+
+    mode: Literal["strict", "manual", "off"] = "manual"
     timeout: Seconds = 60
     """Seconds an approval waits; no answer is a deny."""
 
     @field_validator("mode", mode="before")
     @classmethod
-    def _yaml_off(cls, value: Any) -> Any:
+    def _hermes_names(cls, value: Any) -> Any:
         # YAML 1.1 reads a bare `mode: off` as the boolean false.
         if value is False:
             return "off"
-        # Hermes Agent's `smart` has an auxiliary model judge flagged commands; with no such
-        # model here, its closest equal is `dangerous`: unflagged commands run, flagged ask.
-        return "dangerous" if value == "smart" else value
+        if isinstance(value, str) and value.strip().lower() in MODE_RENAMED:
+            return "manual"  # the notice saying so comes from config_notes
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+MODE_RENAMED = {
+    "smart": "approvals.mode smart is read as manual: flagged commands ask; model-judged approvals are not "
+             "built in hermes-tui",
+    "dangerous": "approvals.mode dangerous is now called manual (flagged commands ask); it reads the same",
+}
+"""``approvals.mode`` values read as ``manual``, with the one-line notice each gives."""
 
 
 class WebConfig(_Section):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.config import Config, parse_config
+from hermes_tui.config import Config, load_yaml, parse_config
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 
@@ -71,6 +71,15 @@ def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:
 def make_config(yaml_text: str = "") -> Config:
     """A Config from YAML text (defaults for what it leaves out)."""
     return parse_config(yaml_text)
+
+
+def strict_config(yaml_text: str = "") -> Config:
+    """A Config from YAML text whose approvals.mode is ``strict`` (every terminal() call asks
+    unless a rule allows it) when the text sets no mode: for tests of the gate's asking."""
+    config = parse_config(yaml_text)
+    if "mode" not in ((load_yaml(yaml_text) or {}).get("approvals") or {}):
+        config.approvals.mode = "strict"
+    return config
 
 
 @pytest.fixture

@@ -16,11 +16,12 @@ from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.rules import allowlist_path, load_allowlist
 
-from conftest import Approver, make_config
+from conftest import Approver, make_config, strict_config
 
 
 async def make(home: Path, yaml_text: str = "", **kwargs) -> Runtime:
-    return await Runtime(make_config(yaml_text), home=home, **kwargs).start()
+    """A started runtime; approvals.mode strict (every terminal() call asks) unless the text sets one."""
+    return await Runtime(strict_config(yaml_text), home=home, **kwargs).start()
 
 
 SCRIPT = "from hermes_tools import terminal\nprint(terminal('echo hi')['output'], end='')"
@@ -67,8 +68,10 @@ async def test_a_denied_script_never_starts_a_kernel(hermes_home: Path, tmp_path
 
 @pytest.mark.parametrize(
     ("mode", "command", "asked"),
-    [("manual", "echo hi", True), ("manual", "rm -rf ./build", True),
+    [("strict", "echo hi", True), ("strict", "rm -rf ./build", True),
+     ("manual", "echo hi", False), ("manual", "rm -rf ./build", True),
      ("dangerous", "echo hi", False), ("dangerous", "rm -rf ./build", True),
+     ("smart", "echo hi", False), ("smart", "rm -rf ./build", True),
      ("off", "echo hi", False), ("off", "rm -rf ./build", False)],
 )
 async def test_modes(hermes_home: Path, tmp_path: Path, mode: str, command: str, asked: bool) -> None:
@@ -89,7 +92,7 @@ async def test_modes(hermes_home: Path, tmp_path: Path, mode: str, command: str,
         await rt.aclose()
 
 
-@pytest.mark.parametrize("mode", ["manual", "off"])
+@pytest.mark.parametrize("mode", ["strict", "manual", "off"])
 async def test_the_hard_floor_is_refused_without_asking_in_every_mode(hermes_home: Path, tmp_path: Path, mode: str) -> None:
     approver = Approver("always")
     rt = await make(hermes_home, f"approvals:\n  mode: {mode}\ncommand_allowlist: ['rm -rf /', '*']\n", approver=approver)
@@ -245,12 +248,12 @@ def cli(home: Path, *argv: str, cwd: Path | None = None) -> subprocess.Completed
 
 
 def test_approvals_cli_rules_revoke_and_log(hermes_home: Path, tmp_path: Path) -> None:
-    (hermes_home / "config.yaml").write_text("command_allowlist:\n  - 'git log *'\n")
+    (hermes_home / "config.yaml").write_text("approvals:\n  mode: strict\ncommand_allowlist:\n  - 'git log *'\n")
     from hermes_tui.runtime.rules import add_rule
 
     add_rule(allowlist_path(hermes_home), "make test")
     listed = cli(hermes_home, "approvals", "rules")
-    assert listed.returncode == 0
+    assert listed.returncode == 0 and listed.stdout.startswith("approvals.mode: strict ")
     assert "glob   git log *\n       in config.yaml command_allowlist" in listed.stdout
     assert f"exact  make test\n       in {allowlist_path(hermes_home)}" in listed.stdout
     kept = cli(hermes_home, "approvals", "revoke", "git log *")
@@ -293,7 +296,7 @@ async def test_a_request_names_the_tool_call_it_belongs_to(hermes_home: Path, tm
 
 async def test_a_typed_command_asks_only_when_flagged(hermes_home: Path, tmp_path: Path) -> None:
     approver = Approver("once")
-    rt = await make(hermes_home, approver=approver)  # approvals.mode manual (the default)
+    rt = await make(hermes_home, approver=approver)  # approvals.mode strict
     try:
         typed = await rt.terminal("echo typed", session="t", cwd=tmp_path, typed=True)
         model = await rt.terminal("echo model", session="t", cwd=tmp_path)

@@ -12,7 +12,7 @@ from pathlib import Path
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalGate, ApprovalRequest, audit_path
 
-from conftest import Approver, make_config
+from conftest import Approver, make_config, strict_config
 
 
 def audit_entries(home: Path) -> list[dict]:
@@ -21,7 +21,7 @@ def audit_entries(home: Path) -> list[dict]:
 
 async def test_a_denied_terminal_call_returns_the_blocked_result_to_the_script(hermes_home: Path,
                                                                                tmp_path: Path) -> None:
-    rt = await Runtime(make_config(), home=hermes_home, approver=Approver("deny")).start()
+    rt = await Runtime(strict_config(), home=hermes_home, approver=Approver("deny")).start()
     try:
         result = await rt.execute_code(
             "import json\nfrom hermes_tools import terminal\nprint(json.dumps(terminal('echo hi')))",
@@ -39,7 +39,7 @@ async def test_a_symlinked_audit_log_is_refused_with_a_clear_error(hermes_home: 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.symlink_to(target)
     approver = Approver("once")
-    gate = ApprovalGate(approver, make_config(), hermes_home)
+    gate = ApprovalGate(approver, strict_config(), hermes_home)
     await gate.load_rules()
     refusal = await gate.check_terminal("echo hi", cwd=str(tmp_path), session="s", kernel=None, exec_id=None)
     assert refusal == f"the approvals log cannot be written: it is a symbolic link ({log_path})"
@@ -58,7 +58,7 @@ async def test_a_new_gate_applies_the_configured_timeout(hermes_home: Path, tmp_
         return await never(request)
 
     # No load_rules(): the timeout of the config it was built from applies at once.
-    gate = ApprovalGate(recording, make_config("approvals:\n  timeout: 0.5\n"), hermes_home)
+    gate = ApprovalGate(recording, strict_config("approvals:\n  timeout: 0.5\n"), hermes_home)
     started = time.time()
     refusal = await gate.check_terminal("echo hi", cwd=str(tmp_path), session="s", kernel=None, exec_id=None)
     assert refusal == "no answer within 0.5s (approvals.timeout); denied"
@@ -68,7 +68,7 @@ async def test_a_new_gate_applies_the_configured_timeout(hermes_home: Path, tmp_
 
 async def test_a_restored_request_is_asked_once_and_its_rerun_passes_once(hermes_home: Path, tmp_path: Path) -> None:
     approver = Approver("once")
-    gate = ApprovalGate(approver, make_config(), hermes_home)
+    gate = ApprovalGate(approver, strict_config(), hermes_home)
     await gate.load_rules()
     pending = ApprovalRequest(kind="terminal", text="echo restored", cwd=str(tmp_path), session="s",
                               reasons=["why it asked"], deadline=time.time() - 5, session_rule="echo restored")
@@ -91,19 +91,19 @@ async def test_a_restored_request_is_asked_once_and_its_rerun_passes_once(hermes
     assert len(approver.asked) == 4
 
 
-async def test_an_unflagged_command_in_dangerous_mode_is_logged_with_why(hermes_home: Path, tmp_path: Path) -> None:
+async def test_an_unflagged_command_in_manual_mode_is_logged_with_why(hermes_home: Path, tmp_path: Path) -> None:
     approver = Approver("deny")
-    gate = ApprovalGate(approver, make_config("approvals:\n  mode: dangerous\n"), hermes_home)
+    gate = ApprovalGate(approver, make_config("approvals:\n  mode: manual\n"), hermes_home)
     await gate.load_rules()
     assert await gate.check_terminal("echo hi", cwd=str(tmp_path), session="s", kernel=None, exec_id=None) is None
     assert approver.asked == []
     [entry] = audit_entries(hermes_home)
     assert (entry["event"], entry["decision"], entry["why"], entry["text"]) == (
-        "auto", "allow", "not flagged (approvals.mode dangerous)", "echo hi")
+        "auto", "allow", "not flagged (approvals.mode manual)", "echo hi")
 
 
 async def _gate(home: Path, approver, yaml_text: str = "") -> ApprovalGate:
-    gate = ApprovalGate(approver, make_config(yaml_text), home)
+    gate = ApprovalGate(approver, strict_config(yaml_text), home)
     await gate.load_rules()
     return gate
 

@@ -34,7 +34,7 @@ def _rules(config: Config, home) -> int:
     if problem:
         print(f"warning: {shown(problem)}", file=sys.stderr)
     if not rules:
-        print("No allow rules: every terminal() command asks (in manual mode).")
+        print("No allow rules: flagged commands ask (every terminal() command asks in strict mode).")
         return 0
     for rule in rules:
         # A rule is a command as the approval showed it: escaped the same way (reveal), so

@@ -10,8 +10,8 @@ local      injected / automation   yes                       ask (per mode)
 gateway    any                     yes                       ask (per mode)
 =========  ======================  ========================  ==================
 
-``approvals.mode``: ``manual`` asks for every terminal() call no rule allows; ``dangerous``
-asks only for flagged ones; ``off`` (YOLO) asks for nothing. The hard floor
+``approvals.mode``: ``strict`` asks for every terminal() call no rule allows; ``manual`` (Hermes
+Agent's meaning, the default) asks only for flagged ones; ``off`` (YOLO) asks for nothing. The hard floor
 (:mod:`hermes_tui.runtime.danger`) is refused in every mode, with no dialog, and no rule can
 allow it. An :data:`Approver` (the app's dialog, the CLI's prompt) answers once / session /
 always / deny; no answer within ``approvals.timeout`` is a deny. Every request and decision is
@@ -329,8 +329,8 @@ class ApprovalGate:
             await self.audit.write(event="auto", decision="allow", why=f"rule {rule.kind}: {rule.pattern} ({rule.source})",
                                    **base)
             return None
-        if self.mode == "dangerous" and not reasons:
-            await self.audit.write(event="auto", decision="allow", why="not flagged (approvals.mode dangerous)", **base)
+        if self.mode == "manual" and not reasons:
+            await self.audit.write(event="auto", decision="allow", why="not flagged (approvals.mode manual)", **base)
             return None
         if typed and origin == "user" and self.session_kind == "local" and not reasons:
             await self.audit.write(event="auto", decision="allow", why="typed by the user (!cmd), not flagged", **base)

@@ -68,7 +68,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-async def started(hermes_home: Path, approver: Approver | None, mode: str = "manual") -> Runtime:
+async def started(hermes_home: Path, approver: Approver | None, mode: str = "strict") -> Runtime:
     from conftest import make_config
 
     return await Runtime(make_config(f"approvals:\n  mode: {mode}\n"), home=hermes_home, approver=approver).start()
@@ -136,7 +136,7 @@ async def test_git_config_and_hooks_of_any_repository_are_protected(
 async def test_every_write_under_hermes_home_asks(hermes_home: Path, home: Path, project: Path, inside: str,
                                                   spelled: str) -> None:
     approver = Approver("deny")
-    rt = await started(hermes_home, approver, mode="dangerous")  # asks only for what is flagged
+    rt = await started(hermes_home, approver, mode="manual")  # asks only for what is flagged
     try:
         path = spelled.format(hermes_home / inside)
         result = await rt.call_tool("write_file", {"path": path, "content": "x: 1\n"}, session="s", cwd=project)
@@ -194,7 +194,7 @@ def named(path: str, hermes_home: Path) -> str:
     return path.replace("HERMES", str(hermes_home))
 
 
-@pytest.mark.parametrize("mode", ["manual", "dangerous"])
+@pytest.mark.parametrize("mode", ["strict", "manual", "smart"])
 async def test_reading_a_credentials_file_asks_in_every_mode_but_off(
         hermes_home: Path, home: Path, project: Path, mode: str) -> None:
     (hermes_home / ".env").write_text(f"OPENAI_API_KEY={API_KEY}\n")
