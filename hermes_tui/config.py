@@ -51,6 +51,14 @@ class CodeExecutionConfig(_Section):
     rpc_transport: Literal["socket", "file"] = "socket"
     """How scripts reach the tools: a Unix socket, or request/response files (remote backends)."""
 
+    @field_validator("max_session_kernels", mode="before")
+    @classmethod
+    def _at_least_one(cls, value: Any) -> Any:
+        # Hermes Agent reads 0 and negative caps as 1 (not "unlimited", not "off").
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            return 1
+        return value
+
 
 class TerminalConfig(_Section):
     """``terminal``: the terminal() tool."""
@@ -59,6 +67,16 @@ class TerminalConfig(_Section):
     """Exact variable names let into children on top of the safe defaults."""
     timeout: Seconds = 180
     """Seconds for one terminal() command."""
+    backend: str = "local"
+    """Where Hermes Agent runs commands. hermes-tui runs them on this machine only: any other
+    value (docker, ssh, modal, ...) refuses terminal() and scripts, never runs them here."""
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend_name(cls, value: Any) -> Any:
+        if value is None:  # `backend:` with nothing after it: Hermes Agent's default
+            return "local"
+        return (value.strip().lower() or "local") if isinstance(value, str) else value
 
 
 class ApprovalsConfig(_Section):
@@ -137,49 +155,189 @@ class CacheConfig(_Section):
         return value
 
 
+def _first_alias(data: Any, target: str, *aliases: str) -> Any:
+    """Hermes Agent accepts several spellings of one key; the first present wins (``target``
+    itself first) and the others are dropped."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for alias in aliases:
+        value = data.pop(alias, None)
+        if data.get(target) is None and value is not None:
+            data[target] = value
+    return data
+
+
+Headers = dict[str, str]
+
+
+def _headers(value: Any) -> Any:
+    # Hermes Agent stringifies header values and drops empty ones.
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _truthy(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in ("false", "0", "no", "off"):
+        return False
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on"):
+        return True
+    return value
+
+
+KeyCommand = str | list[str]
+
+
 class ModelConfig(_Section):
     """``model``: the conversation model (Hermes Agent's keys)."""
 
     provider: str | None = None
-    """openrouter, nous, openai, anthropic, ollama, vllm, llamacpp, lmstudio, custom, or a
-    name under ``providers:``."""
+    """A provider name (see docs/providers.md), ``auto``, ``custom``, or a name under ``providers:``."""
     default: str | None = None
-    """The model name sent to the provider."""
+    """The model name sent to the provider (``model.model`` and ``model.name`` are read as this)."""
     base_url: str | None = None
-    api_key: str | None = None
-    """A key written in the file (prefer ``providers.<name>.key_env`` and ``.env``)."""
+    """The endpoint (``api_base`` is read as this)."""
+    api_key: str | None = Field(default=None, repr=False)
+    """A key written in the file, or ``${VAR}`` (``api`` is read as this)."""
+    key_env: str | None = None
+    """The variable holding the key for this model (``api_key_env`` is read as this)."""
+    api_mode: str | None = None
+    """``chat_completions`` or ``anthropic_messages``; other Hermes modes are refused with one line."""
     tool_format: Literal["native", "hermes"] | None = None
     """``native``: the API's structured tool calls; ``hermes``: ``<tool_call>`` blocks in the text."""
     max_retries: Annotated[int, Field(ge=0, le=10)] = 2
     """Retries of a request that failed on the network, with 429 or 5xx (the SDK's backoff)."""
+    context_length: Annotated[int, Field(gt=0)] | None = None
+    """The model's context window in tokens (when the price table does not know it)."""
+    streaming: bool = True
+    """``false``: ask for whole replies instead of a stream."""
+    default_headers: Headers = Field(default_factory=dict, repr=False)
+    """Headers sent with every request (``extra_headers`` is merged in and wins). Secrets: never logged."""
 
     @model_validator(mode="before")
     @classmethod
-    def _bare_name(cls, data: Any) -> Any:
-        # Older Hermes configs say `model: some/model-name`.
-        return {"default": data} if isinstance(data, str) else data
+    def _hermes_spellings(cls, data: Any) -> Any:
+        if isinstance(data, str):  # older Hermes configs say `model: some/model-name`
+            return {"default": data}
+        data = _first_alias(data, "default", "model", "name")
+        data = _first_alias(data, "base_url", "api_base")
+        data = _first_alias(data, "api_key", "api")
+        data = _first_alias(data, "key_env", "api_key_env")
+        if isinstance(data, dict) and data.get("extra_headers") is not None:
+            data["default_headers"] = {**_headers(data.get("default_headers")), **_headers(data.pop("extra_headers"))}
+        return data
+
+    @field_validator("default_headers", mode="before")
+    @classmethod
+    def _read_headers(cls, value: Any) -> Any:
+        return _headers(value)
+
+    @field_validator("streaming", mode="before")
+    @classmethod
+    def _read_streaming(cls, value: Any) -> Any:
+        return _truthy(value)
 
 
 class ProviderConfig(_Section):
-    """``providers.<name>``: where a provider's key lives and how to reach it."""
+    """``providers.<name>`` (and each ``custom_providers`` entry): one endpoint and its key."""
 
-    key_env: str | None = None
-    """The environment variable (or ``$HERMES_HOME/.env`` entry) holding the key."""
+    name: str | None = None
+    """A display name (defaults to the key under ``providers:``)."""
     base_url: str | None = None
+    """The endpoint (``url`` and ``api`` are read as this)."""
+    api_key: str | None = Field(default=None, repr=False)
+    """The key itself or ``${VAR}``."""
+    key_env: str | None = None
+    """The environment variable (or ``$HERMES_HOME/.env`` entry) holding the key (``api_key_env`` is read as this)."""
+    key_cmd: KeyCommand | None = None
+    """A command (no shell) printing a token, bare or JSON with ``access_token`` and ``expires_in``."""
+    model: str | None = None
+    """The model used when ``model.default`` names none (``default_model`` is read as this)."""
+    api_mode: str | None = None
+    """``chat_completions`` or ``anthropic_messages`` (``transport`` is read as this)."""
+    extra_headers: Headers = Field(default_factory=dict, repr=False)
+    """Headers sent with every request to this provider. Secrets: never logged."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Fields merged into every request body."""
+    request_timeout_seconds: Seconds | None = None
+    """Seconds one request may take (default 600)."""
+    context_length: Annotated[int, Field(gt=0)] | None = None
+    enabled: bool = True
+    """``false`` hides the entry (also a built-in provider's)."""
     tool_format: Literal["native", "hermes"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hermes_spellings(cls, data: Any) -> Any:
+        data = _first_alias(data, "base_url", "url", "api")
+        data = _first_alias(data, "key_env", "api_key_env")
+        data = _first_alias(data, "model", "default_model")
+        return _first_alias(data, "api_mode", "transport")
+
+    @field_validator("request_timeout_seconds", mode="before")
+    @classmethod
+    def _unset_when_not_positive(cls, value: Any) -> Any:
+        # Hermes Agent reads a timeout <= 0 as "not set".
+        return None if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0 else value
+
+    @field_validator("extra_headers", mode="before")
+    @classmethod
+    def _read_headers(cls, value: Any) -> Any:
+        return _headers(value)
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _read_enabled(cls, value: Any) -> Any:
+        return _truthy(value)
+
+
+class FallbackConfig(_Section):
+    """One entry of ``fallback_providers``: tried in order when the model cannot answer."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    key_env: str | None = None
+    key_cmd: KeyCommand | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hermes_spellings(cls, data: Any) -> Any:
+        data = _first_alias(data, "key_env", "api_key_env")
+        return _first_alias(data, "model", "default")
 
 
 class AgentConfig(_Section):
     """``agent``: the conversation loop."""
 
     max_steps: Annotated[int, Field(ge=1)] = 30
-    """Model calls one turn may make before it is stopped."""
+    """Model calls one turn may make before it is stopped (``sys.maxsize``: no limit)."""
+    max_turns: Any = None
+    """Hermes Agent's name for the same limit (model calls per user turn), used when
+    ``max_steps`` is not set: 0, a negative number, ``unlimited``, ``inf``... mean no limit;
+    a value that is not a limit leaves the default (as in Hermes Agent)."""
     max_invalid_tool_calls: Annotated[int, Field(ge=0)] = 3
     """Malformed tool calls in a row sent back to the model before the turn is stopped."""
     system_prompt: str | None = None
     """Replaces the built-in system prompt."""
     max_context_chars: Annotated[int, Field(ge=1000)] = 400_000
     """Characters of conversation sent to the model; the oldest whole turns are left out beyond it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hermes_max_turns(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("max_steps") is None and data.get("max_turns") is not None:
+            from hermes_tui.hermes_keys import turn_limit  # imports nothing of ours
+
+            limit = turn_limit(data["max_turns"])
+            data = {k: v for k, v in data.items() if k != "max_steps"}
+            if limit is not None:
+                data["max_steps"] = limit
+        return data
 
 
 class Config(_Section):
@@ -193,6 +351,9 @@ class Config(_Section):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    """Named endpoints (``custom_providers`` list entries are read into this too)."""
+    fallback_providers: list[FallbackConfig] = Field(default_factory=list)
+    """Tried in order on a connection error, 429 or 5xx (``fallback_model`` is appended)."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
     source: Path | None = Field(default=None, exclude=True)
     """The file this was read from (None for built-in defaults)."""
@@ -206,6 +367,61 @@ class Config(_Section):
     @classmethod
     def _none_is_empty_dict(cls, value: Any) -> Any:
         return {} if value is None else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hermes_layout(cls, data: Any) -> Any:
+        """Read the older layouts Hermes Agent still reads: root-level model keys, the
+        ``custom_providers`` list, ``fallback_model``."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        model = data.get("model")
+        model = {"default": model} if isinstance(model, str) else dict(model or {}) if isinstance(model, dict) else model
+        if isinstance(model, dict):
+            for key, target in (("provider", "provider"), ("base_url", "base_url"), ("api_base", "base_url"),
+                                ("context_length", "context_length")):
+                if key in data and model.get(target) is None and not isinstance(data[key], dict):
+                    model[target] = data.pop(key)
+            data["model"] = model
+        custom = data.get("custom_providers")
+        if isinstance(custom, list):
+            providers = dict(data.get("providers") or {}) if isinstance(data.get("providers") or {}, dict) else None
+            if providers is not None:
+                for entry in custom:
+                    if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"].strip():
+                        providers.setdefault(provider_key(entry["name"]), entry)
+                data["providers"] = providers
+        fallback = data.get("fallback_model")
+        if fallback:
+            listed = data.get("fallback_providers") or []
+            if isinstance(listed, list):
+                data["fallback_providers"] = [*listed, *(fallback if isinstance(fallback, list) else [fallback])]
+        if data.get("fallback_providers") is None:
+            data.pop("fallback_providers", None)
+        return data
+
+    @field_validator("fallback_providers", mode="before")
+    @classmethod
+    def _complete_entries(cls, value: Any) -> Any:
+        # Hermes Agent skips an entry without both provider and model, and repeats.
+        if not isinstance(value, list):
+            return value
+        kept, seen = [], set()
+        for entry in value:
+            if isinstance(entry, dict) and not (entry.get("provider") and (entry.get("model") or entry.get("default"))):
+                continue
+            key = (entry.get("provider"), entry.get("model") or entry.get("default"), entry.get("base_url")) \
+                if isinstance(entry, dict) else id(entry)
+            if key not in seen:
+                seen.add(key)
+                kept.append(entry)
+        return kept
+
+
+def provider_key(name: str) -> str:
+    """The ``providers:`` key a display name is filed under: lower case, spaces as ``-``."""
+    return "-".join(name.strip().lower().split())
 
 
 CONFIG_MAX_BYTES = 8 << 20
