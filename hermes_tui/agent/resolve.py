@@ -1,0 +1,321 @@
+"""From config.yaml and the command line to one provider: which endpoint, which key, and why.
+
+The keys are Hermes Agent's (``model.*``, ``providers.<name>.*``, ``custom_providers``,
+``fallback_providers``), read with Hermes Agent's meanings, except where they would send a
+key to a host it does not belong to (see :mod:`.keys`). The provider table is
+:mod:`.catalog`. Every setting that cannot work raises :class:`ProviderError` with one line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from hermes_tui.agent.catalog import API_MODES_REFUSED, PROVIDERS, REFUSED, ProviderSpec, Wire, find, owner_of
+from hermes_tui.agent.keys import Environment, KeyCommand, ProviderError, conventional_key_allowed, usable
+from hermes_tui.config import provider_key
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one request may take unless ``request_timeout_seconds`` says otherwise."""
+
+
+@dataclass
+class ProviderSettings:
+    """A resolved provider: everything needed to talk to it. Keys and headers never print."""
+
+    name: str
+    kind: Wire
+    model: str
+    base_url: str | None
+    api_key: str | None = field(repr=False)
+    key_source: str
+    """Where the key comes from, or which setting to add ("GLM_API_KEY in ~/.hermes/.env")."""
+    tool_format: Literal["native", "hermes"] = "native"
+    max_retries: int = 2
+    why: str = ""
+    """Why this provider was chosen ("model.provider", "auto: OPENROUTER_API_KEY in the environment")."""
+    key_command: KeyCommand | None = field(default=None, repr=False)
+    key_optional: bool = False
+    """A server that may take no key (a local one, or an endpoint no provider of ours owns)."""
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    context_length: int | None = None
+    streaming: bool = True
+    fallbacks: list[ProviderSettings] = field(default_factory=list)
+    """Tried in order when this one cannot answer (``fallback_providers``)."""
+
+    @property
+    def missing_key(self) -> bool:
+        """True when a key is needed and none was found (the request goes without one)."""
+        return not self.api_key and self.key_command is None and not self.key_optional
+
+    @property
+    def label(self) -> str:
+        """``openrouter · anthropic/claude-sonnet-4`` for the top bar."""
+        raw = " · hermes tool format" if self.tool_format == "hermes" else ""
+        return f"{self.name} · {self.model}{raw}"
+
+
+@dataclass
+class _Choice:
+    """The provider picked, before its key is found."""
+
+    name: str
+    spec: ProviderSpec | None
+    entry: Any  # ProviderConfig | None
+    why: str
+    main: bool
+    """True when this is the provider ``model.provider`` names (so model.* settings apply)."""
+
+
+def resolve_provider(
+    config: Any, home: Path, env: Mapping[str, str] | None = None, *,
+    provider: str | None = None, model: str | None = None, base_url: str | None = None,
+) -> ProviderSettings | None:
+    """The provider the config and flags name (with its fallbacks), or None when no model is
+    configured. Raises :class:`ProviderError` with one line for settings that cannot work."""
+    environment = Environment(os.environ if env is None else env, home)
+    settings = config.model
+    configured = (settings.provider or "").strip().lower()
+    requested = (provider or configured).strip().lower()
+    model_name = model or settings.default
+    if not requested and not model_name and not (base_url or settings.base_url):
+        return None
+    flag_url = environment.expand(base_url, "--base-url") if base_url else None
+    choice = _choose(config, environment, requested, configured, flag_url)
+    main = _settings_for(config, environment, choice, model_name, flag_url)
+    main.fallbacks = [_fallback(config, environment, entry, index)
+                      for index, entry in enumerate(config.fallback_providers)]
+    return main
+
+
+def _choose(config: Any, environment: Environment, requested: str, configured: str, flag_url: str | None) -> _Choice:
+    main = requested == configured
+    where = "model.provider" if main else "--provider"
+    if requested.startswith("custom:"):
+        entry_name = requested.split(":", 1)[1]
+        entry = _entry(config, entry_name)
+        if entry is None:
+            raise ProviderError(f"{where} is {requested!r} but there is no providers.{provider_key(entry_name)} "
+                                "entry (or custom_providers entry with that name)")
+        return _Choice(provider_key(entry_name), None, entry, f"{where} names a providers: entry", main)
+    if requested in ("", "auto"):
+        return _auto(config, environment, flag_url)
+    if requested in REFUSED:
+        raise ProviderError(f"provider {requested!r} {REFUSED[requested]}")
+    spec = find(requested)
+    entry = _entry(config, requested)
+    if spec is not None and spec.name == requested:  # a canonical name: the built-in, with its entry's settings
+        return _Choice(spec.name, spec, entry, where, main)
+    if entry is not None:  # an alias the user filed an entry under is theirs (as in Hermes Agent)
+        return _Choice(provider_key(requested), None, entry, f"{where} names a providers: entry", main)
+    if spec is not None:
+        return _Choice(spec.name, spec, _entry(config, spec.name), f"{where} ({requested} is {spec.name})", main)
+    if flag_url or (config.model.base_url if main else None):  # a name we do not know, at its own endpoint
+        return _Choice(requested, None, None, f"{where} {requested!r} at model.base_url", main)
+    known = ", ".join(sorted(s.name for s in PROVIDERS))
+    raise ProviderError(f"model.provider = {requested!r} is not known: use one of {known} (docs/providers.md), "
+                        f"or set model.base_url (any OpenAI-compatible endpoint), or add providers.{requested}.base_url")
+
+
+def _entry(config: Any, name: str) -> Any:
+    """The ``providers:`` entry filed under ``name`` (or displayed as it); refused if disabled."""
+    key = provider_key(name)
+    entry = config.providers.get(key) or next(
+        (e for e in config.providers.values() if e.name and provider_key(e.name) == key), None)
+    if entry is not None and not entry.enabled:
+        raise ProviderError(f"providers.{key}.enabled is false: enable it or choose another provider")
+    return entry
+
+
+def _auto(config: Any, environment: Environment, flag_url: str | None) -> _Choice:
+    """``provider: auto`` (or none): the endpoint's owner when a base URL is given, else the
+    first provider whose key is present, in Hermes Agent's order."""
+    url = flag_url or config.model.base_url
+    if url:
+        url = environment.expand(url, "model.base_url")
+        host = urlsplit(url).hostname or url
+        owner = owner_of(url)
+        if owner is not None:
+            return _Choice(owner.name, owner, _entry(config, owner.name),
+                           f"auto: model.base_url is on {host}, {owner.title}'s host", True)
+        return _Choice("custom", find("custom"), None, f"auto: model.base_url is {host}, a custom endpoint", True)
+    value, where = environment.lookup("OPENAI_API_KEY")
+    if usable(value) and value is not None and value.strip().startswith("sk-or-"):
+        return _Choice("openrouter", find("openrouter"), _entry(config, "openrouter"),
+                       f"auto: {where} is an OpenRouter key (sk-or-…)", True)
+    for spec in PROVIDERS:
+        if not spec.auto or (spec.base_url is None and not _url_from_env(spec, environment)):
+            continue
+        for name in spec.key_envs:
+            value, where = environment.lookup(name)
+            if usable(value):
+                return _Choice(spec.name, spec, _entry(config, spec.name), f"auto: {where}", True)
+    return _Choice("openrouter", find("openrouter"), _entry(config, "openrouter"),
+                   "auto: no provider key found; OpenRouter is Hermes Agent's default", True)
+
+
+def _url_from_env(spec: ProviderSpec, environment: Environment) -> str | None:
+    return environment.lookup(spec.url_env)[0] if spec.url_env else None
+
+
+def _settings_for(config: Any, environment: Environment, choice: _Choice, model_name: str | None,
+                  flag_url: str | None) -> ProviderSettings:
+    settings, entry, spec = config.model, choice.entry, choice.spec
+    prefix = f"providers.{provider_key(choice.name)}"
+    model_url = flag_url or (settings.base_url if choice.main else None)
+    url = model_url or (entry.base_url if entry else None) or (spec and _url_from_env(spec, environment)) \
+        or (spec.base_url if spec else None)
+    if not url:
+        raise ProviderError(f"provider {choice.name!r} needs a base URL: set model.base_url or pass --base-url "
+                            "(for example http://localhost:8000/v1)")
+    url = _checked_url(environment.expand(url, "model.base_url" if model_url else f"{prefix}.base_url"), choice.name)
+    model_name = model_name or (entry.model if entry else None)
+    if not model_name:
+        raise ProviderError(f"provider {choice.name!r} is set but no model name: set model.default or pass --model")
+    kind = _wire(choice, settings, url)
+    resolved = ProviderSettings(
+        name=choice.name, kind=kind, model=model_name, base_url=url, api_key=None, key_source="", why=choice.why,
+        tool_format=_tool_format(config, entry), max_retries=settings.max_retries,
+        headers=_headers(environment, entry, settings if choice.main else None, prefix),
+        extra_body=dict(entry.extra_body) if entry else {},
+        timeout=(entry.request_timeout_seconds if entry and entry.request_timeout_seconds else DEFAULT_TIMEOUT),
+        context_length=(settings.context_length if choice.main else None) or (entry.context_length if entry else None),
+        streaming=settings.streaming)
+    explicit: list[tuple[str, Any, str]] = []
+    if choice.main:
+        explicit += [("key_env", settings.key_env, "model.key_env"), ("api_key", settings.api_key, "model.api_key")]
+    if entry is not None:
+        explicit += _entry_keys(entry, prefix)
+    _find_key(resolved, environment, explicit, spec, url)
+    return resolved
+
+
+def _checked_url(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ProviderError(f"the base URL of {name} ({url!r}) is not an http(s) address with a host")
+    return url
+
+
+def _entry_keys(entry: Any, prefix: str) -> list[tuple[str, Any, str]]:
+    return [("key_cmd", entry.key_cmd, f"{prefix}.key_cmd"), ("key_env", entry.key_env, f"{prefix}.key_env"),
+            ("api_key", entry.api_key, f"{prefix}.api_key")]
+
+
+def _wire(choice: _Choice, settings: Any, url: str) -> Wire:
+    mode = (choice.entry.api_mode if choice.entry else None) or (settings.api_mode if choice.main else None)
+    if mode:
+        mode = mode.strip().lower()
+        if mode in API_MODES_REFUSED:
+            raise ProviderError(f"api_mode {mode} ({API_MODES_REFUSED[mode]}) is not served by hermes-tui: use "
+                                "chat_completions (any OpenAI-compatible endpoint) or anthropic_messages")
+        if mode not in ("chat_completions", "anthropic_messages"):
+            raise ProviderError(f"api_mode = {mode!r} is not allowed: must be chat_completions or anthropic_messages")
+        kind: Wire = "anthropic" if mode == "anthropic_messages" else "openai"
+    elif choice.spec is not None and choice.spec.wire == "anthropic":
+        kind = "anthropic"
+    else:
+        path = urlsplit(url).path.rstrip("/")
+        kind = "anthropic" if path.endswith("/anthropic") or path.endswith("/anthropic/v1") else "openai"
+    if kind == "anthropic" and importlib.util.find_spec("anthropic") is None:
+        raise ProviderError(f"{choice.name} speaks Anthropic's Messages API, which needs its SDK: "
+                            "pip install 'hermes-tui[anthropic]'")
+    return kind
+
+
+def _tool_format(config: Any, entry: Any) -> Literal["native", "hermes"]:
+    top_level = getattr(config, "model_extra", None) or {}  # `tool_format:` written at the top level
+    return (config.model.tool_format or (entry.tool_format if entry else None)
+            or (top_level.get("tool_format") if top_level.get("tool_format") in ("native", "hermes") else None)
+            or "native")
+
+
+def _headers(environment: Environment, entry: Any, settings: Any, prefix: str) -> dict[str, str]:
+    headers = {name: environment.expand(value, f"{prefix}.extra_headers.{name}")
+               for name, value in (entry.extra_headers if entry else {}).items()}
+    if settings is not None:
+        headers.update({name: environment.expand(value, f"model.default_headers.{name}")
+                        for name, value in settings.default_headers.items()})
+    return headers
+
+
+def _find_key(resolved: ProviderSettings, environment: Environment, explicit: list[tuple[str, Any, str]],
+              spec: ProviderSpec | None, url: str) -> None:
+    """Set the key (or the command giving it) and say where it comes from."""
+    for kind, value, setting in explicit:
+        if not value:
+            continue
+        if kind == "key_cmd":
+            resolved.key_command = KeyCommand.parse(value, setting, environment.env)
+            resolved.key_source = f"the command in {setting}"
+        elif kind == "key_env":
+            found, where = environment.lookup(value.strip())
+            if found is None:
+                raise ProviderError(f"{setting} names {value.strip()}, which is not set: add it to the environment "
+                                    f"or {environment.home / '.env'}")
+            resolved.api_key, resolved.key_source = found, f"{where} ({setting})"
+        else:
+            resolved.api_key, resolved.key_source = environment.expand(value, setting), f"{setting} in config.yaml"
+        return
+    owner = owner_of(url)
+    for candidate in dict.fromkeys(s for s in (spec, owner) if s is not None):
+        if not conventional_key_allowed(candidate, url):
+            continue
+        for name in candidate.key_envs:
+            found, where = environment.lookup(name)
+            if usable(found):
+                resolved.api_key, resolved.key_source = found, where
+                return
+    openrouter = find("openrouter")
+    if openrouter is not None and conventional_key_allowed(openrouter, url):
+        found, where = environment.lookup("OPENAI_API_KEY")  # Hermes Agent's older home for an OpenRouter key
+        if found and found.strip().startswith("sk-or-"):
+            resolved.api_key, resolved.key_source = found, f"{where} (an OpenRouter key)"
+            return
+    resolved.key_optional = bool(spec and spec.key_optional) or (spec is None and owner is None)
+    host = urlsplit(url).hostname or url
+    hint = f"providers.{provider_key(resolved.name)}.api_key / key_env / key_cmd, or model.api_key"
+    if spec is not None and spec.key_envs and conventional_key_allowed(spec, url):
+        resolved.key_source = (f"{' or '.join(spec.key_envs)} (not set: add it to {environment.home / '.env'} or "
+                               f"the environment, or set {hint})")
+    elif spec is not None and spec.key_envs:
+        resolved.key_source = (f"no key: {' or '.join(spec.key_envs)} is only sent to {', '.join(spec.hosts)} over "
+                               f"HTTPS, not to {host}; to send a key to {host}, set {hint}")
+    else:
+        resolved.key_source = f"no key (the server may not need one; if it does, set {hint})"
+
+
+def _fallback(config: Any, environment: Environment, entry: Any, index: int) -> ProviderSettings:
+    """One ``fallback_providers`` entry as settings: its own key settings first, then those of
+    the providers: entry it names, then the conventional key of its host."""
+    setting = f"fallback_providers[{index}]"
+    name = entry.provider.strip().lower()
+    if name in REFUSED:
+        raise ProviderError(f"{setting}: provider {name!r} {REFUSED[name]}")
+    spec = find(name)
+    filed = _entry(config, name)
+    url = entry.base_url or (filed.base_url if filed else None) or (spec and _url_from_env(spec, environment)) \
+        or (spec.base_url if spec else None)
+    if not url:
+        raise ProviderError(f"{setting}: provider {name!r} is not known and has no base_url: use a name from "
+                            "docs/providers.md, or give the entry a base_url")
+    choice = _Choice(spec.name if spec else provider_key(name), spec, filed, setting, False)
+    url = _checked_url(environment.expand(url, f"{setting}.base_url"), choice.name)
+    prefix = f"providers.{choice.name}"
+    resolved = ProviderSettings(
+        name=choice.name, kind=_wire(choice, config.model, url), model=entry.model, base_url=url, api_key=None,
+        key_source="", why=setting, tool_format=_tool_format(config, filed), max_retries=config.model.max_retries,
+        headers=_headers(environment, filed, None, prefix),
+        extra_body=dict(filed.extra_body) if filed else {},
+        timeout=filed.request_timeout_seconds if filed and filed.request_timeout_seconds else DEFAULT_TIMEOUT,
+        context_length=filed.context_length if filed else None, streaming=config.model.streaming)
+    explicit = _entry_keys(entry, setting) + (_entry_keys(filed, prefix) if filed is not None else [])
+    _find_key(resolved, environment, explicit, spec, url)
+    return resolved
