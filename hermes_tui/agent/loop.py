@@ -307,6 +307,8 @@ class Agent:
         if status == "interrupted":
             text = (text + "\n\n" if text else "") + "*[interrupted]*"
         await stream.close(text, status, [c.as_openai() for c in calls] or None)
+        if result is not None and result.note:
+            self.listener(Notice(turn.id, result.note, "warning"))  # e.g. which fallback provider answered
         if error is not None:
             self.listener(Notice(turn.id, error))
         if status != "done":

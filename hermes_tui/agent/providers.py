@@ -1,11 +1,9 @@
-"""Model providers: which endpoint, which key, and one streamed reply at a time.
+"""Model providers: one reply at a time, from the endpoint :mod:`.resolve` chose.
 
-Any OpenAI-compatible endpoint goes through the official ``openai`` SDK; Anthropic through
-the ``anthropic`` SDK (the optional extra ``hermes-tui[anthropic]``). The settings come from
-the keys Hermes Agent uses (``model.provider``, ``model.default``, ``model.base_url``,
-``model.api_key``, ``providers.<name>.key_env``) and the command line. Keys are looked up in
-the environment, then in ``$HERMES_HOME/.env`` (read, never written); they are never shown
-or logged — only where they came from.
+Any OpenAI-compatible endpoint goes through the official ``openai`` SDK; Anthropic's Messages
+API through the ``anthropic`` SDK (the optional extra ``hermes-tui[anthropic]``). Each client
+is held to its provider's own origin (:func:`http_client`): no redirect is followed and no
+request goes to another host, so a key and secret headers stay where they were configured.
 
 Every failure of a request becomes a :class:`ProviderError` whose message says what went
 wrong and what to do; the conversation stays as it was.
@@ -15,166 +13,50 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
+from hermes_tui.agent.keys import ProviderError
+from hermes_tui.agent.resolve import ProviderSettings, resolve_provider
 from hermes_tui.agent.tools import ToolCall
+
+__all__ = ["Provider", "ProviderError", "ProviderSettings", "Reply", "make_provider", "resolve_provider"]
 
 log = logging.getLogger(__name__)
 
-ProviderKind = Literal["openai", "anthropic"]
-
-KNOWN: dict[str, tuple[str | None, str | None]] = {
-    # name: (default base URL, environment variable holding the key)
-    "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-    "nous": ("https://inference-api.nousresearch.com/v1", "NOUS_API_KEY"),
-    "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY"),
-    "anthropic": (None, "ANTHROPIC_API_KEY"),
-    "deepseek": ("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "xai": ("https://api.x.ai/v1", "XAI_API_KEY"),
-    "groq": ("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
-    "mistral": ("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
-    "together": ("https://api.together.xyz/v1", "TOGETHER_API_KEY"),
-    "gemini": ("https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY"),
-    "ollama": ("http://localhost:11434/v1", None),
-    "vllm": ("http://localhost:8000/v1", None),
-    "llamacpp": ("http://localhost:8080/v1", None),
-    "lmstudio": ("http://localhost:1234/v1", None),
-    "custom": (None, None),
-}
-LOCAL = {"ollama", "vllm", "llamacpp", "lmstudio", "custom"}
-"""Servers that usually need no key (the SDK still wants a string: one is made up)."""
+NO_KEY = "hermes-tui-no-key"
+"""What the SDKs are given when there is no key; the request hook removes it, so the request
+goes without a key header at all."""
 
 
-class ProviderError(Exception):
-    """A request or a setting that failed; ``str()`` is a message fit for the user."""
+class KeyRouteRefused(Exception):
+    """A request that would have gone to another origin than the provider's base URL."""
 
 
-@dataclass
-class ProviderSettings:
-    """A resolved provider: everything needed to talk to it."""
-
-    name: str
-    kind: ProviderKind
-    model: str
-    base_url: str | None
-    api_key: str | None = field(repr=False)
-    key_source: str
-    """Where the key comes from, for messages ("OPENROUTER_API_KEY in ~/.hermes/.env")."""
-    tool_format: Literal["native", "hermes"] = "native"
-    max_retries: int = 2
-
-    @property
-    def missing_key(self) -> bool:
-        """True when a service that needs a key has none."""
-        return not self.api_key and self.name not in LOCAL and (self.name in KNOWN or "not set" in self.key_source)
-
-    @property
-    def label(self) -> str:
-        """``openrouter · anthropic/claude-sonnet-4`` for the top bar."""
-        raw = " · hermes tool format" if self.tool_format == "hermes" else ""
-        return f"{self.name} · {self.model}{raw}"
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    default = {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
 
 
-DOTENV_LIMIT = 1 << 20
-"""Largest ``$HERMES_HOME/.env`` read (a script may have put a FIFO or a huge file there)."""
+def http_client(sdk: Any, settings: ProviderSettings) -> Any:
+    """The SDK's HTTP client, held to the provider's own origin: redirects are not followed
+    (a 3xx is an error the user sees), a request to any other scheme, host or port is refused
+    before it is sent, and the no-key placeholder never leaves the machine."""
+    origin = _origin(settings.base_url or "")
 
+    async def check(request: Any) -> None:
+        if _origin(str(request.url)) != origin:
+            raise KeyRouteRefused(f"refused to send a request to {request.url.host}: {settings.name} is configured "
+                                  f"for {origin[1]}")
+        for header in ("authorization", "x-api-key"):
+            if NO_KEY in request.headers.get(header, ""):
+                del request.headers[header]
 
-def _dotenv(home: Path) -> dict[str, str | None]:
-    path = home / ".env"
-    if not path.exists():
-        return {}
-    import io
-
-    from dotenv import dotenv_values
-
-    from hermes_tui.runtime.fsutil import read_capped
-
-    try:
-        text = read_capped(path, DOTENV_LIMIT, what="read from .env").decode("utf-8")
-        return dict(dotenv_values(stream=io.StringIO(text)))
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("%s is not read: %s", path, exc)
-        return {}
-
-
-def resolve_provider(
-    config: Any, home: Path, env: dict[str, str] | os._Environ[str] | None = None, *,
-    provider: str | None = None, model: str | None = None, base_url: str | None = None,
-) -> ProviderSettings | None:
-    """The provider the config and flags name, or None when no model is configured.
-
-    Raises :class:`ProviderError` for settings that cannot work (an unknown provider without a
-    base URL, a provider without a model name, Anthropic without its SDK).
-    """
-    env = os.environ if env is None else env
-    settings = config.model
-    name = (provider or settings.provider or "").strip().lower() or None
-    model_name = model or settings.default
-    url = base_url or settings.base_url
-    if name is None and model_name is None and url is None:
-        return None
-    if name in (None, "auto"):
-        name = "custom" if url else "openrouter"  # Hermes Agent's default provider
-    extra = config.providers.get(name)
-    if name not in KNOWN and extra is None and not url:
-        raise ProviderError(
-            f"model.provider = {name!r} is not known: use one of {', '.join(sorted(KNOWN))}, "
-            f"or set model.base_url (any OpenAI-compatible endpoint), or add providers.{name}.base_url")
-    default_url, default_key_env = KNOWN.get(name, (None, None))
-    url = url or (extra.base_url if extra else None) or default_url
-    if name != "anthropic" and not url:
-        raise ProviderError(f"provider {name!r} needs a base URL: set model.base_url or pass --base-url "
-                            "(for example http://localhost:8000/v1)")
-    if not model_name:
-        raise ProviderError(f"provider {name!r} is set but no model name: set model.default or pass --model")
-    key_env = (extra.key_env if extra else None) or default_key_env or _key_env_for_url(url)
-    key, source = settings.api_key, "model.api_key in config.yaml"
-    if not key and key_env:
-        if env.get(key_env):
-            key, source = env[key_env], f"{key_env} in the environment"
-        else:
-            value = _dotenv(home).get(key_env)
-            if value:
-                key, source = value, f"{key_env} in {home / '.env'}"
-            elif name in LOCAL and key_env == "OPENAI_API_KEY" and not (extra and extra.key_env):
-                source = "no key (the server may not need one; set OPENAI_API_KEY or model.api_key if it does)"
-            else:
-                source = f"{key_env} (not set: add it to {home / '.env'} or the environment, or set model.api_key)"
-    elif not key:
-        source = "no key (add providers.<name>.key_env or model.api_key if the server needs one)"
-    kind: ProviderKind = "anthropic" if name == "anthropic" else "openai"
-    if kind == "anthropic":
-        import importlib.util
-
-        if importlib.util.find_spec("anthropic") is None:
-            raise ProviderError("the anthropic provider needs its SDK: pip install 'hermes-tui[anthropic]'")
-    top_level = getattr(config, "model_extra", None) or {}  # `tool_format:` written at the top level
-    tool_format: Literal["native", "hermes"] = (
-        settings.tool_format or (extra.tool_format if extra else None)
-        or (top_level.get("tool_format") if top_level.get("tool_format") in ("native", "hermes") else None)
-        or "native")
-    return ProviderSettings(name=name, kind=kind, model=model_name, base_url=url, api_key=key, key_source=source,
-                            tool_format=tool_format, max_retries=settings.max_retries)
-
-
-def _key_env_for_url(url: str | None) -> str | None:
-    """A custom endpoint that is really a known service uses that service's key variable;
-    any other uses OPENAI_API_KEY when it is set (as OpenAI-compatible clients do)."""
-    if not url:
-        return None
-    from urllib.parse import urlparse
-
-    host = (urlparse(url).hostname or "").lower()
-    for name, (known_url, key_env) in KNOWN.items():
-        known_host = urlparse(known_url).hostname if known_url else None
-        if key_env and known_host and name not in LOCAL and (host == known_host or host.endswith("." + known_host)):
-            return key_env
-    return "OPENAI_API_KEY"
+    return sdk.DefaultAsyncHttpxClient(event_hooks={"request": [check]}, follow_redirects=False)
 
 
 @dataclass
@@ -184,104 +66,199 @@ class Reply:
     text: str
     calls: list[ToolCall]
     finish_reason: str | None = None
+    note: str | None = None
+    """Said in the conversation with the reply (e.g. which fallback provider answered)."""
 
 
 TextSink = Callable[[str], Awaitable[None]]
 
 
 class Provider:
-    """Sends the conversation and streams one reply (text to ``on_text``, calls at the end)."""
+    """Sends the conversation and streams one reply (text to ``on_text``, calls at the end).
+
+    The key is looked up per request (a ``key_cmd`` token is renewed before it expires, and
+    once more when the server rejects it); with no key the request goes without one.
+    """
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
+        self._client: Any = None
 
     async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                        on_text: TextSink) -> Reply:
+        command = self.settings.key_command
+        for attempt in (1, 2):
+            client = self._get_client()
+            client.api_key = await self._key()
+            try:
+                with self._failures():
+                    return await self._send(client, system, messages, tools, on_text)
+            except ProviderError as exc:
+                if attempt == 1 and command is not None and exc.status == 401 and not exc.streamed:
+                    command.forget()  # a token revoked before it expired: fetch a new one, once
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                    on_text: TextSink) -> Reply:
+        raise NotImplementedError
+
+    def _get_client(self) -> Any:
         raise NotImplementedError
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
+        if self._client is not None:
+            await self._client.close()
+
+    async def _key(self) -> str:
+        if self.settings.key_command is not None:
+            return await self.settings.key_command.token()
+        return self.settings.api_key or NO_KEY
 
     @contextmanager
     def _failures(self) -> Iterator[None]:
-        """Any failure of a request, as a :class:`ProviderError` with a message for the user."""
+        """Any failure of a request, as a :class:`ProviderError` with a message for the user,
+        its HTTP ``status`` and whether a fallback may be tried (``retriable``)."""
         try:
             yield
         except ProviderError:
             raise
         except Exception as exc:
-            raise ProviderError(describe_error(exc, self.settings)) from exc
+            error = ProviderError(describe_error(exc, self.settings))
+            error.status = getattr(exc, "status_code", None)
+            refused = any(isinstance(cause, KeyRouteRefused) for cause in _causes(exc))
+            error.retriable = not refused and (type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
+                                               or error.status == 429 or (error.status or 0) >= 500)
+            raise error from exc
 
-    def _require_key(self) -> str:
-        if self.settings.api_key:
-            return self.settings.api_key
-        if not self.settings.missing_key:
-            return "not-needed"
-        raise ProviderError(f"No API key for {self.settings.name}: {self.settings.key_source}.")
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+class _Watched:
+    """Wraps ``on_text`` to know whether any text reached the user (then no fallback may retry)."""
+
+    def __init__(self, sink: TextSink) -> None:
+        self.sink = sink
+        self.shown = False
+
+    async def __call__(self, piece: str) -> None:
+        self.shown = True
+        await self.sink(piece)
+
+
+class FallbackProvider(Provider):
+    """The configured provider, then each of ``fallback_providers`` in order: the next is tried
+    when one cannot be reached, rate-limits (429) or fails on its side (5xx) after its own
+    retries, and nothing of its reply was shown yet. The reply notes who answered."""
+
+    def __init__(self, settings: ProviderSettings, chain: list[Provider]) -> None:
+        super().__init__(settings)
+        self.chain = chain
+
+    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       on_text: TextSink) -> Reply:
+        failures: list[str] = []
+        for index, provider in enumerate(self.chain):
+            watched = _Watched(on_text)
+            try:
+                reply = await provider.complete(system, messages, tools, watched)
+            except ProviderError as exc:
+                exc.streamed = exc.streamed or watched.shown
+                if not exc.retriable or exc.streamed or index == len(self.chain) - 1:
+                    if failures:
+                        exc.args = (" ".join([*failures, str(exc)]),)
+                    raise
+                failures.append(f"{provider.settings.label} could not answer: {exc}")
+                continue
+            if index:
+                reply.note = f"{' '.join(failures)} {provider.settings.label} answered (fallback_providers[{index - 1}])."
+            return reply
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        for provider in self.chain:
+            await provider.aclose()
 
 
 def make_provider(settings: ProviderSettings) -> Provider:
-    """The provider client for ``settings``."""
-    if settings.kind == "anthropic":
-        return AnthropicProvider(settings)
-    return OpenAIProvider(settings)
+    """The provider client for ``settings`` (and its fallbacks, when it has some)."""
+    def one(resolved: ProviderSettings) -> Provider:
+        return AnthropicProvider(resolved) if resolved.kind == "anthropic" else OpenAIProvider(resolved)
+
+    if settings.fallbacks:
+        return FallbackProvider(settings, [one(settings), *(one(f) for f in settings.fallbacks)])
+    return one(settings)
 
 
 # -- OpenAI-compatible ---------------------------------------------------------------------
 
 
 class OpenAIProvider(Provider):
-    """Chat completions, streamed, through the ``openai`` SDK."""
-
-    def __init__(self, settings: ProviderSettings) -> None:
-        super().__init__(settings)
-        self._client: Any = None
+    """Chat completions through the ``openai`` SDK, streamed unless ``model.streaming: false``."""
 
     def _get_client(self) -> Any:
         if self._client is None:
-            from openai import AsyncOpenAI
+            import openai
 
-            self._client = AsyncOpenAI(api_key=self._require_key(), base_url=self.settings.base_url,
-                                       max_retries=self.settings.max_retries, timeout=600.0)
+            self._client = openai.AsyncOpenAI(
+                api_key=NO_KEY, base_url=self.settings.base_url, max_retries=self.settings.max_retries,
+                timeout=self.settings.timeout, default_headers=self.settings.headers or None,
+                http_client=http_client(openai, self.settings))
         return self._client
 
-    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                       on_text: TextSink) -> Reply:
-        client = self._get_client()
-        request: dict[str, Any] = {"model": self.settings.model, "stream": True,
+    async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                    on_text: TextSink) -> Reply:
+        from hermes_tui.agent.hermes_format import new_call_id
+
+        request: dict[str, Any] = {"model": self.settings.model, "stream": self.settings.streaming,
                                    "messages": [{"role": "system", "content": system}, *messages]}
         if tools:
             request["tools"] = tools
-        text: list[str] = []
+        if self.settings.extra_body:
+            request["extra_body"] = self.settings.extra_body
+        if not self.settings.streaming:
+            response = await client.chat.completions.create(**request)
+            if not response.choices:
+                return Reply("", [], None)
+            choice = response.choices[0]
+            text = choice.message.content or ""
+            if text:
+                await on_text(text)
+            found = [ToolCall(c.id or new_call_id(), c.function.name or "", c.function.arguments or "")
+                     for c in choice.message.tool_calls or () if getattr(c, "function", None) is not None]
+            return Reply(text, found, choice.finish_reason)
+        parts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         finish = None
-        with self._failures():
-            stream = await client.chat.completions.create(**request)
-            async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                finish = choice.finish_reason or finish
-                delta = choice.delta
-                if delta is None:
-                    continue
-                if delta.content:
-                    text.append(delta.content)
-                    await on_text(delta.content)
-                for piece in delta.tool_calls or ():
-                    slot = calls.setdefault(piece.index or 0, {"id": "", "name": "", "arguments": ""})
-                    slot["id"] = piece.id or slot["id"]
-                    if piece.function is not None:
-                        slot["name"] += piece.function.name or ""
-                        slot["arguments"] += piece.function.arguments or ""
-        from hermes_tui.agent.hermes_format import new_call_id
-
+        stream = await client.chat.completions.create(**request)
+        async for chunk in stream:
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            finish = choice.finish_reason or finish
+            delta = choice.delta
+            if delta is None:
+                continue
+            if delta.content:
+                parts.append(delta.content)
+                await on_text(delta.content)
+            for piece in delta.tool_calls or ():
+                slot = calls.setdefault(piece.index or 0, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = piece.id or slot["id"]
+                if piece.function is not None:
+                    slot["name"] += piece.function.name or ""
+                    slot["arguments"] += piece.function.arguments or ""
         found = [ToolCall(c["id"] or new_call_id(), c["name"], c["arguments"]) for _, c in sorted(calls.items())]
-        return Reply("".join(text), found, finish)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        return Reply("".join(parts), found, finish)
 
 
 # -- Anthropic -----------------------------------------------------------------------------
@@ -319,36 +296,38 @@ def anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class AnthropicProvider(Provider):
-    """Messages API, streamed, through the ``anthropic`` SDK."""
-
-    def __init__(self, settings: ProviderSettings) -> None:
-        super().__init__(settings)
-        self._client: Any = None
+    """Anthropic's Messages API (also MiniMax's and other ``/anthropic`` endpoints) through the
+    ``anthropic`` SDK, streamed unless ``model.streaming: false``."""
 
     def _get_client(self) -> Any:
         if self._client is None:
             try:
-                from anthropic import AsyncAnthropic
+                import anthropic
             except ImportError:
                 raise ProviderError("The anthropic provider needs its SDK: pip install 'hermes-tui[anthropic]'") from None
-            kwargs: dict[str, Any] = {"api_key": self._require_key(), "max_retries": self.settings.max_retries,
-                                      "timeout": 600.0}
-            if self.settings.base_url:
-                kwargs["base_url"] = self.settings.base_url
-            self._client = AsyncAnthropic(**kwargs)
+            self._client = anthropic.AsyncAnthropic(
+                api_key=NO_KEY, base_url=self.settings.base_url, max_retries=self.settings.max_retries,
+                timeout=self.settings.timeout, default_headers=self.settings.headers or None,
+                http_client=http_client(anthropic, self.settings))
         return self._client
 
-    async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                       on_text: TextSink) -> Reply:
-        client = self._get_client()
+    async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                    on_text: TextSink) -> Reply:
         declared = [{"name": t["function"]["name"], "description": t["function"]["description"],
                      "input_schema": t["function"]["parameters"]} for t in tools]
         request: dict[str, Any] = {"model": self.settings.model, "max_tokens": 8192, "system": system,
                                    "messages": anthropic_messages(messages)}
         if declared:
             request["tools"] = declared
+        if self.settings.extra_body:
+            request["extra_body"] = self.settings.extra_body
         text: list[str] = []
-        with self._failures():
+        if not self.settings.streaming:
+            final = await client.messages.create(**request)
+            text = [block.text for block in final.content if block.type == "text"]
+            if text:
+                await on_text("".join(text))
+        else:
             async with client.messages.stream(**request) as stream:
                 async for event in stream:
                     if event.type == "text":
@@ -358,10 +337,6 @@ class AnthropicProvider(Provider):
         calls = [ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
                  for block in final.content if block.type == "tool_use"]
         return Reply("".join(text), calls, final.stop_reason)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -384,6 +359,9 @@ def describe_error(exc: Exception, settings: ProviderSettings) -> str:
     where = settings.base_url or "api.anthropic.com"
     status = getattr(exc, "status_code", None)
     kind = type(exc).__name__
+    refused = next((cause for cause in _causes(exc) if isinstance(cause, KeyRouteRefused)), None)
+    if refused is not None:
+        return f"{refused}. Nothing was sent there."
     if kind == "APITimeoutError":
         return f"{settings.name} did not answer in time ({where}). Send the message again or /retry."
     if kind == "APIConnectionError" or status is None and "Connection" in kind:
@@ -392,6 +370,8 @@ def describe_error(exc: Exception, settings: ProviderSettings) -> str:
         return (f"Cannot reach {settings.name} at {where}{detail}. Check that the server runs and model.base_url; "
                 "then /retry.")
     detail = _server_message(exc)[:300]
+    if status in (401, 403) and settings.missing_key:
+        return f"{settings.name} wants a key (HTTP {status}: {detail}), and none was sent: {settings.key_source}."
     if status == 401:
         return f"{settings.name} rejected the API key (HTTP 401: {detail}). The key comes from {settings.key_source}."
     if status == 403:
@@ -401,6 +381,11 @@ def describe_error(exc: Exception, settings: ProviderSettings) -> str:
                 "Check model.default / --model.")
     if status == 429:
         return f"{settings.name} is rate-limiting requests (HTTP 429: {detail}). Wait, then /retry."
+    if status is not None and 300 <= status < 400:
+        response = getattr(exc, "response", None)
+        target = response.headers.get("location", "another address") if response is not None else "another address"
+        return (f"{settings.name} answered with a redirect to {target} (HTTP {status}); it was not followed: a key "
+                "only goes to the address configured for it. If you trust the new address, set it as the base URL.")
     if status is not None and status >= 500:
         return f"{settings.name} failed on its side (HTTP {status}: {detail}). /retry in a moment."
     if status is not None:
