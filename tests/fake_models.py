@@ -4,7 +4,9 @@
 Each request takes the next scripted reply. A reply is a dict:
 ``text`` (streamed in ``chunk``-character pieces), ``tool_calls`` ([{name, arguments}] —
 arguments a dict, or a string sent as-is), ``status`` + ``error`` (an HTTP error instead),
-``delay`` (seconds between chunks), ``hang`` (seconds to wait before answering). With no
+``delay`` (seconds between chunks), ``hang`` (seconds to wait before answering), ``redirect``
+(a URL: answered with 307 and that Location). A request that does not ask for a stream gets
+the whole reply as one JSON body. With no
 reply left it answers "(no more scripted replies)". Every request body is kept in
 ``requests``.
 
@@ -25,7 +27,7 @@ from typing import Any
 class FakeModelServer:
     """Serve scripted replies on 127.0.0.1 (a real socket, a real HTTP server)."""
 
-    def __init__(self, replies: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, replies: list[dict[str, Any]] | None = None, host: str = "127.0.0.1") -> None:
         self.replies: deque[dict[str, Any]] = deque(replies or [])
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -47,6 +49,12 @@ class FakeModelServer:
                     reply = server.replies.popleft() if server.replies else {"text": "(no more scripted replies)"}
                 if reply.get("hang"):
                     time.sleep(reply["hang"])
+                if reply.get("redirect"):
+                    self.send_response(307)
+                    self.send_header("location", reply["redirect"])
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
                 if reply.get("status"):
                     payload = json.dumps({"error": {"message": reply.get("error", "scripted failure"),
                                                     "type": "error"}}).encode()
@@ -57,6 +65,14 @@ class FakeModelServer:
                     self.wfile.write(payload)
                     return
                 anthropic = self.path.rstrip("/").endswith("/messages")
+                if body.get("stream") is not True:  # the Anthropic SDK leaves the key out; openai sends false
+                    payload = json.dumps(anthropic_message(reply) if anthropic else openai_completion(reply)).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 events = anthropic_events(reply) if anthropic else openai_events(reply)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
@@ -73,10 +89,10 @@ class FakeModelServer:
                     pass
                 self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.url = f"http://{host}:{self.port}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> FakeModelServer:
@@ -121,6 +137,28 @@ def openai_events(reply: dict[str, Any]) -> list[str]:
     events.append(chunk({}, "tool_calls" if reply.get("tool_calls") else "stop"))
     events.append("data: [DONE]\n\n")
     return events
+
+
+def openai_completion(reply: dict[str, Any]) -> dict[str, Any]:
+    """One reply as a whole chat.completion body (``stream: false``)."""
+    calls = [{"id": call.get("id", f"call_{index}"), "type": "function",
+              "function": {"name": call["name"], "arguments": _arguments(call)}}
+             for index, call in enumerate(reply.get("tool_calls", []))]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("text", "")}
+    if calls:
+        message["tool_calls"] = calls
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+
+
+def anthropic_message(reply: dict[str, Any]) -> dict[str, Any]:
+    """One reply as a whole Anthropic message body (``stream: false``)."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply["text"]}] if reply.get("text") else []
+    content += [{"type": "tool_use", "id": call.get("id", f"toolu_{index}"), "name": call["name"],
+                 "input": json.loads(_arguments(call))} for index, call in enumerate(reply.get("tool_calls", []))]
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "fake", "content": content,
+            "stop_reason": "tool_use" if reply.get("tool_calls") else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 5}}
 
 
 def anthropic_events(reply: dict[str, Any]) -> list[str]:

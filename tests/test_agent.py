@@ -69,6 +69,8 @@ async def harness_factory(hermes_home: Path, tmp_path: Path):
             yaml_text += f"\nmodel:\n  provider: {provider}\n  default: fake-model\n  base_url: {server.url}\n  max_retries: 0\n"
             if tool_format:
                 yaml_text += f"  tool_format: {tool_format}\n"
+            if provider == "anthropic":  # a conventional key goes to a local server only when named for it
+                yaml_text += "  key_env: ANTHROPIC_API_KEY\n"
         config = make_config(yaml_text)
         from hermes_tui.runtime import Runtime
 
@@ -298,7 +300,8 @@ def test_provider_resolution(hermes_home: Path):
     assert (s.model, s.base_url, s.kind) == ("llama3", "http://127.0.0.1:9/v1", "openai")
     s = resolve_provider(make_config("model:\n  provider: auto\n  default: m\n  base_url: https://openrouter.ai/api/v1\n"
                                      "tool_format: hermes\n"), hermes_home, {})
-    assert (s.name, s.api_key, s.tool_format) == ("custom", "sk-or-from-dotenv", "hermes")  # the key its URL needs
+    assert (s.name, s.api_key, s.tool_format) == ("openrouter", "sk-or-from-dotenv", "hermes")  # the URL's owner
+    assert s.why == "auto: model.base_url is on openrouter.ai, OpenRouter's host"
     s = resolve_provider(make_config("model:\n  provider: openai\n  default: gpt-x\n"), hermes_home, {})
     assert s.missing_key and "OPENAI_API_KEY (not set" in s.key_source
     s = resolve_provider(make_config("model:\n  base_url: http://127.0.0.1:8080/v1\n  default: local\n"), hermes_home, {})
@@ -350,13 +353,15 @@ async def test_retry_of_an_injected_turn_still_asks_first(harness_factory):
     assert result.status == "error" and result.tool_calls_made == 0 and "not now" in result.error
 
 
-async def test_missing_key_is_said_before_anything_is_sent(harness_factory, hermes_home: Path):
-    with FakeModelServer([{"text": "unreached"}]) as server:
-        h = await harness_factory(server, provider="openai")
+async def test_a_missing_key_goes_unsent_and_the_error_names_the_setting(harness_factory, hermes_home: Path):
+    with FakeModelServer([{"status": 401, "error": "no key"}]) as server:
+        h = await harness_factory(server, provider="openai")  # openai, but at a local server: no key of OpenAI's
         assert await h.turn("hi") == "error"
-    assert server.requests == []
+    assert len(server.requests) == 1 and "authorization" not in server.headers[0]  # it went, without a key
     text = h.of(Notice)[-1].text
-    assert text.startswith("No API key for openai: OPENAI_API_KEY (not set") and str(hermes_home / ".env") in text
+    assert text.startswith("openai wants a key (HTTP 401: no key), and none was sent: no key: OPENAI_API_KEY is only "
+                           "sent to api.openai.com over HTTPS, not to 127.0.0.1")
+    assert "providers.openai.api_key / key_env / key_cmd, or model.api_key" in text
 
 
 async def test_history_sent_stays_within_the_context_budget(harness_factory):

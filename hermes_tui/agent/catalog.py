@@ -6,13 +6,12 @@ to. That last part is the rule that keeps keys safe (see :mod:`.keys`): a key fo
 conventional name (``OPENAI_API_KEY``) only ever goes to that provider's own hosts
 (``api.openai.com``); any other host gets a key only when the config names one for it.
 
-``docs/providers.md`` is generated from this table (``python -m hermes_tui.agent.catalog``),
-and a test keeps the two equal.
+``docs/providers.md`` is generated from this table (``python scripts/providers_md.py``), and a
+test keeps the two equal.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
@@ -171,7 +170,7 @@ def markdown() -> str:
     lines = [
         "# Providers",
         "",
-        "<!-- Generated from hermes_tui/agent/catalog.py by `python -m hermes_tui.agent.catalog`; do not edit. -->",
+        "<!-- Generated from hermes_tui/agent/catalog.py by `python scripts/providers_md.py`; do not edit. -->",
         "",
         "Set `model.provider` to a name (or an alias) below, `model.default` to the model, and the key in the",
         "environment or `$HERMES_HOME/.env`. A key found by a variable in the *key* column is only ever sent",
@@ -198,7 +197,3 @@ def markdown() -> str:
     lines += ["", "`api_mode` values other than `chat_completions` and `anthropic_messages` are refused the same way: "
               + ", ".join(f"`{mode}` ({what})" for mode, what in API_MODES_REFUSED.items()) + ".", ""]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.stdout.write(markdown())
