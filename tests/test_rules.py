@@ -25,6 +25,9 @@ from hermes_tui.runtime.rules import (
     rule_from_config,
 )
 
+STRICT = "approvals:\n  mode: strict\n"
+"""Every terminal() call asks unless a rule allows it."""
+
 NOBODY = 65534
 
 
@@ -288,7 +291,7 @@ async def test_always_on_a_command_with_glob_characters_allows_only_that_command
     (tmp_path / "a.txt").write_text("")
     (tmp_path / "b.txt").write_text("")
     approver = Approver("always")
-    rt = await runtime_factory(approver=approver)
+    rt = await runtime_factory(STRICT, approver=approver)
     first = await rt.terminal("ls *.txt", session="a", cwd=tmp_path)
     assert first["output"] == "a.txt\nb.txt\n"
     approver.choice = "deny"
@@ -303,7 +306,7 @@ async def test_always_on_a_command_with_glob_characters_allows_only_that_command
     assert not (tmp_path / "pwned").exists()
 
     later = Approver("deny")
-    rt2 = await runtime_factory(approver=later)  # a new run: the rule comes from the file
+    rt2 = await runtime_factory(STRICT, approver=later)  # a new run: the rule comes from the file
     assert (await rt2.terminal("ls *.txt", session="c", cwd=tmp_path))["output"] == "a.txt\nb.txt\n"
     assert (await rt2.terminal("ls a.txt", session="c", cwd=tmp_path))["status"] == "blocked"
     assert [r.text for r in later.asked] == ["ls a.txt"]

@@ -13,8 +13,9 @@ from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
 from hermes_tui.paths import config_path, hermes_home
 from hermes_tui.runtime.approvals import audit_path
+from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
 from hermes_tui.runtime.fsutil import open_regular
-from hermes_tui.runtime.rules import RulesNotSaved, active_rules, allowlist_path, remove_rule
+from hermes_tui.runtime.rules import RulesNotSaved, active_rules, allowlist_path, category_source, remove_rule
 
 
 def approvals_command(args: argparse.Namespace, config: Config) -> int:
@@ -33,16 +34,26 @@ def _rules(config: Config, home) -> int:
     print(f"approvals.mode: {config.approvals.mode}   approvals.timeout: {config.approvals.timeout:g}s")
     if problem:
         print(f"warning: {shown(problem)}", file=sys.stderr)
+    unmapped = unmapped_allowlist_entries(config.command_allowlist)
     if not rules:
         print("No allow rules: flagged commands ask (every terminal() command asks in strict mode).")
-        return 0
     for rule in rules:
         # A rule is a command as the approval showed it: escaped the same way (reveal), so
         # an ESC or a CR in it cannot make it look like another command here.
+        if rule.kind == "category":
+            where = shown(category_source(rule)) if rule.source != source else "config.yaml command_allowlist"
+            print(f"category  {shown(rule.pattern)}\n       in {where} (a Hermes Agent pattern name: allows "
+                  "commands flagged only for what it names)")
+            continue
         where = "config.yaml command_allowlist" if rule.source == source else shown(rule.source)
         added = f"  (added {shown(rule.added_at)})" if rule.added_at else ""
         print(f"{rule.kind:5}  {shown(rule.pattern)}\n       in {where}{added}")
-    print("Flagged commands are allowed only by an exact rule; a glob never matches a command with shell operators.")
+    for entry, why in unmapped:
+        print(f"ignored   {shown(repr(entry))}\n       in config.yaml command_allowlist: a Hermes Agent pattern name "
+              f"with no equivalent here; it allows nothing ({shown(why)})")
+    if rules:
+        print("Flagged commands are allowed only by an exact rule, or by category rules covering every reason they "
+              "are flagged for; a glob never matches a command with shell operators.")
     return 0
 
 

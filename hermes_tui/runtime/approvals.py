@@ -22,6 +22,12 @@ written: ..." — nothing runs unlogged, and the gate never raises.
 Rules are read when the runtime starts and when the host reloads them on purpose: a script
 that edits allowlist.yaml or config.yaml changes nothing in the running session (and writing
 those files is itself flagged).
+
+A ``command_allowlist`` entry that names a Hermes Agent dangerous pattern (``recursive delete``:
+what Hermes Agent stores for an "always" answer) is a category rule: the flags it covers are
+removed before the gate decides, and a command left with no flag is treated as unflagged (it
+runs in ``manual`` mode, audited as allowed by that category; ``strict`` still asks unless a
+command rule allows it). Flags it does not cover still ask, and the dialog shows only those.
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ from pydantic import BaseModel, Field
 
 from hermes_tui.runtime.danger import Analysis, analyze
 from hermes_tui.runtime.models import Origin
-from hermes_tui.runtime.rules import Rule, RulesNotSaved, active_rules, add_rule, allowlist_path
+from hermes_tui.runtime.rules import (
+    Rule, RulesNotSaved, active_rules, add_rule, allowlist_path, category_why, lift_flags,
+)
 
 log = logging.getLogger(__name__)
 
@@ -309,8 +317,7 @@ class ApprovalGate:
         ``typed``: the user typed it as a ``!cmd`` in a local session. It is the user's own
         command: it runs without asking unless it is flagged, and the hard floor still refuses.
         """
-        analysis, rule = await self._read(command)
-        reasons = list(analysis.flags)
+        analysis, reasons, lifted_by, rule = await self._read(command)
         base = dict(kind="terminal", session=session, origin=origin, text=command)
         if analysis.hard:
             await self.audit.write(event="auto", decision="refused", why=analysis.hard, **base)
@@ -330,10 +337,13 @@ class ApprovalGate:
                                    **base)
             return None
         if self.mode == "manual" and not reasons:
-            await self.audit.write(event="auto", decision="allow", why="not flagged (approvals.mode manual)", **base)
+            why = category_why(lifted_by) if lifted_by else "not flagged (approvals.mode manual)"
+            await self.audit.write(event="auto", decision="allow", why=why, **base)
             return None
         if typed and origin == "user" and self.session_kind == "local" and not reasons:
-            await self.audit.write(event="auto", decision="allow", why="typed by the user (!cmd), not flagged", **base)
+            why = (f"typed by the user (!cmd); its flags are allowed by {category_why(lifted_by)}" if lifted_by
+                   else "typed by the user (!cmd), not flagged")
+            await self.audit.write(event="auto", decision="allow", why=why, **base)
             return None
         choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
         request = self._request("terminal", command, cwd, session, kernel, exec_id, origin, reasons, choices,
@@ -344,15 +354,16 @@ class ApprovalGate:
             request.always_file = str(allowlist_path(self.home))
         return await self._ask(request, command)
 
-    async def _read(self, command: str) -> tuple[Analysis, Rule | None]:
-        """The analysis of ``command`` and the rule that allows it, if one does (only an exact
-        rule allows a flagged command). A long command is read in a thread: a script must not
-        stall the event loop with a megabyte of shell."""
-        def read() -> tuple[Analysis, Rule | None]:
+    async def _read(self, command: str) -> tuple[Analysis, list[str], list[Rule], Rule | None]:
+        """The analysis of ``command``; its flags that no category rule covers; the category
+        rules that covered the others; and the rule that allows the command, if one does (only
+        an exact rule allows a command with flags left). A long command is read in a thread: a
+        script must not stall the event loop with a megabyte of shell."""
+        def read() -> tuple[Analysis, list[str], list[Rule], Rule | None]:
             analysis = analyze(command, os.path.expanduser("~"), str(self.home))
-            allowed = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not analysis.flags)),
-                           None)
-            return analysis, allowed
+            flags, lifted_by = lift_flags(analysis.flags, self.rules)
+            allowed = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not flags)), None)
+            return analysis, flags, lifted_by, allowed
 
         return read() if len(command) <= INLINE_ANALYSIS else await asyncio.to_thread(read)
 

@@ -2,7 +2,10 @@
 
 Two places hold permanent rules: ``command_allowlist`` in config.yaml (the user's own file,
 read, never written) and ``$HERMES_HOME/tui/allowlist.yaml`` (where "always" answers go). A
-rule is an exact command, or a glob (``git log *``). A glob is matched against the parsed
+rule is an exact command, or a glob (``git log *``), or — in ``command_allowlist`` only — a
+*category*: the name of a Hermes Agent dangerous pattern (``recursive delete``), which Hermes
+Agent stores there when its user answers "always"; it lifts the flags of ours that mean the same
+(:mod:`hermes_tui.runtime.danger.hermes_names`) and matches no command by its text. A glob is matched against the parsed
 command (:func:`hermes_tui.runtime.danger.simple_commands`): it matches only a command that
 parses to exactly one simple command with no redirection, substitution, variable or
 assignment, so ``git *`` can not be stretched into ``git status; rm -rf ~``, a second line, or
@@ -23,6 +26,7 @@ import yaml
 
 from hermes_tui.config import load_yaml
 from hermes_tui.runtime.danger import simple_commands
+from hermes_tui.runtime.danger.hermes_names import category, known_name, lift
 from hermes_tui.runtime.fsutil import FileRefused, atomic_write, read_capped
 
 OPERATOR_RE = re.compile(r"[;&|<>`\n]|\$\(")
@@ -40,14 +44,18 @@ class Rule:
     """One allow rule and where it lives."""
 
     pattern: str
-    kind: Literal["exact", "glob"]
+    """The command, the glob, or (kind ``category``) the Hermes Agent pattern name as Hermes Agent spells it."""
+    kind: Literal["exact", "glob", "category"]
     source: Path
-    """config.yaml or allowlist.yaml."""
+    """config.yaml or allowlist.yaml (a category: config.yaml only)."""
     added_at: str | None = None
 
     def matches(self, command: str) -> bool:
-        """True if ``command`` is allowed by this rule."""
+        """True if ``command`` is allowed by this rule by its text (a category rule never is:
+        it lifts flags instead, see :func:`lift_flags`)."""
         command = command.strip()
+        if self.kind == "category":
+            return False
         if self.kind == "exact":
             return command == self.pattern.strip()
         if OPERATOR_RE.search(command):
@@ -63,17 +71,48 @@ def allowlist_path(home: Path) -> Path:
     return home / "tui" / "allowlist.yaml"
 
 
-def rule_from_config(text: str, source: Path) -> Rule:
-    """A ``command_allowlist`` entry: a glob when it has ``* ? [``, else exact."""
+def rule_from_config(text: str, source: Path) -> Rule | None:
+    """A ``command_allowlist`` entry: a category when it is a Hermes Agent pattern name that has
+    an equivalent here (case and surrounding blanks ignored); None when it is one that has none
+    (it allows nothing: :func:`~hermes_tui.runtime.danger.hermes_names.unmapped_allowlist_entries`
+    says why); else a glob when it has ``* ? [``, else exact."""
+    name = category(text)
+    if name is not None:
+        return Rule(name, "category", source)
+    if known_name(text) is not None:
+        return None
     kind: Literal["exact", "glob"] = "glob" if GLOB_CHARS & set(text) else "exact"
     return Rule(text, kind, source)
 
 
 def active_rules(allowlist: list[str], config_file: Path, home: Path) -> tuple[list[Rule], str | None]:
     """Every rule in force: config.yaml's ``command_allowlist``, then allowlist.yaml. Blocking."""
-    rules = [rule_from_config(text, config_file) for text in allowlist if text.strip()]
+    rules = [rule for text in allowlist if text.strip()
+             for rule in [rule_from_config(text, config_file)] if rule is not None]
     stored, problem = load_allowlist(allowlist_path(home))
     return rules + stored, problem
+
+
+def lift_flags(flags: list[str], rules: list[Rule]) -> tuple[list[str], list[Rule]]:
+    """(the flags no category rule in ``rules`` covers, the category rules that lifted one).
+    Only flags are lifted: the hard floor is refused before any rule is looked at."""
+    categories = {r.pattern: r for r in rules if r.kind == "category"}
+    if not categories or not flags:
+        return list(flags), []
+    remaining, used = lift(flags, categories)
+    return remaining, [categories[name] for name in used]
+
+
+def category_source(rule: Rule) -> str:
+    """Where a category rule comes from: ``config.yaml command_allowlist`` (or, for a config
+    file by another name, its path and ``command_allowlist``)."""
+    where = "config.yaml" if rule.source.name == "config.yaml" else str(rule.source)
+    return f"{where} command_allowlist"
+
+
+def category_why(rules: list[Rule]) -> str:
+    """``category 'recursive delete' (config.yaml command_allowlist)``, for the audit log."""
+    return "; ".join(f"category '{r.pattern}' ({category_source(r)})" for r in rules)
 
 
 def load_allowlist(path: Path) -> tuple[list[Rule], str | None]:

@@ -321,7 +321,8 @@ def _kill(check: Check) -> None:
 def _killall(check: Check) -> None:
     if check.flags & {"-l", "--list", "-V", "--version", "--help"} or (check.program == "pkill" and not check.operands):
         return
-    if check.program == "killall5" or check.flags & {"-9", "-KILL", "-SIGKILL"} or \
+    # -KILL / -SIGKILL are signal names, not bundles of short flags: look at the words
+    if check.program == "killall5" or check.flags & {"-9"} or any(a in ("-KILL", "-SIGKILL") for a in check.args) or \
             ("-s" in check.args and any(a.upper().removeprefix("SIG") in ("KILL", "9") for a in check.args)):
         check.add(f"force-kills processes by name ({check.program} -9)")
     else:
