@@ -13,7 +13,7 @@ from hermes_tui.widgets.conversation import PromptInput, RunBlock, is_complete
 from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
 from hermes_tui.widgets.kernels import KernelsPane
 
-from conftest import make_config, pid_running
+from conftest import make_config, pid_running, strict_config
 
 SIZE = (140, 40)
 
@@ -49,7 +49,8 @@ def blocks(app: HermesApp) -> list[RunBlock]:
 
 
 def make_app(hermes_home: Path, tmp_path: Path, yaml_text: str = "") -> HermesApp:
-    return HermesApp(make_config(yaml_text), cwd=str(tmp_path), home=hermes_home)
+    """The app with approvals.mode strict (every terminal() call asks) unless the text sets a mode."""
+    return HermesApp(strict_config(yaml_text), cwd=str(tmp_path), home=hermes_home)
 
 
 def test_enter_runs_only_complete_input() -> None:

@@ -398,8 +398,8 @@ async def test_typed_commands_ask_only_when_flagged(hermes_home: Path, tmp_path:
     (tmp_path / "visible-file.txt").write_text("x")
     (tmp_path / "build").mkdir()
     asked: list[str] = []
-    app = make_app(hermes_home, tmp_path)  # approvals.mode: manual (the default)
-    assert app.config.approvals.mode == "manual"
+    app = make_app(hermes_home, tmp_path)
+    assert app.config.approvals.mode == "strict"
 
     def hook(message: object) -> None:
         if isinstance(message, MainScreen.ApprovalNeeded):  # (seen again as it bubbles to the app)

@@ -15,7 +15,7 @@ from hermes_tui.app import HermesApp
 from hermes_tui.export import to_sharegpt
 from hermes_tui.widgets.conversation import MessageBlock, ReplyBlock, RunBlock
 
-from conftest import make_config
+from conftest import make_config, strict_config
 from fake_models import FakeModelServer
 from test_app import SIZE, dialog_ready, submit, wait_until
 
@@ -23,7 +23,7 @@ from test_app import SIZE, dialog_ready, submit, wait_until
 def model_app(home: Path, cwd: Path, server: FakeModelServer, extra: str = "", **kwargs) -> HermesApp:
     yaml_text = (f"model:\n  provider: custom\n  default: fake-model\n  base_url: {server.url}\n  max_retries: 0\n"
                  + extra)
-    return HermesApp(make_config(yaml_text), cwd=str(cwd), home=home, **kwargs)
+    return HermesApp(strict_config(yaml_text), cwd=str(cwd), home=home, **kwargs)  # every terminal() call asks
 
 
 async def ask_from_script(pilot, app: HermesApp, message: str) -> None:
