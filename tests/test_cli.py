@@ -13,6 +13,9 @@ from hermes_tui import __version__
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 
+STRICT = "approvals:\n  mode: strict\n"
+"""config.yaml for tests of asking: every terminal() call asks (the default asks only for flagged ones)."""
+
 
 def run(*argv: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -101,7 +104,8 @@ def test_big_output_names_the_spill_file(scripts: Path, hermes_home: Path) -> No
     assert f"full output (100001 bytes): {hermes_home}/cache/exec/" in done.stderr
 
 
-def test_exec_without_a_terminal_denies_terminal_commands(tmp_path: Path) -> None:
+def test_exec_without_a_terminal_denies_terminal_commands(tmp_path: Path, hermes_home: Path) -> None:
+    (hermes_home / "config.yaml").write_text(STRICT)
     (tmp_path / "t.py").write_text("from hermes_tools import terminal\nprint(terminal('touch made-it'))\n")
     done = subprocess.run([*CLI, "exec", "t.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL, start_new_session=True)  # no controlling terminal
@@ -139,7 +143,8 @@ def on_a_terminal(cwd: Path, prompts: int, answer: str) -> tuple[bytes, str]:
 
 
 @pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d\nnot today", False)])
-def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None:
+def test_exec_asks_on_a_terminal(tmp_path: Path, hermes_home: Path, answer: str, ran: bool) -> None:
+    (hermes_home / "config.yaml").write_text(STRICT)
     (tmp_path / "t.py").write_text("from hermes_tools import terminal\nr = terminal('touch made-it')\n"
                                    "print(r.get('status'), r.get('error'))\n")
     seen, out = on_a_terminal(tmp_path, 1, answer)
@@ -150,7 +155,7 @@ def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, ran: bool) -> None
 
 
 def test_an_unanswered_question_does_not_eat_the_next_answer(tmp_path: Path, hermes_home: Path) -> None:
-    (hermes_home / "config.yaml").write_text("approvals:\n  timeout: 1\n")
+    (hermes_home / "config.yaml").write_text("approvals:\n  mode: strict\n  timeout: 1\n")
     (tmp_path / "t.py").write_text("from hermes_tools import terminal\nprint(terminal('touch first').get('status'))\n"
                                    "print(terminal('touch second').get('status'))\n")
     seen, out = on_a_terminal(tmp_path, 2, "o")  # the first question times out, the second is answered

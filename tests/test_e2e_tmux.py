@@ -78,6 +78,7 @@ class Terminal:
 
 
 def test_type_code_approve_and_read_the_result(hermes_home: Path, tmp_path: Path) -> None:
+    (hermes_home / "config.yaml").write_text("approvals:\n  mode: strict\n")  # every terminal() call asks
     terminal = Terminal(hermes_home, tmp_path)
     try:
         terminal.wait_for("No model: type Python")
@@ -110,7 +111,8 @@ class ModelServer:
                                          str(folder / "replies.json"), str(port_file)])
         assert wait_for(port_file.exists, timeout=10)
         url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        (home / "config.yaml").write_text(f"model:\n  provider: custom\n  default: fake-model\n  base_url: {url}\n")
+        (home / "config.yaml").write_text(f"model:\n  provider: custom\n  default: fake-model\n  base_url: {url}\n"
+                                          "approvals:\n  mode: strict\n")
 
     def close(self) -> None:
         self.process.terminate()
