@@ -309,6 +309,20 @@ async def test_no_fallback_after_a_client_error_or_with_text_shown(hermes_home: 
     assert elsewhere.requests == []
 
 
+def test_a_broken_fallback_is_left_out_and_the_model_stays(hermes_home: Path) -> None:
+    settings = resolve_provider(make_config(
+        "model:\n  provider: openrouter\n  default: m\nfallback_providers:\n"
+        "  - provider: anthropic\n    model: claude\n    key_env: NOT_SET_ANYWHERE\n"
+        "  - provider: openai-codex\n    model: gpt\n  - provider: deepseek\n    model: deepseek-chat\n"), hermes_home, {})
+    assert settings is not None and settings.name == "openrouter"
+    assert [f.name for f in settings.fallbacks] == ["deepseek"]
+    assert settings.fallback_problems == [
+        f"fallback_providers[0].key_env names NOT_SET_ANYWHERE, which is not set: add it to the environment or "
+        f"{hermes_home / '.env'}; this fallback is left out",
+        "fallback_providers[1]: provider 'openai-codex' signs in with a ChatGPT account (OAuth) and speaks the "
+        "Responses API; use provider: openai with OPENAI_API_KEY; this fallback is left out"]
+
+
 # -- non-streaming ------------------------------------------------------------------------
 
 

@@ -49,6 +49,8 @@ class ProviderSettings:
     streaming: bool = True
     fallbacks: list[ProviderSettings] = field(default_factory=list)
     """Tried in order when this one cannot answer (``fallback_providers``)."""
+    fallback_problems: list[str] = field(default_factory=list)
+    """Why a ``fallback_providers`` entry is left out (one line each; the rest still serve)."""
 
     @property
     def missing_key(self) -> bool:
@@ -90,8 +92,11 @@ def resolve_provider(
     flag_url = environment.expand(base_url, "--base-url") if base_url else None
     choice = _choose(config, environment, requested, configured, flag_url)
     main = _settings_for(config, environment, choice, model_name, flag_url)
-    main.fallbacks = [_fallback(config, environment, entry, index)
-                      for index, entry in enumerate(config.fallback_providers)]
+    for index, entry in enumerate(config.fallback_providers):
+        try:
+            main.fallbacks.append(_fallback(config, environment, entry, index))
+        except ProviderError as exc:  # one broken fallback must not take the model away
+            main.fallback_problems.append(f"{exc}; this fallback is left out")
     return main
 
 
