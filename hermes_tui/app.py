@@ -111,6 +111,10 @@ class HermesApp(App[None]):
             self.register_theme(theme)
         self.theme = await asyncio.to_thread(remembered_theme, self.home, {t.name for t in THEMES}, DEFAULT_THEME)
         self._update_topbar()
+        for notice in self.config.notices:  # config.yaml's start-up notices, once (hermes_tui.config_notes)
+            self.main.conversation.add_note(notice, "warning")
+        if self.settings is not None:
+            self._say_provider(self.settings)
         self.follow_events()
         self.start_runtime()  # after the first frame: the screen does not wait for it
         self.open_session(self.session)
@@ -119,9 +123,21 @@ class HermesApp(App[None]):
     async def on_unmount(self) -> None:
         await self.workspace.aclose()
 
+    def _say_provider(self, settings: ProviderSettings) -> None:
+        """Say once at start which provider was chosen when the config left it open, and a
+        missing key before the first message finds out."""
+        if settings.why.startswith("auto"):
+            self.main.conversation.add_note(f"Model: {settings.label} ({settings.why}).", "info")
+        if settings.missing_key:
+            self.main.conversation.add_note(f"No key for {settings.name}: {settings.key_source}.", "warning")
+        for problem in settings.fallback_problems:
+            self.main.conversation.add_note(problem, "warning")
+
     def _update_topbar(self) -> None:
-        self.main.set_topbar(version=__version__, session=self.session, cwd=self.cwd,
-                             model=self.settings.label if self.settings else None,
+        label = self.settings.label if self.settings else None
+        if self.settings is not None and self.settings.why.startswith("auto"):
+            label = f"{label} (auto)"
+        self.main.set_topbar(version=__version__, session=self.session, cwd=self.cwd, model=label,
                              approvals=self.config.approvals.mode, yolo=self.runtime.yolo)
 
     # -- the session ----------------------------------------------------------------------

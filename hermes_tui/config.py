@@ -91,6 +91,16 @@ class ApprovalsConfig(_Section):
     mode: Literal["strict", "manual", "off"] = "manual"
     timeout: Seconds = 60
     """Seconds an approval waits; no answer is a deny."""
+    deny: list[str] = Field(default_factory=list)
+    """Hermes Agent's deny list: globs (case-insensitive) of commands refused in every mode,
+    ``off`` included, matched against the whole command and each simple command in it."""
+
+    @field_validator("deny", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -357,6 +367,10 @@ class Config(_Section):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     source: Path | None = Field(default=None, exclude=True)
     """The file this was read from (None for built-in defaults)."""
+    notices: list[str] = Field(default_factory=list, exclude=True, repr=False)
+    """One-line notices about the file, to show once at start (see :mod:`hermes_tui.config_notes`)."""
+    ignored_keys: list[str] = Field(default_factory=list, exclude=True, repr=False)
+    """Dotted paths of Hermes Agent keys hermes-tui does not use (``hermes-tui doctor --verbose``)."""
 
     @field_validator("command_allowlist", mode="before")
     @classmethod
@@ -481,11 +495,20 @@ def parse_config(text: str, source: Path | None = None) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: the top level must be a mapping of keys, got {_kind(data)}")
+    raw = data
+    data = {k: v for k, v in data.items() if k not in ("notices", "ignored_keys")}  # ours, not the file's
+    agent = data.get("agent")
+    if data.get("max_turns") is not None and (agent is None or isinstance(agent, dict)) \
+            and "max_turns" not in (agent or {}):
+        data["agent"] = {**(agent or {}), "max_turns": data["max_turns"]}  # Hermes Agent's older place for it
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{where}: " + "; ".join(_describe(e) for e in exc.errors())) from None
     config.source = source
+    from hermes_tui.config_notes import review  # which imports nothing of this module
+
+    config.notices, config.ignored_keys = review(raw, config, MODE_RENAMED)
     return config
 
 

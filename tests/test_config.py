@@ -44,7 +44,7 @@ def test_reads_hermes_home_config_and_keeps_unknown_keys(hermes_home: Path) -> N
     assert config.command_allowlist == ["git status"]
     # Unknown keys are kept (the file is shared) and ignored.
     assert config.model_extra["toolsets"] == ["web", "terminal"]
-    assert config.terminal.model_extra["backend"] == "local"
+    assert config.terminal.backend == "local"  # read: any other value refuses commands (test_hermes_config)
 
 
 def test_bare_off_in_yaml_means_approvals_off() -> None:
@@ -71,7 +71,7 @@ def test_empty_sections_and_bare_model_name() -> None:
     [
         ("code_execution:\n  timeout: -5\n", "code_execution.timeout = -5 is not allowed: must be greater than 0"),
         ("code_execution:\n  mode: fast\n", "code_execution.mode = 'fast' is not allowed: must be 'project' or 'strict'"),
-        ("code_execution:\n  max_session_kernels: 0\n", "code_execution.max_session_kernels = 0 is not allowed"),
+        ("code_execution:\n  max_session_kernels: two\n", "code_execution.max_session_kernels = 'two' is not allowed"),
         ("approvals:\n  mode: sometimes\n", "approvals.mode = 'sometimes' is not allowed: must be 'strict', 'manual' or 'off'"),
         ("terminal:\n  env_passthrough: GITHUB_TOKEN\n", "terminal.env_passthrough = 'GITHUB_TOKEN' is not allowed: must be a list"),
         ("code_execution: 5\n", "code_execution = 5 is not allowed: must be a mapping of keys"),

@@ -224,10 +224,13 @@ async def test_patch_applies_a_unified_diff(runtime: Runtime, project: Path) -> 
 
 # -- terminal ---------------------------------------------------------------------------------
 
+STRICT = "approvals:\n  mode: strict\n"
+"""Every terminal() call asks (the default asks only for flagged ones)."""
+
 
 async def test_terminal_asks_and_runs_in_the_foreground(runtime_factory, project: Path) -> None:
     approver = Recorder(ApprovalDecision(choice="once"), ApprovalDecision(choice="session"))
-    rt = await runtime_factory(approver=approver)
+    rt = await runtime_factory(STRICT, approver=approver)
     first = await call(rt, project, "terminal('echo out; echo err >&2; exit 3')")
     assert first == {"output": "out\nerr\n", "exit_code": 3, "error": None}
     request = approver.asked[0]
@@ -243,12 +246,12 @@ async def test_terminal_asks_and_runs_in_the_foreground(runtime_factory, project
 
 async def test_terminal_denied_and_unanswered(runtime_factory, project: Path) -> None:
     approver = Recorder(ApprovalDecision(choice="deny", reason="not on my machine"))
-    rt = await runtime_factory(approver=approver)
+    rt = await runtime_factory(STRICT, approver=approver)
     denied = await call(rt, project, "terminal('touch made-it')")
     assert denied == {"output": "", "exit_code": -1, "status": "blocked",
                       "error": "BLOCKED: denied by the user: not on my machine"}
     assert not (project / "made-it").exists()
-    nobody = await runtime_factory()
+    nobody = await runtime_factory(STRICT)
     blocked = await call(nobody, project, "terminal('touch made-it')")
     assert blocked["status"] == "blocked" and "no one to approve" in blocked["error"]
 
@@ -256,7 +259,7 @@ async def test_terminal_denied_and_unanswered(runtime_factory, project: Path) ->
         await asyncio.sleep(60)
         raise AssertionError("unreachable")
 
-    slow = await runtime_factory("approvals:\n  timeout: 0.5\n", approver=silent)
+    slow = await runtime_factory("approvals:\n  mode: strict\n  timeout: 0.5\n", approver=silent)
     late = await call(slow, project, "terminal('touch made-it')")
     assert late["status"] == "blocked" and "no answer within 0.5s" in late["error"]
     assert not (project / "made-it").exists()

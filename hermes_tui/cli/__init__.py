@@ -7,6 +7,7 @@ The top-level parser and the dispatch live here; each command lives in its own m
 * ``cache_cmd`` — ``hermes-tui cache`` (its parser too: ``add_parser``)
 * ``approvals_cmd`` — ``hermes-tui approvals``
 * ``sessions_cmd`` — ``hermes-tui inject``, ``export`` and ``sessions``
+* ``doctor_cmd`` — ``hermes-tui doctor``: the config, its notices, the model, the backend
 * ``errors`` — ``UsageError`` and the exit codes, shared by all of them
 
 Exit codes: 0 success, 1 a script failed, 2 usage or config error (or a file, a folder or the
@@ -60,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="approvals off in the app (a permanent YOLO badge shows it)")
     parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
                         help="continue a stored session: its id (or a unique prefix), or latest (the default)")
-    parser.add_argument("--provider", help="the model provider (overrides model.provider): openrouter, nous, openai, "
-                                           "anthropic, ollama, vllm, llamacpp, lmstudio, custom, or a providers: name")
+    parser.add_argument("--provider", help="the model provider (overrides model.provider): a name from "
+                                           "docs/providers.md (openrouter, openai, anthropic, zai, ...), auto, "
+                                           "custom, or a providers: name")
     parser.add_argument("--model", help="the model name (overrides model.default)")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (overrides model.base_url)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -113,6 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = commands.add_parser("sessions", help="list stored sessions, newest first")
     sessions.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    doctor = commands.add_parser(
+        "doctor", help="check the config: notices, the model and its key's source, approvals, the terminal backend",
+        description="Say which config.yaml is read, what in it is noticed or refused, which model the input goes "
+                    "to and where its key comes from (never the key). Exit 0 if no problem, 1 if one was found, "
+                    "2 if the config cannot be read.")
+    doctor.add_argument("--verbose", action="store_true", help="also list the Hermes Agent keys hermes-tui ignores")
+    doctor.add_argument("--json", action="store_true", help="the report as one JSON object")
+    doctor.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
     return parser
 
 
@@ -143,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             from hermes_tui.cli.approvals_cmd import approvals_command
 
             return approvals_command(args, config)
+        if args.command == "doctor":
+            from hermes_tui.cli.doctor_cmd import doctor_command
+
+            return doctor_command(args, config)
         return app_command(args, config)
     except UsageError as exc:
         return _fail(str(exc))

@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 
 def exec_command(args: argparse.Namespace, config: Config) -> int:
     """Run the files in order; 0 if all succeeded, 1 otherwise (a UsageError for bad input)."""
+    from hermes_tui.config_notes import backend_refusal
+
+    refusal = backend_refusal(config.terminal)
+    for notice in config.notices:
+        if notice != refusal:  # that one is the error below
+            print(f"hermes-tui: notice: {shown(notice)}", file=sys.stderr)
+    if refusal:
+        raise UsageError(refusal)
     if args.yolo:
         config.approvals.mode = "off"
         print("hermes-tui: YOLO: approvals are off for this run; terminal commands run without asking "

@@ -51,7 +51,7 @@ from pydantic import BaseModel, Field
 from hermes_tui.runtime.danger import Analysis, analyze
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rules import (
-    Rule, RulesNotSaved, active_rules, add_rule, allowlist_path, category_why, lift_flags,
+    Rule, RulesNotSaved, active_rules, add_rule, allowlist_path, category_why, denied_by, lift_flags,
 )
 
 log = logging.getLogger(__name__)
@@ -323,6 +323,10 @@ class ApprovalGate:
             await self.audit.write(event="auto", decision="refused", why=analysis.hard, **base)
             return (f"refused: this command {'; '.join(analysis.hard)}. Such commands are never run "
                     "and cannot be allowed")
+        denied = denied_by(command, self.config.approvals.deny, os.path.expanduser("~"))
+        if denied is not None:
+            await self.audit.write(event="auto", decision="refused", why=f"approvals.deny: {denied}", **base)
+            return f"refused: this command matches approvals.deny {denied!r} in config.yaml; it is never run"
         if self.yolo:
             await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
             return None

@@ -115,6 +115,21 @@ def category_why(rules: list[Rule]) -> str:
     return "; ".join(f"category '{r.pattern}' ({category_source(r)})" for r in rules)
 
 
+def denied_by(command: str, patterns: list[str], home: str) -> str | None:
+    """The ``approvals.deny`` glob that ``command`` matches, if one does: case-insensitive,
+    against the whole command and against each simple command in it (so ``git push *`` also
+    refuses ``make && git push origin main``, quoted or not)."""
+    if not patterns:
+        return None
+    from hermes_tui.runtime.danger.parse import parse
+
+    texts = {command.strip()}
+    texts.update(" ".join(item.words) for item in parse(command, {"HOME": home}).commands)
+    lowered = [text.lower() for text in texts]
+    return next((p for p in patterns if p.strip() and any(fnmatch.fnmatchcase(t, p.strip().lower()) for t in lowered)),
+                None)
+
+
 def load_allowlist(path: Path) -> tuple[list[Rule], str | None]:
     """Rules stored in ``allowlist.yaml``, and a problem with the file if it has one. Blocking.
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from hermes_tui.config import Config, load_config
+from hermes_tui.config_notes import backend_refusal
 from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
@@ -206,6 +207,9 @@ class Runtime:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         enabled = self._tool_set(tools)
+        refusal = backend_refusal(self.config.terminal)
+        if refusal is not None:  # meant for a sandbox or another machine: never run here, no kernel
+            return Executor.refused(new_exec_id(), refusal)
         try:
             await self.start()
             key, warning = await self.launcher.key(session, mode, cwd, enabled)

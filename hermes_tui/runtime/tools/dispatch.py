@@ -63,6 +63,19 @@ def _prepare(name: str, args: dict[str, Any]) -> tuple[Tool, Any] | dict[str, An
         return {"error": f"{name}(): invalid arguments: {describe_validation(exc)}"}
 
 
+FILE_TOOLS = frozenset({"read_file", "write_file", "patch", "search_files"})
+"""Tools that work on this machine's files (terminal() checks the backend itself)."""
+
+
+def _not_here(name: str, ctx: ToolContext) -> dict[str, Any] | None:
+    """The refusal of a file tool when terminal.backend is not ``local``: the user meant the
+    agent's files to be elsewhere (a container, another machine), not here."""
+    from hermes_tui.config_notes import backend_refusal
+
+    refusal = backend_refusal(ctx.config.terminal) if name in FILE_TOOLS else None
+    return {"error": f"BLOCKED: {refusal}"} if refusal else None
+
+
 def _failed(name: str, exc: Exception) -> dict[str, Any]:
     # A bug or an OS error in a tool is the script's error dict, never the host's crash.
     return {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
@@ -70,7 +83,7 @@ def _failed(name: str, exc: Exception) -> dict[str, Any]:
 
 async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Validate ``args`` and run tool ``name`` on the event loop; always returns a dict."""
-    prepared = _prepare(name, args)
+    prepared = _not_here(name, ctx) or _prepare(name, args)
     if isinstance(prepared, dict):
         return prepared
     tool, parsed = prepared
@@ -111,7 +124,7 @@ def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dic
     tool = get_tool(name)
     if tool is None or tool.blocking is None:
         return None
-    prepared = _prepare(name, args)
+    prepared = _not_here(name, ctx) or _prepare(name, args)
     if isinstance(prepared, dict):
         return prepared
     try:

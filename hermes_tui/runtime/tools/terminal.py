@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from hermes_tui.config_notes import backend_refusal
 from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess, run_to_end
@@ -49,6 +50,9 @@ def shell() -> str:
 
 async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     """Run ``command`` (after approval); returns output, exit_code and error."""
+    refusal = backend_refusal(ctx.config.terminal)
+    if refusal is not None:  # meant for a sandbox or another machine: never run here, never asked
+        return blocked(refusal)
     cwd = str(ctx.resolve(args.workdir)) if args.workdir else ctx.cwd
     if not await asyncio.to_thread(os.path.isdir, cwd):
         return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}

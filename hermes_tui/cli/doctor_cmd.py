@@ -1,0 +1,150 @@
+"""``hermes-tui doctor [--verbose] [--json]``: what hermes-tui makes of this machine's config.
+
+It says which config file was read, each start-up notice about it, which model the input goes
+to (and where its key comes from — never the key), the approvals mode, the terminal backend,
+the limits, and with ``--verbose`` the Hermes Agent keys hermes-tui does not use.
+
+Exit 0: no problem. 1: a problem — the model cannot be used (a ``ProviderError``) or
+``terminal.backend`` refuses every command. Notices are not problems. 2: the config cannot be
+read (``main`` says so in one line, as for every command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK
+from hermes_tui.cli.show import shown
+from hermes_tui.config import Config
+from hermes_tui.config_notes import backend_refusal
+from hermes_tui.hermes_keys import TURN_LIMIT_UNLIMITED
+from hermes_tui.paths import config_path, hermes_home
+from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
+
+MODES = {
+    "manual": "flagged commands ask",
+    "strict": "every terminal() command asks unless a rule allows it",
+    "off": "nothing asks (YOLO); hard-blocked commands are still refused",
+}
+
+
+def doctor_command(args: argparse.Namespace, config: Config) -> int:
+    """Print the report; 0 without problems, 1 with."""
+    report = build_report(config, flags={"provider": args.provider, "model": args.model, "base_url": args.base_url})
+    if args.json:
+        print(json.dumps(report, indent=2))  # ensure_ascii: every control or hidden character escaped
+    else:
+        _print(report, verbose=args.verbose)
+    return EXIT_FAILED if report["problems"] else EXIT_OK
+
+
+def build_report(config: Config, flags: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """Everything ``doctor`` says, as plain data (what ``--json`` prints)."""
+    from hermes_tui.agent.providers import ProviderError, resolve_provider
+
+    home = hermes_home()
+    problems: list[str] = []
+    model: dict[str, Any] | None = None
+    try:
+        settings = resolve_provider(config, home, os.environ, **{k: v for k, v in (flags or {}).items() if v})
+    except ProviderError as exc:
+        settings = None
+        problems.append(f"model: {exc}")
+    except Exception as exc:  # a diagnosis must finish: anything else is a problem found, in one line
+        settings = None
+        problems.append(f"model: could not be resolved: {type(exc).__name__}: {exc}")
+    if settings is not None:
+        model = {
+            "provider": settings.name,
+            "model": settings.model,
+            "base_url": settings.base_url,
+            "key_source": settings.key_source,  # where the key comes from, never the key
+            "missing_key": bool(getattr(settings, "missing_key", False)),
+            "why": settings.why,
+            "context_length": settings.context_length,
+            "streaming": settings.streaming,
+            "fallbacks": [{"provider": f.name, "model": f.model, "base_url": f.base_url, "key_source": f.key_source}
+                          for f in settings.fallbacks],
+            "fallback_problems": list(settings.fallback_problems),
+        }
+    refusal = backend_refusal(config.terminal)
+    if refusal:
+        problems.append(refusal)
+    run = config.code_execution
+    return {
+        "config": str(config.source) if config.source else None,
+        "config_looked_for": str(config_path(home)),
+        "notices": list(config.notices),
+        "model": model,
+        "approvals": {"mode": config.approvals.mode, "timeout": config.approvals.timeout,
+                      "command_allowlist": len(config.command_allowlist), "deny": list(config.approvals.deny),
+                      "unmapped": [{"entry": entry, "why": why}
+                                   for entry, why in unmapped_allowlist_entries(config.command_allowlist)]},
+        "terminal": {"backend": config.terminal.backend, "refused": refusal, "timeout": config.terminal.timeout},
+        "limits": {"script_timeout": run.timeout, "max_tool_calls": run.max_tool_calls,
+                   "max_session_kernels": run.max_session_kernels, "kernel_idle_timeout": run.kernel_idle_timeout,
+                   "max_steps": config.agent.max_steps if config.agent.max_steps < TURN_LIMIT_UNLIMITED else None},
+        "ignored": list(config.ignored_keys),
+        "problems": problems,
+    }
+
+
+def _print(report: dict[str, Any], *, verbose: bool) -> None:
+    def line(label: str, text: object) -> None:
+        print(f"{label:<10} {shown(text)}")
+
+    line("config", report["config"] or f"none: defaults ({report['config_looked_for']} does not exist)")
+    for notice in report["notices"]:
+        if notice != report["terminal"]["refused"]:  # that one is a problem, said below
+            line("notice", notice)
+    model = report["model"]
+    if model is not None:
+        at = f" at {model['base_url']}" if model["base_url"] else ""
+        line("model", f"{model['provider']} · {model['model']}{at}")
+        line("", f"key: {model['key_source']}")
+        if model["why"]:
+            line("", f"why: {model['why']}")
+        if model["missing_key"]:
+            line("warning", f"no API key for {model['provider']}: requests go without one; the server will likely "
+                            "refuse them until the setting above is added")
+        for fallback in model["fallbacks"]:
+            line("fallback", f"{fallback['provider']} · {fallback['model']} at {fallback['base_url']}; "
+                             f"key: {fallback['key_source']}")
+        for problem in model["fallback_problems"]:
+            line("warning", problem)
+    elif any(p.startswith("model:") for p in report["problems"]):
+        line("model", "not usable (the problem is below): typed input runs as Python")
+    else:
+        line("model", "no model: typed input runs as Python")
+    approvals = report["approvals"]
+    line("approvals", f"{approvals['mode']}: {MODES.get(approvals['mode'], '')}; an approval waits "
+                      f"{approvals['timeout']:g}s; {approvals['command_allowlist']} command_allowlist rule(s)")
+    for pattern in approvals["deny"]:
+        line("", f"approvals.deny refuses {pattern!r} in every mode")
+    for unmapped in approvals["unmapped"]:
+        line("warning", f"command_allowlist {unmapped['entry']!r} is a Hermes Agent pattern name with no equivalent "
+                        f"here; it allows nothing ({unmapped['why']})")
+    terminal = report["terminal"]
+    if terminal["refused"]:
+        line("terminal", f"{terminal['backend']}: REFUSED — no command or script runs")
+    else:
+        line("terminal", f"local: commands run on this machine, {terminal['timeout']:g}s each")
+    limits = report["limits"]
+    steps = limits["max_steps"]
+    line("limits", f"scripts {limits['script_timeout']:g}s, {limits['max_tool_calls']} tool calls each; at most "
+                   f"{limits['max_session_kernels']} kernel(s), reaped after {limits['kernel_idle_timeout']:g}s idle; "
+                   + (f"{steps} model calls per turn" if steps is not None else "no limit on model calls per turn"))
+    ignored = report["ignored"]
+    if verbose:
+        line("ignored", f"{len(ignored)} Hermes Agent key(s) hermes-tui does not use" + (":" if ignored else ""))
+        for key in ignored:
+            line("", f"  {key}")
+    elif ignored:
+        line("ignored", f"{len(ignored)} Hermes Agent key(s) hermes-tui does not use (--verbose lists them)")
+    for problem in report["problems"]:
+        line("problem", problem)
+    count = len(report["problems"])
+    print("No problems found." if not count else f"{count} problem(s) found.")
