@@ -201,7 +201,22 @@ def _truthy(value: Any) -> Any:
 KeyCommand = str | list[str]
 
 
-class ModelConfig(_Section):
+class _Endpoint(_Section):
+    """What the model section and a provider entry read alike: header maps (values as text,
+    empty ones dropped) and yes/no words for booleans, as Hermes Agent reads them."""
+
+    @field_validator("default_headers", "extra_headers", mode="before", check_fields=False)
+    @classmethod
+    def _read_headers(cls, value: Any) -> Any:
+        return _headers(value)
+
+    @field_validator("streaming", "enabled", mode="before", check_fields=False)
+    @classmethod
+    def _read_yes_no(cls, value: Any) -> Any:
+        return _truthy(value)
+
+
+class ModelConfig(_Endpoint):
     """``model``: the conversation model (Hermes Agent's keys)."""
 
     provider: str | None = None
@@ -240,18 +255,9 @@ class ModelConfig(_Section):
             data["default_headers"] = {**_headers(data.get("default_headers")), **_headers(data.pop("extra_headers"))}
         return data
 
-    @field_validator("default_headers", mode="before")
-    @classmethod
-    def _read_headers(cls, value: Any) -> Any:
-        return _headers(value)
-
-    @field_validator("streaming", mode="before")
-    @classmethod
-    def _read_streaming(cls, value: Any) -> Any:
-        return _truthy(value)
 
 
-class ProviderConfig(_Section):
+class ProviderConfig(_Endpoint):
     """``providers.<name>`` (and each ``custom_providers`` entry): one endpoint and its key."""
 
     name: str | None = None
@@ -293,15 +299,6 @@ class ProviderConfig(_Section):
         # Hermes Agent reads a timeout <= 0 as "not set".
         return None if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0 else value
 
-    @field_validator("extra_headers", mode="before")
-    @classmethod
-    def _read_headers(cls, value: Any) -> Any:
-        return _headers(value)
-
-    @field_validator("enabled", mode="before")
-    @classmethod
-    def _read_enabled(cls, value: Any) -> Any:
-        return _truthy(value)
 
 
 class FallbackConfig(_Section):

@@ -377,3 +377,17 @@ async def test_history_sent_stays_within_the_context_budget(harness_factory):
     assert "earlier messages of this conversation are left out" in last["messages"][0]["content"]
     stored = h.store.sync(load_session, "s1")
     assert len(stored.messages) == 12  # everything is still stored
+
+
+async def test_a_fallback_answers_and_the_conversation_says_so(harness_factory):
+    with FakeModelServer([{"status": 503, "error": "overloaded"}]) as primary, \
+            FakeModelServer([{"text": "From the fallback."}]) as fallback:
+        extra = (f"fallback_providers:\n  - provider: custom\n    model: backup-model\n    base_url: {fallback.url}\n")
+        h = await harness_factory(primary, extra)
+        assert await h.turn("hello") == "done"
+    assert h.reply_text() == "From the fallback."
+    notes = [n.text for n in h.of(Notice)]
+    assert len(notes) == 1 and notes[0].startswith("custom · fake-model could not answer: custom failed on its side "
+                                                   "(HTTP 503: overloaded)")
+    assert notes[0].endswith("custom · backup-model answered (fallback_providers[0]).")
+    assert h.of(Notice)[0].level == "warning"

@@ -196,12 +196,17 @@ def key_script(tmp_path: Path, body: str) -> str:
     return f"{sys.executable} {script}"
 
 
+def counting_key_script(tmp_path: Path, printed: str) -> str:
+    """A key command that counts its runs in ``n`` and prints the Python expression ``printed``."""
+    counter = tmp_path / "runs"
+    return key_script(tmp_path, f"import json, pathlib\np = pathlib.Path({str(counter)!r})\n"
+                                "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
+                                f"print({printed})\n")
+
+
 async def test_key_cmd_token_is_sent_and_kept_until_it_nears_expiry(hermes_home: Path, tmp_path: Path,
                                                                     elsewhere: FakeModelServer) -> None:
-    counter = tmp_path / "runs"
-    command = key_script(tmp_path, f"import json, pathlib\np = pathlib.Path({str(counter)!r})\n"
-                                   "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
-                                   "print(json.dumps({'access_token': f'token-SECRET-{n}', 'expires_in': 3600}))\n")
+    command = counting_key_script(tmp_path, "json.dumps({'access_token': f'token-SECRET-{n}', 'expires_in': 3600})")
     elsewhere.add({"text": "1"}, {"text": "2"})
     settings = resolve(f"model:\n  provider: vertexish\n  default: m\nproviders:\n  vertexish:\n"
                        f"    base_url: {elsewhere.url}\n    key_cmd: {command}\n", hermes_home)
@@ -218,10 +223,7 @@ async def test_key_cmd_token_is_sent_and_kept_until_it_nears_expiry(hermes_home:
 
 async def test_key_cmd_runs_again_when_the_token_is_rejected_or_expiring(hermes_home: Path, tmp_path: Path,
                                                                        elsewhere: FakeModelServer) -> None:
-    counter = tmp_path / "runs"
-    command = key_script(tmp_path, f"import pathlib\np = pathlib.Path({str(counter)!r})\n"
-                                   "n = int(p.read_text()) + 1 if p.exists() else 1\np.write_text(str(n))\n"
-                                   "print(f'token-SECRET-{n}')\n")
+    counting_key_script(tmp_path, "f'token-SECRET-{n}'")
     elsewhere.add({"status": 401, "error": "expired"}, {"text": "ok"})
     settings = resolve(f"model:\n  provider: box\n  default: m\n  max_retries: 0\nproviders:\n  box:\n"
                        f"    base_url: {elsewhere.url}\n    key_cmd: [{json.dumps(sys.executable)}, "
