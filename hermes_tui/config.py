@@ -252,7 +252,11 @@ class ModelConfig(_Endpoint):
         data = _first_alias(data, "api_key", "api")
         data = _first_alias(data, "key_env", "api_key_env")
         if isinstance(data, dict) and data.get("extra_headers") is not None:
-            data["default_headers"] = {**_headers(data.get("default_headers")), **_headers(data.pop("extra_headers"))}
+            extra, default = _headers(data.pop("extra_headers")), _headers(data.get("default_headers"))
+            # Both maps are merged (extra_headers wins); a value that is not a map is left for the
+            # check to refuse.
+            if isinstance(default, dict):
+                data["default_headers"] = {**default, **extra} if isinstance(extra, dict) else extra
         return data
 
 
@@ -422,8 +426,8 @@ class Config(_Section):
         for entry in value:
             if isinstance(entry, dict) and not (entry.get("provider") and (entry.get("model") or entry.get("default"))):
                 continue
-            key = (entry.get("provider"), entry.get("model") or entry.get("default"), entry.get("base_url")) \
-                if isinstance(entry, dict) else id(entry)
+            key = repr((entry.get("provider"), entry.get("model") or entry.get("default"), entry.get("base_url"))) \
+                if isinstance(entry, dict) else repr(entry)
             if key not in seen:
                 seen.add(key)
                 kept.append(entry)
@@ -523,7 +527,13 @@ def _describe(error: Any) -> str:
         message = "must be a list"
     value = error.get("input")
     shown = repr(value) if not isinstance(value, (dict, list)) else _kind(value)
+    if SECRET_KEYS & {str(part) for part in error["loc"]}:
+        shown = f"({_kind(value)}, not shown)"  # a key or a header value, even a malformed one, stays unseen
     return f"{key} = {shown} is not allowed: {message}"
+
+
+SECRET_KEYS = frozenset({"api_key", "api", "key_cmd", "default_headers", "extra_headers"})
+"""Config keys whose values are secrets: an error about them never quotes the value."""
 
 
 def _kind(value: Any) -> str:

@@ -416,3 +416,135 @@ def test_docs_providers_md_is_generated_from_the_table() -> None:
 
 async def _ignore(piece: str) -> None:
     pass
+
+
+# -- found in review: each of these leaked or crashed before it was fixed ---------------------
+
+
+async def test_credentials_the_sdks_find_in_the_environment_are_never_sent(
+        hermes_home: Path, elsewhere: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {"OPENAI_CUSTOM_HEADERS": "X-Gateway-Key: header-SECRET", "OPENAI_ORG_ID": "org-SECRET",
+                        "OPENAI_PROJECT_ID": "proj-SECRET", "ANTHROPIC_CUSTOM_HEADERS": "X-Gateway-Key: header-SECRET",
+                        "ANTHROPIC_AUTH_TOKEN": "token-SECRET"}.items():
+        monkeypatch.setenv(name, value)
+    elsewhere.add({"text": "a"}, {"text": "b"})
+    for provider in ("zai", "minimax"):  # chat completions, and Anthropic's wire
+        settings = resolve(f"model:\n  provider: {provider}\n  default: m\n  base_url: {elsewhere.url}\n"
+                           "  max_retries: 0\n", hermes_home)
+        await ask(settings)
+    seen = json.dumps(elsewhere.headers)
+    assert "SECRET" not in seen and "x-gateway-key" not in seen and "openai-organization" not in seen
+    assert sent_keys(elsewhere) == []
+
+
+async def test_a_key_written_for_one_endpoint_does_not_follow_another(hermes_home: Path, here: FakeModelServer,
+                                                                     elsewhere: FakeModelServer) -> None:
+    here.add({"text": "ok"}, {"text": "ok"})
+    elsewhere.add(*[{"text": "ok"}] * 4)
+    # auto picks a provider from the environment: the model section's key was written for another one
+    auto = resolve("model:\n  provider: auto\n  default: m\n  api_key: explicit-SECRET\n"
+                   "  default_headers: {X-Team: header-SECRET}\n", hermes_home)
+    assert auto.name == "openrouter" and auto.api_key == "sk-or-SECRET" and auto.headers == {}
+    assert auto.withheld and "provider auto chose openrouter from the environment" in auto.withheld[0]
+    # GLM_BASE_URL points zai elsewhere: the key named on the zai entry is for zai's hosts
+    moved = resolve("model:\n  provider: zai\n  default: m\nproviders:\n  zai:\n    key_env: MODEL_API_KEY\n"
+                    "    extra_headers: {X-Team: header-SECRET}\n", hermes_home,
+                    {"MODEL_API_KEY": "explicit-SECRET", "GLM_BASE_URL": elsewhere.url})
+    assert await ask(moved) == "ok" and secrets_seen(elsewhere) == []
+    assert moved.withheld == [f"providers.zai.key_env, providers.zai.extra_headers.X-Team not sent to "
+                              f"{elsewhere.url}: written for the provider's own hosts"]
+    # model.base_url overrides an entry's own base_url: the entry's key stays with its endpoint
+    overridden = resolve(f"model:\n  provider: box\n  default: m\n  base_url: {elsewhere.url}\nproviders:\n  box:\n"
+                         f"    base_url: {here.url}\n    api_key: explicit-SECRET\n", hermes_home)
+    assert await ask(overridden) == "ok" and secrets_seen(elsewhere) == []
+    # a fallback with its own base_url does not borrow the secrets of the entry it names
+    fallback = resolve(f"model:\n  provider: box\n  default: m\nproviders:\n  box:\n    base_url: {here.url}\n"
+                       f"    api_key: explicit-SECRET\nfallback_providers:\n  - provider: box\n    model: m2\n"
+                       f"    base_url: {elsewhere.url}\n", hermes_home).fallbacks[0]
+    assert fallback.api_key is None and await ask(fallback) == "ok" and secrets_seen(elsewhere) == []
+    # a --base-url flag is not where model.api_key was written for
+    flagged = resolve(f"model:\n  provider: custom\n  default: m\n  base_url: {here.url}\n  api_key: explicit-SECRET\n",
+                      hermes_home, base_url=elsewhere.url)
+    assert await ask(flagged) == "ok" and secrets_seen(elsewhere) == []
+    assert "model.api_key not sent to" in flagged.withheld[0]
+
+
+async def test_no_secret_is_quoted_in_an_error(hermes_home: Path, elsewhere: FakeModelServer) -> None:
+    with pytest.raises(ProviderError) as caught:
+        resolve(f"model:\n  provider: custom\n  default: m\n  base_url: {elsewhere.url}\n"
+                "  api_key: \"explicit-\\nSECRET\"\n", hermes_home)
+    assert str(caught.value) == ("model.api_key holds a control character (a line break?): a key or a header value "
+                                 "must be one line of text")
+    with pytest.raises(ProviderError) as caught:
+        resolve(f"model:\n  provider: custom\n  default: m\n  base_url: {elsewhere.url}\n"
+                "  default_headers: {X-Team: \"a\\rheader-SECRET\"}\n", hermes_home)
+    assert "SECRET" not in str(caught.value)
+    elsewhere.add({"status": 400, "error": "your key explicit-SECRET is bad"})
+    settings = resolve(f"model:\n  provider: custom\n  default: m\n  base_url: http://user:pw-SECRET@127.0.0.2:"
+                       f"{elsewhere.port}/v1?token=q-SECRET\n  api_key: explicit-SECRET\n  max_retries: 0\n", hermes_home)
+    assert "SECRET" not in repr(settings) and settings.shown_url == f"http://127.0.0.2:{elsewhere.port}/v1"
+    with pytest.raises(ProviderError) as caught:
+        await ask(settings)
+    assert "SECRET" not in str(caught.value) and "[secret]" in str(caught.value)
+    from hermes_tui.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError) as config_error:
+        parse_config("model:\n  api_key: [explicit-SECRET]\n  default_headers: 'Authorization: Bearer header-SECRET'\n")
+    assert "SECRET" not in str(config_error.value) and "model.api_key = (a list, not shown)" in str(config_error.value)
+
+
+@pytest.mark.parametrize("yaml_text", [
+    "model:\n  provider: custom\n  default: m\n  base_url: 'http://[::1/v1'\n",
+    "model:\n  provider: custom\n  default: m\n  base_url: 'http://127.0.0.1:99999/v1'\n",
+    "model:\n  provider: openrouter\n  default: m\nfallback_providers:\n  - {provider: [x], model: m}\n",
+])
+def test_odd_values_are_one_line_never_a_traceback(hermes_home: Path, yaml_text: str) -> None:
+    from hermes_tui.config import ConfigError, parse_config
+
+    try:
+        config = parse_config(yaml_text)
+        resolve_provider(config, hermes_home, {})
+    except (ProviderError, ConfigError) as exc:
+        assert "\n" not in str(exc)
+    for extra in ("  extra_headers: [a]\n", "  default_headers: x\n  extra_headers: {a: b}\n"):
+        with pytest.raises(ConfigError):
+            parse_config("model:\n  default: m\n" + extra)
+
+
+async def test_key_cmd_output_is_read_to_its_end(hermes_home: Path, tmp_path: Path,
+                                                  elsewhere: FakeModelServer) -> None:
+    pieces = key_script(tmp_path, "import sys, time, json\nsys.stdout.write('{\"access_token\": \"token-')\n"
+                                  "sys.stdout.flush()\ntime.sleep(0.2)\nsys.stdout.write('SECRET\"}' + ' ' * 30000)\n")
+    settings = resolve(f"model:\n  provider: box\n  default: m\nproviders:\n  box:\n    base_url: {elsewhere.url}\n"
+                       f"    key_cmd: {pieces}\n", hermes_home)
+    assert await settings.key_command.token() == "token-SECRET"
+    helper = tmp_path / "leaves_a_child.py"
+    helper.write_text("import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+                      "print('token-SECRET')\n")
+    settings = resolve(f"model:\n  provider: box\n  default: m\nproviders:\n  box:\n    base_url: {elsewhere.url}\n"
+                       f"    key_cmd: {sys.executable} {helper}\n", hermes_home)
+    started = asyncio.get_running_loop().time()
+    assert await settings.key_command.token() == "token-SECRET"
+    assert asyncio.get_running_loop().time() - started < 10  # not the 30 s timeout
+
+
+def test_hosts_that_only_look_like_a_providers(hermes_home: Path) -> None:
+    openai, lmstudio = find("openai"), find("lmstudio")
+    assert not conventional_key_allowed(openai, "http://127.0.0.1.api.openai.com/v1")
+    assert conventional_key_allowed(openai, "https://127.0.0.1.api.openai.com/v1")  # a subdomain, over HTTPS
+    assert not conventional_key_allowed(lmstudio, "https://evil.localhost/v1")
+    assert conventional_key_allowed(lmstudio, "http://localhost:1234/v1")
+    azure = find("azure-foundry")
+    assert not conventional_key_allowed(azure, "https://someone-else.openai.azure.com/v1")
+    assert conventional_key_allowed(azure, "https://mine.openai.azure.com/v1", "https://mine.openai.azure.com/models")
+    settings = resolve_provider(make_config("model:\n  provider: copilot\n  default: gpt-4o\n"), hermes_home,
+                                {"AZURE_FOUNDRY_API_KEY": "azure-SECRET"})
+    assert settings.api_key is None  # GitHub's host never gets an Azure key
+
+
+def test_fallbacks_name_entries_as_the_model_section_does(hermes_home: Path) -> None:
+    settings = resolve_provider(make_config(
+        "model:\n  provider: MyProxy\n  default: m\nproviders:\n  MyProxy:\n    base_url: https://proxy.example/v1\n"
+        "    api_key: explicit-SECRET\nfallback_providers:\n  - provider: custom:myproxy\n    model: m2\n"), hermes_home, {})
+    assert settings.base_url == "https://proxy.example/v1" and settings.api_key == "explicit-SECRET"
+    assert [(f.base_url, f.api_key) for f in settings.fallbacks] == [("https://proxy.example/v1", "explicit-SECRET")]

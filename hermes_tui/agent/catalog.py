@@ -40,6 +40,9 @@ class ProviderSpec:
     """A local server that usually takes no key."""
     auto: bool = True
     """Chosen by ``provider: auto`` when its key is present."""
+    url_bound: bool = False
+    """Its hosts belong to its customers (``<resource>.openai.azure.com``): a conventional key
+    goes only to the URL its ``url_env`` variable names, never to another customer's host."""
 
 
 PROVIDERS: tuple[ProviderSpec, ...] = (
@@ -87,9 +90,8 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
                  ("mimo", "xiaomi-mimo"), url_env="XIAOMI_BASE_URL"),
     ProviderSpec("ollama-cloud", "Ollama Cloud", "https://ollama.com/v1", ("OLLAMA_API_KEY",), ("ollama.com",),
                  ("ollama_cloud",), url_env="OLLAMA_BASE_URL"),
-    ProviderSpec("azure-foundry", "Azure AI Foundry (API key)", None, ("AZURE_FOUNDRY_API_KEY",),
-                 ("services.ai.azure.com", "openai.azure.com", "inference.ai.azure.com", "cognitiveservices.azure.com"),
-                 ("azure", "azure-ai-foundry", "azure-ai"), url_env="AZURE_FOUNDRY_BASE_URL"),
+    ProviderSpec("azure-foundry", "Azure AI Foundry (API key)", None, ("AZURE_FOUNDRY_API_KEY",), (),
+                 ("azure", "azure-ai-foundry", "azure-ai"), url_env="AZURE_FOUNDRY_BASE_URL", url_bound=True),
     ProviderSpec("deepinfra", "DeepInfra", "https://api.deepinfra.com/v1/openai", ("DEEPINFRA_API_KEY",),
                  ("api.deepinfra.com",), ("deep-infra",), url_env="DEEPINFRA_BASE_URL"),
     ProviderSpec("fireworks", "Fireworks AI", "https://api.fireworks.ai/inference/v1", ("FIREWORKS_API_KEY",),
@@ -103,7 +105,8 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     ProviderSpec("nous", "Nous Research inference API", "https://inference-api.nousresearch.com/v1", ("NOUS_API_KEY",),
                  ("inference-api.nousresearch.com",), ("nous-api", "nous-portal", "nousresearch"),
                  url_env="NOUS_INFERENCE_BASE_URL"),
-    ProviderSpec("copilot", "GitHub Models", "https://models.github.ai/inference", ("GITHUB_TOKEN", "GH_TOKEN"),
+    ProviderSpec("copilot", "GitHub Models", "https://models.github.ai/inference",
+                 ("COPILOT_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"),
                  ("models.github.ai", "models.inference.ai.azure.com"), ("github", "github-models", "github-copilot"),
                  auto=False),
     ProviderSpec("lmstudio", "LM Studio (local)", "http://127.0.0.1:1234/v1", ("LM_API_KEY",), ("127.0.0.1", "localhost"),
@@ -153,9 +156,10 @@ def find(name: str) -> ProviderSpec | None:
 
 
 def host_matches(host: str, allowed: tuple[str, ...]) -> bool:
-    """True when ``host`` is one of ``allowed`` or a subdomain of one."""
+    """True when ``host`` is one of ``allowed`` or a subdomain of one (of a name: an address,
+    or ``localhost``, has no subdomains that stay on it)."""
     host = host.lower().rstrip(".")
-    return any(host == h or host.endswith("." + h) for h in allowed)
+    return any(host == h or (h != "localhost" and not h[0].isdigit() and host.endswith("." + h)) for h in allowed)
 
 
 def owner_of(url: str) -> ProviderSpec | None:
@@ -183,12 +187,13 @@ def markdown() -> str:
     ]
     for spec in PROVIDERS:
         keys = " or ".join(f"`{k}`" for k in spec.key_envs) + (" (optional)" if spec.key_optional and spec.key_envs else "")
+        hosts = ", ".join(spec.hosts) or (f"only the URL in `{spec.url_env}`" if spec.url_bound else "–")
         if not spec.key_envs:
             keys = "none (local)" if spec.base_url else "`model.api_key` or a providers entry"
         url = f"`{spec.base_url}`" if spec.base_url else "your `model.base_url`"
         if spec.url_env:
             url += f" (or `{spec.url_env}`)"
-        cells = [f"**{spec.name}**", ", ".join(spec.aliases) or "–", url, keys, ", ".join(spec.hosts) or "–",
+        cells = [f"**{spec.name}**", ", ".join(spec.aliases) or "–", url, keys, hosts,
                  "Anthropic messages" if spec.wire == "anthropic" else "chat completions", "yes" if spec.auto else "no"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Names we cannot serve", "",

@@ -21,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import ipaddress
 import json
 import logging
 import os
 import re
 import shlex
+import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -118,18 +120,63 @@ def _read_dotenv(home: Path) -> dict[str, str | None]:
 
 
 def is_loopback(host: str) -> bool:
-    """True for this machine's own addresses (a local server)."""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """True for this machine's own addresses (a local server): ``localhost`` or a loopback IP."""
+    host = host.lower().rstrip(".").strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
-def conventional_key_allowed(spec: ProviderSpec, url: str) -> bool:
-    """True when a key found by ``spec``'s conventional variables may go to ``url``: one of its
-    hosts, over HTTPS unless the host is this machine."""
+def origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of ``url``, the default port filled in: two URLs with the same
+    origin reach the same server. Raises ValueError for a URL that cannot be read."""
     parts = urlsplit(url)
+    default = {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower().rstrip("."), parts.port or default
+
+
+def conventional_key_allowed(spec: ProviderSpec, url: str, url_env_value: str | None = None) -> bool:
+    """True when a key found by ``spec``'s conventional variables may go to ``url``: one of its
+    hosts, over HTTPS unless the host is this machine. A provider whose hosts belong to its
+    customers (Azure: ``<your-resource>.openai.azure.com``) has none: its key goes only to the
+    URL its own ``*_BASE_URL`` variable names (``url_env_value``)."""
+    try:
+        parts = urlsplit(url)
+        if spec.url_bound:
+            return bool(url_env_value) and origin(url) == origin(url_env_value or "")
+    except ValueError:
+        return False
     host = (parts.hostname or "").lower()
     if not spec.hosts or not host_matches(host, spec.hosts):
         return False
     return parts.scheme == "https" or is_loopback(host)
+
+
+def one_line(value: str, setting: str) -> str:
+    """``value`` (a key or a header value) stripped; raises :class:`ProviderError` if it holds a
+    control character — a line break would break the request and show the value in the error."""
+    value = value.strip()
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ProviderError(f"{setting} holds a control character (a line break?): a key or a header value must "
+                            "be one line of text")
+    return value
+
+
+def shown_url(url: str | None) -> str:
+    """``url`` without a user name, password or query (they may hold secrets), for messages."""
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an unreadable URL)"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 @dataclass
@@ -159,6 +206,11 @@ class KeyCommand:
             raise ProviderError(f"{setting} is empty: give a command that prints a token")
         return cls(argv, setting, env)
 
+    @property
+    def cached(self) -> str | None:
+        """The token held now (None before the first run or after :meth:`forget`)."""
+        return self._token
+
     def forget(self) -> None:
         """Drop the cached token (the server rejected it): the next request runs the command again."""
         self._token, self._expires = None, float("inf")
@@ -178,29 +230,41 @@ class KeyCommand:
     async def _run(self) -> tuple[str, float | None]:
         from hermes_tui.runtime.hardening import open_process
 
-        shown = shlex.join(self.argv)
+        # Only the program is named in messages: its arguments may hold a refresh token.
+        shown = os.path.basename(self.argv[0])
         try:
-            child = await open_process(self.argv, dict(self.env))
+            child = await open_process(self.argv, dict(self.env), new_session=True)
         except OSError as exc:
             raise ProviderError(f"{self.setting} ({shown}) could not start: {exc.strerror or exc}") from None
+        out, err = bytearray(), bytearray()
+        readers = asyncio.gather(_drain(child.stdout, out), _drain(child.stderr, err))
         try:
-            out, err = await asyncio.wait_for(asyncio.gather(child.stdout.read(KEY_CMD_MAX_OUTPUT + 1),
-                                                             child.stderr.read(KEY_CMD_MAX_OUTPUT)), KEY_CMD_TIMEOUT)
             code = await asyncio.wait_for(child.wait(), KEY_CMD_TIMEOUT)
+            # What it printed is read to the end; a child it left running may hold a pipe open:
+            # then what came within a second is all there is.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(readers), 1.0)
         except TimeoutError:
             raise ProviderError(f"{self.setting} ({shown}) did not finish in {KEY_CMD_TIMEOUT:g}s") from None
         finally:
+            readers.cancel()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.popen.pid, signal.SIGKILL)  # it and anything it left behind
             if child.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    child.popen.kill()
                 await child.wait()
         if code != 0:
-            last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+            last = bytes(err).decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
             raise ProviderError(f"{self.setting} ({shown}) failed with exit code {code}: {last[0][:200]}")
         if len(out) > KEY_CMD_MAX_OUTPUT:
             raise ProviderError(f"{self.setting} ({shown}) printed more than {KEY_CMD_MAX_OUTPUT // 1024} KiB; "
                                 "it must print one token")
-        return _token_from(out.decode("utf-8", "replace").strip(), self.setting, shown)
+        return _token_from(bytes(out).decode("utf-8", "replace").strip(), self.setting, shown)
+
+
+async def _drain(stream: asyncio.StreamReader, into: bytearray) -> None:
+    """Read ``stream`` to its end, keeping at most one byte more than ``KEY_CMD_MAX_OUTPUT``."""
+    while chunk := await stream.read(1 << 16):
+        into += chunk[:KEY_CMD_MAX_OUTPUT + 1 - len(into)]
 
 
 def _token_from(text: str, setting: str, shown: str) -> tuple[str, float | None]:

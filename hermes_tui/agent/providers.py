@@ -17,9 +17,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from hermes_tui.agent.keys import ProviderError
+from hermes_tui.agent.keys import ProviderError, origin
 from hermes_tui.agent.resolve import ProviderSettings, resolve_provider
 from hermes_tui.agent.tools import ToolCall
 
@@ -36,25 +35,41 @@ class KeyRouteRefused(Exception):
     """A request that would have gone to another origin than the provider's base URL."""
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    default = {"https": 443, "http": 80}.get(parts.scheme)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+SENT_HEADERS = frozenset({"host", "content-type", "content-length", "accept", "accept-encoding", "connection",
+                          "user-agent", "anthropic-version", "anthropic-beta", "idempotency-key"})
+"""Headers a request may carry besides the key's and the configured ones (and the SDKs'
+``x-stainless-*`` telemetry). The SDKs add others from the environment on their own
+(``OPENAI_ORG_ID``, ``*_CUSTOM_HEADERS``, ``ANTHROPIC_AUTH_TOKEN``): those are dropped, since
+the environment's secrets were never meant for whichever host this is."""
 
 
-def http_client(sdk: Any, settings: ProviderSettings) -> Any:
+KEY_HEADERS = ("authorization", "x-api-key")
+"""Where the SDKs put a key (the Anthropic SDK has used both)."""
+
+
+def http_client(sdk: Any, settings: ProviderSettings, current_key: Callable[[], str]) -> Any:
     """The SDK's HTTP client, held to the provider's own origin: redirects are not followed
     (a 3xx is an error the user sees), a request to any other scheme, host or port is refused
-    before it is sent, and the no-key placeholder never leaves the machine."""
-    origin = _origin(settings.base_url or "")
+    before it is sent, and only the headers we chose go: the configured ones, the SDK's own
+    plain ones, and a key header only when it carries ``current_key()`` — never the no-key
+    placeholder, never a credential the SDK found in the environment by itself."""
+    home = origin(settings.base_url or "")
+    configured = {name.lower() for name in settings.headers}
 
     async def check(request: Any) -> None:
-        if _origin(str(request.url)) != origin:
+        if origin(str(request.url)) != home:
             raise KeyRouteRefused(f"refused to send a request to {request.url.host}: {settings.name} is configured "
-                                  f"for {origin[1]}")
-        for header in ("authorization", "x-api-key"):
-            if NO_KEY in request.headers.get(header, ""):
-                del request.headers[header]
+                                  f"for {home[1]}")
+        key = current_key()
+        for name in list(request.headers.keys()):
+            lowered = name.lower()
+            if lowered in configured:
+                continue
+            if lowered in KEY_HEADERS:
+                if key == NO_KEY or request.headers[name] not in (key, f"Bearer {key}"):
+                    del request.headers[name]
+            elif lowered not in SENT_HEADERS and not lowered.startswith("x-stainless-"):
+                del request.headers[name]
 
     return sdk.DefaultAsyncHttpxClient(event_hooks={"request": [check]}, follow_redirects=False)
 
@@ -83,15 +98,18 @@ class Provider:
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
         self._client: Any = None
+        self._key_now = NO_KEY
+        """The key of the request being sent (the HTTP client's hook lets only it through)."""
 
     async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                        on_text: TextSink) -> Reply:
         command = self.settings.key_command
         for attempt in (1, 2):
-            client = self._get_client()
-            client.api_key = await self._key()
+            key = await self._key()
             try:
                 with self._failures():
+                    client = self._get_client()
+                    client.api_key = self._key_now = key
                     return await self._send(client, system, messages, tools, on_text)
             except ProviderError as exc:
                 if attempt == 1 and command is not None and exc.status == 401 and not exc.streamed:
@@ -126,7 +144,7 @@ class Provider:
         except ProviderError:
             raise
         except Exception as exc:
-            error = ProviderError(describe_error(exc, self.settings))
+            error = ProviderError(redacted(describe_error(exc, self.settings), self.settings))
             error.status = getattr(exc, "status_code", None)
             refused = any(isinstance(cause, KeyRouteRefused) for cause in _causes(exc))
             error.retriable = not refused and (type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
@@ -212,7 +230,7 @@ class OpenAIProvider(Provider):
             self._client = openai.AsyncOpenAI(
                 api_key=NO_KEY, base_url=self.settings.base_url, max_retries=self.settings.max_retries,
                 timeout=self.settings.timeout, default_headers=self.settings.headers or None,
-                http_client=http_client(openai, self.settings))
+                http_client=http_client(openai, self.settings, lambda: self._key_now))
         return self._client
 
     async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
@@ -308,7 +326,7 @@ class AnthropicProvider(Provider):
             self._client = anthropic.AsyncAnthropic(
                 api_key=NO_KEY, base_url=self.settings.base_url, max_retries=self.settings.max_retries,
                 timeout=self.settings.timeout, default_headers=self.settings.headers or None,
-                http_client=http_client(anthropic, self.settings))
+                http_client=http_client(anthropic, self.settings, lambda: self._key_now))
         return self._client
 
     async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
@@ -354,9 +372,17 @@ def _server_message(exc: Exception) -> str:
     return str(message)
 
 
+def redacted(message: str, settings: ProviderSettings) -> str:
+    """``message`` with every secret of ``settings`` (the key, a token, header values) replaced:
+    a server or a library may quote what it was sent."""
+    for secret in settings.secrets():
+        message = message.replace(secret, "[secret]").replace(repr(secret)[1:-1], "[secret]")
+    return message
+
+
 def describe_error(exc: Exception, settings: ProviderSettings) -> str:
     """A failed request as one message: what happened and what to do."""
-    where = settings.base_url or "api.anthropic.com"
+    where = settings.shown_url or "api.anthropic.com"
     status = getattr(exc, "status_code", None)
     kind = type(exc).__name__
     refused = next((cause for cause in _causes(exc) if isinstance(cause, KeyRouteRefused)), None)

@@ -4,6 +4,15 @@ The keys are Hermes Agent's (``model.*``, ``providers.<name>.*``, ``custom_provi
 ``fallback_providers``), read with Hermes Agent's meanings, except where they would send a
 key to a host it does not belong to (see :mod:`.keys`). The provider table is
 :mod:`.catalog`. Every setting that cannot work raises :class:`ProviderError` with one line.
+
+Which secrets go where:
+
+* a conventional key (``GLM_API_KEY``) only to its provider's hosts (:func:`.keys.conventional_key_allowed`);
+* a key or headers written in a config entry only to the endpoint that entry names: the
+  entry's own ``base_url`` (for ``model.*``: ``model.base_url``), or — when the entry names
+  none — the provider's own hosts. A ``--base-url``, a ``*_BASE_URL`` variable or a fallback's
+  ``base_url`` that points elsewhere gets none of them; what was held back is said
+  (:attr:`ProviderSettings.withheld`).
 """
 
 from __future__ import annotations
@@ -17,7 +26,16 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from hermes_tui.agent.catalog import API_MODES_REFUSED, PROVIDERS, REFUSED, ProviderSpec, Wire, find, owner_of
-from hermes_tui.agent.keys import Environment, KeyCommand, ProviderError, conventional_key_allowed, usable
+from hermes_tui.agent.keys import (
+    Environment,
+    KeyCommand,
+    ProviderError,
+    conventional_key_allowed,
+    one_line,
+    origin,
+    shown_url,
+    usable,
+)
 from hermes_tui.config import provider_key
 
 DEFAULT_TIMEOUT = 600.0
@@ -31,7 +49,7 @@ class ProviderSettings:
     name: str
     kind: Wire
     model: str
-    base_url: str | None
+    base_url: str | None = field(repr=False)
     api_key: str | None = field(repr=False)
     key_source: str
     """Where the key comes from, or which setting to add ("GLM_API_KEY in ~/.hermes/.env")."""
@@ -43,7 +61,7 @@ class ProviderSettings:
     key_optional: bool = False
     """A server that may take no key (a local one, or an endpoint no provider of ours owns)."""
     headers: dict[str, str] = field(default_factory=dict, repr=False)
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     context_length: int | None = None
     streaming: bool = True
@@ -51,6 +69,8 @@ class ProviderSettings:
     """Tried in order when this one cannot answer (``fallback_providers``)."""
     fallback_problems: list[str] = field(default_factory=list)
     """Why a ``fallback_providers`` entry is left out (one line each; the rest still serve)."""
+    withheld: list[str] = field(default_factory=list)
+    """Keys and headers the config names that are not sent here, and why (one line each)."""
 
     @property
     def missing_key(self) -> bool:
@@ -63,6 +83,17 @@ class ProviderSettings:
         raw = " · hermes tool format" if self.tool_format == "hermes" else ""
         return f"{self.name} · {self.model}{raw}"
 
+    @property
+    def shown_url(self) -> str:
+        """The base URL for messages: no user name, password or query."""
+        return shown_url(self.base_url)
+
+    def secrets(self) -> list[str]:
+        """Every value sent with requests that must never be shown (the key, the token of a
+        ``key_cmd``, the header values)."""
+        token = self.key_command.cached if self.key_command is not None else None
+        return [value for value in (self.api_key, token, *self.headers.values()) if value and len(value) >= 4]
+
 
 @dataclass
 class _Choice:
@@ -73,7 +104,8 @@ class _Choice:
     entry: Any  # ProviderConfig | None
     why: str
     main: bool
-    """True when this is the provider ``model.provider`` names (so model.* settings apply)."""
+    """True when ``model.*`` settings (its key, headers, base URL) apply: the provider is the
+    one ``model.provider`` names, not one a flag or ``auto``'s search of the environment chose."""
 
 
 def resolve_provider(
@@ -82,6 +114,15 @@ def resolve_provider(
 ) -> ProviderSettings | None:
     """The provider the config and flags name (with its fallbacks), or None when no model is
     configured. Raises :class:`ProviderError` with one line for settings that cannot work."""
+    try:
+        return _resolve(config, home, env, provider, model, base_url)
+    except (TypeError, ValueError, AttributeError) as exc:  # a value of a shape no check foresaw: one line
+        raise ProviderError(f"the model settings cannot be used ({type(exc).__name__}); "
+                            "check model:, providers: and fallback_providers: in config.yaml") from exc
+
+
+def _resolve(config: Any, home: Path, env: Mapping[str, str] | None, provider: str | None, model: str | None,
+             base_url: str | None) -> ProviderSettings | None:
     environment = Environment(os.environ if env is None else env, home)
     settings = config.model
     configured = (settings.provider or "").strip().lower()
@@ -89,7 +130,7 @@ def resolve_provider(
     model_name = model or settings.default
     if not requested and not model_name and not (base_url or settings.base_url):
         return None
-    flag_url = environment.expand(base_url, "--base-url") if base_url else None
+    flag_url = _checked_url(environment.expand(base_url, "--base-url"), "--base-url") if base_url else None
     choice = _choose(config, environment, requested, configured, flag_url)
     main = _settings_for(config, environment, choice, model_name, flag_url)
     for index, entry in enumerate(config.fallback_providers):
@@ -111,7 +152,7 @@ def _choose(config: Any, environment: Environment, requested: str, configured: s
                                 "entry (or custom_providers entry with that name)")
         return _Choice(provider_key(entry_name), None, entry, f"{where} names a providers: entry", main)
     if requested in ("", "auto"):
-        return _auto(config, environment, flag_url)
+        return _auto(config, environment, flag_url, main)
     if requested in REFUSED:
         raise ProviderError(f"provider {requested!r} {REFUSED[requested]}")
     spec = find(requested)
@@ -130,44 +171,79 @@ def _choose(config: Any, environment: Environment, requested: str, configured: s
 
 
 def _entry(config: Any, name: str) -> Any:
-    """The ``providers:`` entry filed under ``name`` (or displayed as it); refused if disabled."""
+    """The ``providers:`` entry filed under ``name`` (or displayed as it), whatever the case of
+    its key; refused if disabled."""
     key = provider_key(name)
-    entry = config.providers.get(key) or next(
+    entry = next((e for k, e in config.providers.items() if provider_key(k) == key), None) or next(
         (e for e in config.providers.values() if e.name and provider_key(e.name) == key), None)
     if entry is not None and not entry.enabled:
         raise ProviderError(f"providers.{key}.enabled is false: enable it or choose another provider")
     return entry
 
 
-def _auto(config: Any, environment: Environment, flag_url: str | None) -> _Choice:
+def _auto(config: Any, environment: Environment, flag_url: str | None, main: bool) -> _Choice:
     """``provider: auto`` (or none): the endpoint's owner when a base URL is given, else the
-    first provider whose key is present, in Hermes Agent's order."""
-    url = flag_url or config.model.base_url
+    first provider whose key is present, in Hermes Agent's order. ``model.*`` keys apply only
+    where ``model.base_url`` fixed the endpoint: a key written for one provider never follows
+    auto's pick of another."""
+    url = flag_url or (config.model.base_url if main else None)
     if url:
-        url = environment.expand(url, "model.base_url")
+        url = _checked_url(environment.expand(url, "model.base_url"), "model.base_url")
         host = urlsplit(url).hostname or url
+        fixed = main and not flag_url
         owner = owner_of(url)
         if owner is not None:
             return _Choice(owner.name, owner, _entry(config, owner.name),
-                           f"auto: model.base_url is on {host}, {owner.title}'s host", True)
-        return _Choice("custom", find("custom"), None, f"auto: model.base_url is {host}, a custom endpoint", True)
+                           f"auto: model.base_url is on {host}, {owner.title}'s host", fixed)
+        return _Choice("custom", find("custom"), None, f"auto: model.base_url is {host}, a custom endpoint", fixed)
     value, where = environment.lookup("OPENAI_API_KEY")
     if usable(value) and value is not None and value.strip().startswith("sk-or-"):
         return _Choice("openrouter", find("openrouter"), _entry(config, "openrouter"),
-                       f"auto: {where} is an OpenRouter key (sk-or-…)", True)
+                       f"auto: {where} is an OpenRouter key (sk-or-…)", False)
     for spec in PROVIDERS:
         if not spec.auto or (spec.base_url is None and not _url_from_env(spec, environment)):
             continue
         for name in spec.key_envs:
             value, where = environment.lookup(name)
             if usable(value):
-                return _Choice(spec.name, spec, _entry(config, spec.name), f"auto: {where}", True)
+                return _Choice(spec.name, spec, _entry(config, spec.name), f"auto: {where}", False)
     return _Choice("openrouter", find("openrouter"), _entry(config, "openrouter"),
-                   "auto: no provider key found; OpenRouter is Hermes Agent's default", True)
+                   "auto: no provider key found; OpenRouter is Hermes Agent's default", False)
 
 
 def _url_from_env(spec: ProviderSpec, environment: Environment) -> str | None:
     return environment.lookup(spec.url_env)[0] if spec.url_env else None
+
+
+def _checked_url(url: str, setting: str) -> str:
+    """``url`` if it is an http(s) address with a host (and a port that can be); else one line."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises for a port out of range
+    except ValueError as exc:
+        raise ProviderError(f"{setting} ({shown_url(url)}) cannot be read as a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ProviderError(f"{setting} ({shown_url(url)}) is not an http(s) address with a host")
+    return url.strip()
+
+
+@dataclass
+class _Secrets:
+    """Keys and headers a config entry names, and the endpoint they were written for."""
+
+    setting: str
+    """``model`` or ``providers.zai`` or ``fallback_providers[0]``: where they are written."""
+    keys: list[tuple[str, Any, str]]
+    """``(kind, value, setting)``: kind ``key_cmd``, ``key_env`` or ``api_key``, in order of preference."""
+    headers: dict[str, str]
+    for_url: str | None
+    """The base URL the entry names (None: the provider's own hosts)."""
+
+
+def _entry_secrets(entry: Any, prefix: str, for_url: str | None) -> _Secrets:
+    keys = [("key_cmd", entry.key_cmd, f"{prefix}.key_cmd"), ("key_env", entry.key_env, f"{prefix}.key_env"),
+            ("api_key", entry.api_key, f"{prefix}.api_key")]
+    return _Secrets(prefix, keys, dict(getattr(entry, "extra_headers", {}) or {}), for_url)
 
 
 def _settings_for(config: Any, environment: Environment, choice: _Choice, model_name: str | None,
@@ -180,44 +256,136 @@ def _settings_for(config: Any, environment: Environment, choice: _Choice, model_
     if not url:
         raise ProviderError(f"provider {choice.name!r} needs a base URL: set model.base_url or pass --base-url "
                             "(for example http://localhost:8000/v1)")
-    url = _checked_url(environment.expand(url, "model.base_url" if model_url else f"{prefix}.base_url"), choice.name)
+    setting = "--base-url" if flag_url else "model.base_url" if model_url else f"{prefix}.base_url"
+    url = _checked_url(environment.expand(url, setting), setting)
     model_name = model_name or (entry.model if entry else None)
     if not model_name:
         raise ProviderError(f"provider {choice.name!r} is set but no model name: set model.default or pass --model")
-    kind = _wire(choice, settings, url)
     resolved = ProviderSettings(
-        name=choice.name, kind=kind, model=model_name, base_url=url, api_key=None, key_source="", why=choice.why,
-        tool_format=_tool_format(config, entry), max_retries=settings.max_retries,
-        headers=_headers(environment, entry, settings if choice.main else None, prefix),
+        name=choice.name, kind=_wire(choice, settings, url), model=model_name, base_url=url, api_key=None,
+        key_source="", why=choice.why, tool_format=_tool_format(config, entry), max_retries=settings.max_retries,
         extra_body=dict(entry.extra_body) if entry else {},
         timeout=(entry.request_timeout_seconds if entry and entry.request_timeout_seconds else DEFAULT_TIMEOUT),
         context_length=(settings.context_length if choice.main else None) or (entry.context_length if entry else None),
         streaming=settings.streaming)
-    explicit: list[tuple[str, Any, str]] = []
+    configured_model_url = environment.expand(settings.base_url, "model.base_url") if settings.base_url else None
+    sources: list[_Secrets] = []
+    if not choice.main and choice.why.startswith("auto:") and (settings.api_key or settings.key_env
+                                                               or settings.default_headers):
+        resolved.withheld.append(f"model's key and headers not sent to {shown_url(url)}: provider auto chose "
+                                 f"{choice.name} from the environment; set model.provider (and model.base_url) to "
+                                 "say where they go")
     if choice.main:
-        explicit += [("key_env", settings.key_env, "model.key_env"), ("api_key", settings.api_key, "model.api_key")]
+        sources.append(_Secrets("model", [("key_env", settings.key_env, "model.key_env"),
+                                          ("api_key", settings.api_key, "model.api_key")],
+                                dict(settings.default_headers), configured_model_url or _entry_url(entry, environment)))
     if entry is not None:
-        explicit += _entry_keys(entry, prefix)
-    _find_key(resolved, environment, explicit, spec, url)
+        sources.append(_entry_secrets(entry, prefix, _entry_url(entry, environment)
+                                      or (configured_model_url if choice.main else None)))
+    _apply_secrets(resolved, environment, sources, spec)
     return resolved
 
 
-def _checked_url(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ProviderError(f"the base URL of {name} ({url!r}) is not an http(s) address with a host")
-    return url
+def _entry_url(entry: Any, environment: Environment) -> str | None:
+    return environment.expand(entry.base_url, "base_url") if entry is not None and entry.base_url else None
 
 
-def _entry_keys(entry: Any, prefix: str) -> list[tuple[str, Any, str]]:
-    return [("key_cmd", entry.key_cmd, f"{prefix}.key_cmd"), ("key_env", entry.key_env, f"{prefix}.key_env"),
-            ("api_key", entry.api_key, f"{prefix}.api_key")]
+def _apply_secrets(resolved: ProviderSettings, environment: Environment, sources: list[_Secrets],
+                   spec: ProviderSpec | None) -> None:
+    """Headers and the key from the entries that were written for this endpoint (later
+    sources' headers win), then the conventional key; what is held back is said."""
+    url = resolved.base_url or ""
+    url_env_value = _url_from_env(spec, environment) if spec is not None else None
+    keys: list[tuple[str, Any, str]] = []
+    for source in reversed(sources):  # the entry's first, then model.* over it
+        applies = _written_for(source.for_url, spec, url, url_env_value)
+        named = [setting for _, value, setting in source.keys if value] + \
+            [f"{source.setting}.{'default_headers' if source.setting == 'model' else 'extra_headers'}.{name}"
+             for name in source.headers]
+        if not applies:
+            if named:
+                written = shown_url(source.for_url) if source.for_url else "the provider's own hosts"
+                resolved.withheld.append(f"{', '.join(named)} not sent to {shown_url(url)}: written for {written}")
+            continue
+        for name, value in source.headers.items():
+            setting = f"{source.setting}.{'default_headers' if source.setting == 'model' else 'extra_headers'}.{name}"
+            resolved.headers[name] = one_line(environment.expand(value, setting), setting)
+    for source in sources:  # model.* first, then the entry's
+        if _written_for(source.for_url, spec, url, url_env_value):
+            keys += source.keys
+    if _explicit_key(resolved, environment, keys):
+        return
+    _conventional_key(resolved, environment, spec, url, url_env_value)
+
+
+def _written_for(for_url: str | None, spec: ProviderSpec | None, url: str, url_env_value: str | None) -> bool:
+    """True when secrets written for ``for_url`` (None: for ``spec``'s own hosts) may go to ``url``."""
+    try:
+        if for_url:
+            return origin(for_url) == origin(url)
+    except ValueError:
+        return False
+    return spec is not None and (conventional_key_allowed(spec, url, url_env_value) or spec.key_optional
+                                 and spec.base_url is not None and origin(spec.base_url) == origin(url))
+
+
+def _explicit_key(resolved: ProviderSettings, environment: Environment, keys: list[tuple[str, Any, str]]) -> bool:
+    for kind, value, setting in keys:
+        if not value:
+            continue
+        if kind == "key_cmd":
+            resolved.key_command = KeyCommand.parse(value, setting, environment.env)
+            resolved.key_source = f"the command in {setting}"
+        elif kind == "key_env":
+            name = str(value).strip()
+            found, where = environment.lookup(name)
+            if found is None:
+                raise ProviderError(f"{setting} names {name}, which is not set: add it to the environment "
+                                    f"or {environment.home / '.env'}")
+            resolved.api_key, resolved.key_source = one_line(found, setting), f"{where} ({setting})"
+        else:
+            resolved.api_key = one_line(environment.expand(str(value), setting), setting)
+            resolved.key_source = f"{setting} in config.yaml"
+        return True
+    return False
+
+
+def _conventional_key(resolved: ProviderSettings, environment: Environment, spec: ProviderSpec | None, url: str,
+                      url_env_value: str | None) -> None:
+    owner = owner_of(url)
+    for candidate in dict.fromkeys(s for s in (spec, owner) if s is not None):
+        if not conventional_key_allowed(candidate, url, url_env_value):
+            continue
+        for name in candidate.key_envs:
+            found, where = environment.lookup(name)
+            if usable(found) and found is not None:
+                resolved.api_key, resolved.key_source = one_line(found, name), where
+                return
+    openrouter = find("openrouter")
+    if openrouter is not None and conventional_key_allowed(openrouter, url):
+        found, where = environment.lookup("OPENAI_API_KEY")  # Hermes Agent's older home for an OpenRouter key
+        if found and found.strip().startswith("sk-or-"):
+            resolved.api_key, resolved.key_source = one_line(found, "OPENAI_API_KEY"), f"{where} (an OpenRouter key)"
+            return
+    resolved.key_optional = bool(spec and spec.key_optional) or (spec is None and owner is None)
+    host = urlsplit(url).hostname or url
+    hint = f"providers.{provider_key(resolved.name)}.api_key / key_env / key_cmd, or model.api_key"
+    if spec is not None and spec.key_envs and conventional_key_allowed(spec, url, url_env_value):
+        resolved.key_source = (f"{' or '.join(spec.key_envs)} (not set: add it to {environment.home / '.env'} or "
+                               f"the environment, or set {hint})")
+    elif spec is not None and spec.key_envs:
+        only = (f"only sent to the URL in {spec.url_env}" if spec.url_bound
+                else f"only sent to {', '.join(spec.hosts)} over HTTPS")
+        resolved.key_source = (f"no key: {' or '.join(spec.key_envs)} is {only}, not to {host}; to send a key to "
+                               f"{host}, set {hint}")
+    else:
+        resolved.key_source = f"no key (the server may not need one; if it does, set {hint})"
 
 
 def _wire(choice: _Choice, settings: Any, url: str) -> Wire:
     mode = (choice.entry.api_mode if choice.entry else None) or (settings.api_mode if choice.main else None)
     if mode:
-        mode = mode.strip().lower()
+        mode = str(mode).strip().lower()
         if mode in API_MODES_REFUSED:
             raise ProviderError(f"api_mode {mode} ({API_MODES_REFUSED[mode]}) is not served by hermes-tui: use "
                                 "chat_completions (any OpenAI-compatible endpoint) or anthropic_messages")
@@ -242,85 +410,33 @@ def _tool_format(config: Any, entry: Any) -> Literal["native", "hermes"]:
             or "native")
 
 
-def _headers(environment: Environment, entry: Any, settings: Any, prefix: str) -> dict[str, str]:
-    headers = {name: environment.expand(value, f"{prefix}.extra_headers.{name}")
-               for name, value in (entry.extra_headers if entry else {}).items()}
-    if settings is not None:
-        headers.update({name: environment.expand(value, f"model.default_headers.{name}")
-                        for name, value in settings.default_headers.items()})
-    return headers
-
-
-def _find_key(resolved: ProviderSettings, environment: Environment, explicit: list[tuple[str, Any, str]],
-              spec: ProviderSpec | None, url: str) -> None:
-    """Set the key (or the command giving it) and say where it comes from."""
-    for kind, value, setting in explicit:
-        if not value:
-            continue
-        if kind == "key_cmd":
-            resolved.key_command = KeyCommand.parse(value, setting, environment.env)
-            resolved.key_source = f"the command in {setting}"
-        elif kind == "key_env":
-            found, where = environment.lookup(value.strip())
-            if found is None:
-                raise ProviderError(f"{setting} names {value.strip()}, which is not set: add it to the environment "
-                                    f"or {environment.home / '.env'}")
-            resolved.api_key, resolved.key_source = found, f"{where} ({setting})"
-        else:
-            resolved.api_key, resolved.key_source = environment.expand(value, setting), f"{setting} in config.yaml"
-        return
-    owner = owner_of(url)
-    for candidate in dict.fromkeys(s for s in (spec, owner) if s is not None):
-        if not conventional_key_allowed(candidate, url):
-            continue
-        for name in candidate.key_envs:
-            found, where = environment.lookup(name)
-            if usable(found):
-                resolved.api_key, resolved.key_source = found, where
-                return
-    openrouter = find("openrouter")
-    if openrouter is not None and conventional_key_allowed(openrouter, url):
-        found, where = environment.lookup("OPENAI_API_KEY")  # Hermes Agent's older home for an OpenRouter key
-        if found and found.strip().startswith("sk-or-"):
-            resolved.api_key, resolved.key_source = found, f"{where} (an OpenRouter key)"
-            return
-    resolved.key_optional = bool(spec and spec.key_optional) or (spec is None and owner is None)
-    host = urlsplit(url).hostname or url
-    hint = f"providers.{provider_key(resolved.name)}.api_key / key_env / key_cmd, or model.api_key"
-    if spec is not None and spec.key_envs and conventional_key_allowed(spec, url):
-        resolved.key_source = (f"{' or '.join(spec.key_envs)} (not set: add it to {environment.home / '.env'} or "
-                               f"the environment, or set {hint})")
-    elif spec is not None and spec.key_envs:
-        resolved.key_source = (f"no key: {' or '.join(spec.key_envs)} is only sent to {', '.join(spec.hosts)} over "
-                               f"HTTPS, not to {host}; to send a key to {host}, set {hint}")
-    else:
-        resolved.key_source = f"no key (the server may not need one; if it does, set {hint})"
-
-
 def _fallback(config: Any, environment: Environment, entry: Any, index: int) -> ProviderSettings:
     """One ``fallback_providers`` entry as settings: its own key settings first, then those of
-    the providers: entry it names, then the conventional key of its host."""
+    the providers: entry it names (only for that entry's endpoint), then the conventional key."""
     setting = f"fallback_providers[{index}]"
     name = entry.provider.strip().lower()
     if name in REFUSED:
         raise ProviderError(f"{setting}: provider {name!r} {REFUSED[name]}")
-    spec = find(name)
-    filed = _entry(config, name)
+    filed_name = name.split(":", 1)[1] if name.startswith("custom:") else name
+    spec = None if name.startswith("custom:") else find(name)
+    filed = _entry(config, filed_name)
+    if name.startswith("custom:") and filed is None:
+        raise ProviderError(f"{setting}: provider {name!r} names no providers: entry")
     url = entry.base_url or (filed.base_url if filed else None) or (spec and _url_from_env(spec, environment)) \
         or (spec.base_url if spec else None)
     if not url:
         raise ProviderError(f"{setting}: provider {name!r} is not known and has no base_url: use a name from "
                             "docs/providers.md, or give the entry a base_url")
-    choice = _Choice(spec.name if spec else provider_key(name), spec, filed, setting, False)
-    url = _checked_url(environment.expand(url, f"{setting}.base_url"), choice.name)
-    prefix = f"providers.{choice.name}"
+    choice = _Choice(spec.name if spec else provider_key(filed_name), spec, filed, setting, False)
+    url = _checked_url(environment.expand(url, f"{setting}.base_url"), f"{setting}.base_url")
     resolved = ProviderSettings(
         name=choice.name, kind=_wire(choice, config.model, url), model=entry.model, base_url=url, api_key=None,
         key_source="", why=setting, tool_format=_tool_format(config, filed), max_retries=config.model.max_retries,
-        headers=_headers(environment, filed, None, prefix),
         extra_body=dict(filed.extra_body) if filed else {},
         timeout=filed.request_timeout_seconds if filed and filed.request_timeout_seconds else DEFAULT_TIMEOUT,
         context_length=filed.context_length if filed else None, streaming=config.model.streaming)
-    explicit = _entry_keys(entry, setting) + (_entry_keys(filed, prefix) if filed is not None else [])
-    _find_key(resolved, environment, explicit, spec, url)
+    sources = [_entry_secrets(entry, setting, _entry_url(entry, environment))]
+    if filed is not None:
+        sources.append(_entry_secrets(filed, f"providers.{choice.name}", _entry_url(filed, environment)))
+    _apply_secrets(resolved, environment, sources, spec)
     return resolved

@@ -293,12 +293,14 @@ class Spawned:
             self.popen.kill()
 
 
-async def open_process(argv: list[str], env: dict[str, str]) -> Spawned:
+async def open_process(argv: list[str], env: dict[str, str], *, new_session: bool = False) -> Spawned:
     """``asyncio.create_subprocess_exec`` for a child of a script's: forked by the spawner
     (asyncio would fork from the loop's thread, which keeps its capabilities), stdin empty,
-    stdout and stderr read as streams."""
+    stdout and stderr read as streams. ``new_session``: in its own process group (so it and
+    whatever it starts can be killed together)."""
     popen = await spawn_async(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                       stderr=subprocess.PIPE, env=env))
+                                                       stderr=subprocess.PIPE, env=env,
+                                                       start_new_session=new_session))
     loop = asyncio.get_running_loop()
     streams: list[asyncio.StreamReader] = []
     for pipe in (popen.stdout, popen.stderr):
