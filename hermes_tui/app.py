@@ -130,7 +130,7 @@ class HermesApp(App[None]):
             self.main.conversation.add_note(f"Model: {settings.label} ({settings.why}).", "info")
         if settings.missing_key:
             self.main.conversation.add_note(f"No key for {settings.name}: {settings.key_source}.", "warning")
-        for problem in settings.fallback_problems:
+        for problem in [*settings.withheld, *settings.fallback_problems]:
             self.main.conversation.add_note(problem, "warning")
 
     def _update_topbar(self) -> None:

@@ -60,15 +60,16 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None) -> 
         model = {
             "provider": settings.name,
             "model": settings.model,
-            "base_url": settings.base_url,
+            "base_url": settings.shown_url,
             "key_source": settings.key_source,  # where the key comes from, never the key
             "missing_key": bool(getattr(settings, "missing_key", False)),
             "why": settings.why,
             "context_length": settings.context_length,
             "streaming": settings.streaming,
-            "fallbacks": [{"provider": f.name, "model": f.model, "base_url": f.base_url, "key_source": f.key_source}
+            "fallbacks": [{"provider": f.name, "model": f.model, "base_url": f.shown_url, "key_source": f.key_source}
                           for f in settings.fallbacks],
             "fallback_problems": list(settings.fallback_problems),
+            "withheld": list(settings.withheld),
         }
     refusal = backend_refusal(config.terminal)
     if refusal:
@@ -113,7 +114,7 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
         for fallback in model["fallbacks"]:
             line("fallback", f"{fallback['provider']} · {fallback['model']} at {fallback['base_url']}; "
                              f"key: {fallback['key_source']}")
-        for problem in model["fallback_problems"]:
+        for problem in [*model["withheld"], *model["fallback_problems"]]:
             line("warning", problem)
     elif any(p.startswith("model:") for p in report["problems"]):
         line("model", "not usable (the problem is below): typed input runs as Python")
