@@ -96,6 +96,7 @@ class HermesApp(App[None]):
                                    settings=self.settings, provider_problem=provider_problem, host_env=host_env)
         self.runtime = self.workspace.runtime
         self._session_ready = asyncio.Event()
+        self._config_noticed = False
         self.main = MainScreen(self.settings, provider_problem)
 
     @property
@@ -111,10 +112,6 @@ class HermesApp(App[None]):
             self.register_theme(theme)
         self.theme = await asyncio.to_thread(remembered_theme, self.home, {t.name for t in THEMES}, DEFAULT_THEME)
         self._update_topbar()
-        for notice in self.config.notices:  # config.yaml's start-up notices, once (hermes_tui.config_notes)
-            self.main.conversation.add_note(notice, "warning")
-        if self.settings is not None:
-            self._say_provider(self.settings)
         self.follow_events()
         self.start_runtime()  # after the first frame: the screen does not wait for it
         self.open_session(self.session)
@@ -122,16 +119,6 @@ class HermesApp(App[None]):
 
     async def on_unmount(self) -> None:
         await self.workspace.aclose()
-
-    def _say_provider(self, settings: ProviderSettings) -> None:
-        """Say once at start which provider was chosen when the config left it open, and a
-        missing key before the first message finds out."""
-        if settings.why.startswith("auto"):
-            self.main.conversation.add_note(f"Model: {settings.label} ({settings.why}).", "info")
-        if settings.missing_key:
-            self.main.conversation.add_note(f"No key for {settings.name}: {settings.key_source}.", "warning")
-        for problem in [*settings.withheld, *settings.fallback_problems]:
-            self.main.conversation.add_note(problem, "warning")
 
     def _update_topbar(self) -> None:
         label = self.settings.label if self.settings else None
@@ -152,6 +139,10 @@ class HermesApp(App[None]):
         opened = await self.workspace.open(
             session_id, lambda event: self.main.post_message(MainScreen.AgentUpdate(event, session_id)))
         conversation = self.main.conversation
+        if not self._config_noticed:  # config.yaml's start-up notices, once (hermes_tui.config_notes)
+            self._config_noticed = True
+            for notice in self.config.notices:
+                conversation.add_note(notice, "warning")
         for text, level in opened.notes:
             conversation.add_note(text, level)
         if opened.loaded is not None:

@@ -237,6 +237,11 @@ async def test_approvals_deny_refuses_in_every_mode_without_asking(runtime_facto
         assert result["error"] == "BLOCKED: refused: this command matches approvals.deny 'TOUCH DENIED*' in " \
                                   "config.yaml; it is never run"
     assert not (tmp_path / "denied-file").exists() and approver.asked == []
+    for command in ("git -C . push origin main", "env git push origin main", "/usr/bin/git push origin main",
+                    "git push", "bash -c 'git push origin main'", "sudo -u root git --no-pager push", "GIT PUSH x"):
+        result = await rt.terminal(command, cwd=tmp_path)
+        assert result["status"] == "blocked" and "approvals.deny 'git push *'" in result["error"], command
+    assert approver.asked == []
     allowed = await rt.terminal("touch other-file", cwd=tmp_path)
     assert allowed["exit_code"] == 0 and (tmp_path / "other-file").exists()
 
@@ -383,6 +388,27 @@ async def test_the_app_starts_with_the_hermes_example_and_shows_no_error(home_wi
         assert not app.query(".note.error") and not app.query(".note.warning")
         assert "openrouter" in str(app.query_one("#topbar").render())
         assert not app._notifications
+
+
+async def test_the_app_says_the_notices_and_the_models_choice_once(hermes_home: Path, tmp_path: Path) -> None:
+    """Shown when the first session opens (the conversation exists then), once each."""
+    from hermes_tui.app import HermesApp
+
+    config = parse_config("model:\n  default: m\n  provider: auto\ncode_execution:\n  timout: 3\n")
+    for _ in range(3):  # it used to fail now and then: notes were added before the pane was built
+        app = HermesApp(config, cwd=str(tmp_path), home=hermes_home, host_env={"PATH": os.environ["PATH"]})
+        async with app.run_test(size=(140, 40)) as pilot:
+            for _ in range(100):
+                if len(app.query(".note")) >= 3:
+                    break
+                await pilot.pause(0.05)
+            notes = [str(n.render()) for n in app.query(".note")]
+            assert notes == [
+                "unknown config key code_execution.timout (ignored): did you mean timeout?",
+                "Model: openrouter · m (auto: no provider key found; OpenRouter is Hermes Agent's default).",
+                f"No API key for openrouter: OPENROUTER_API_KEY (not set: add it to {hermes_home / '.env'} or the "
+                "environment, or set providers.openrouter.base_url with its api_key / key_env / key_cmd)."]
+            assert "(auto)" in str(app.query_one("#topbar").render())
 
 
 async def test_the_app_shows_the_refusal_once_and_runs_nothing(hermes_home: Path, tmp_path: Path) -> None:

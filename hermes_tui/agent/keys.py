@@ -61,6 +61,8 @@ class ProviderError(Exception):
     """True when another provider may be tried (no connection, 429, 5xx)."""
     streamed: bool = False
     """True when part of the reply had already been shown (then nothing is tried again)."""
+    short: str = ""
+    """What went wrong in a few words ("HTTP 503: overloaded"), for a fallback's note."""
 
 
 def usable(value: str | None) -> bool:

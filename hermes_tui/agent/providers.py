@@ -146,10 +146,19 @@ class Provider:
         except Exception as exc:
             error = ProviderError(redacted(describe_error(exc, self.settings), self.settings))
             error.status = getattr(exc, "status_code", None)
+            error.short = _short(exc, error.status)
             refused = any(isinstance(cause, KeyRouteRefused) for cause in _causes(exc))
             error.retriable = not refused and (type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
                                                or error.status == 429 or (error.status or 0) >= 500)
             raise error from exc
+
+
+def _short(exc: Exception, status: int | None) -> str:
+    if status is not None:
+        return f"HTTP {status}: {_server_message(exc)[:80]}"
+    kind = type(exc).__name__
+    return "did not answer in time" if kind == "APITimeoutError" else "could not be reached" \
+        if kind == "APIConnectionError" else kind
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -193,12 +202,12 @@ class FallbackProvider(Provider):
                 exc.streamed = exc.streamed or watched.shown
                 if not exc.retriable or exc.streamed or index == len(self.chain) - 1:
                     if failures:
-                        exc.args = (" ".join([*failures, str(exc)]),)
+                        exc.args = ("; ".join([*failures, str(exc)]),)
                     raise
-                failures.append(f"{provider.settings.label} could not answer: {exc}")
+                failures.append(f"{provider.settings.label} could not answer ({exc.short or exc})")
                 continue
             if index:
-                reply.note = f"{' '.join(failures)} {provider.settings.label} answered (fallback_providers[{index - 1}])."
+                reply.note = f"{'; '.join(failures)}; {provider.settings.label} answered (fallback_providers[{index - 1}])."
             return reply
         raise AssertionError("unreachable")
 

@@ -17,6 +17,7 @@ Which secrets go where:
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 from collections.abc import Mapping
@@ -165,9 +166,12 @@ def _choose(config: Any, environment: Environment, requested: str, configured: s
         return _Choice(spec.name, spec, _entry(config, spec.name), f"{where} ({requested} is {spec.name})", main)
     if flag_url or (config.model.base_url if main else None):  # a name we do not know, at its own endpoint
         return _Choice(requested, None, None, f"{where} {requested!r} at model.base_url", main)
-    known = ", ".join(sorted(s.name for s in PROVIDERS))
-    raise ProviderError(f"model.provider = {requested!r} is not known: use one of {known} (docs/providers.md), "
-                        f"or set model.base_url (any OpenAI-compatible endpoint), or add providers.{requested}.base_url")
+    names = sorted({n for spec in PROVIDERS for n in (spec.name, *spec.aliases)} | set(config.providers))
+    close = difflib.get_close_matches(requested, names, n=1, cutoff=0.75)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise ProviderError(f"{where} {requested!r} is not known: {hint}use a name from docs/providers.md "
+                        f"(`hermes-tui doctor` says which is in use), or set model.base_url (any OpenAI-compatible "
+                        f"endpoint), or add providers.{requested}.base_url")
 
 
 def _entry(config: Any, name: str) -> Any:
@@ -282,7 +286,10 @@ def _settings_for(config: Any, environment: Environment, choice: _Choice, model_
     if entry is not None:
         sources.append(_entry_secrets(entry, prefix, _entry_url(entry, environment)
                                       or (configured_model_url if choice.main else None)))
-    _apply_secrets(resolved, environment, sources, spec)
+    name = provider_key(choice.name)
+    hint = (f"providers.{name}.base_url with its api_key / key_env / key_cmd, or model.base_url with model.api_key"
+            if choice.main else f"providers.{name}.base_url with its api_key / key_env / key_cmd")
+    _apply_secrets(resolved, environment, sources, spec, hint)
     return resolved
 
 
@@ -291,7 +298,7 @@ def _entry_url(entry: Any, environment: Environment) -> str | None:
 
 
 def _apply_secrets(resolved: ProviderSettings, environment: Environment, sources: list[_Secrets],
-                   spec: ProviderSpec | None) -> None:
+                   spec: ProviderSpec | None, hint: str) -> None:
     """Headers and the key from the entries that were written for this endpoint (later
     sources' headers win), then the conventional key; what is held back is said."""
     url = resolved.base_url or ""
@@ -315,7 +322,7 @@ def _apply_secrets(resolved: ProviderSettings, environment: Environment, sources
             keys += source.keys
     if _explicit_key(resolved, environment, keys):
         return
-    _conventional_key(resolved, environment, spec, url, url_env_value)
+    _conventional_key(resolved, environment, spec, url, url_env_value, hint)
 
 
 def _written_for(for_url: str | None, spec: ProviderSpec | None, url: str, url_env_value: str | None) -> bool:
@@ -351,7 +358,7 @@ def _explicit_key(resolved: ProviderSettings, environment: Environment, keys: li
 
 
 def _conventional_key(resolved: ProviderSettings, environment: Environment, spec: ProviderSpec | None, url: str,
-                      url_env_value: str | None) -> None:
+                      url_env_value: str | None, hint: str) -> None:
     owner = owner_of(url)
     for candidate in dict.fromkeys(s for s in (spec, owner) if s is not None):
         if not conventional_key_allowed(candidate, url, url_env_value):
@@ -369,17 +376,16 @@ def _conventional_key(resolved: ProviderSettings, environment: Environment, spec
             return
     resolved.key_optional = bool(spec and spec.key_optional) or (spec is None and owner is None)
     host = urlsplit(url).hostname or url
-    hint = f"providers.{provider_key(resolved.name)}.api_key / key_env / key_cmd, or model.api_key"
     if spec is not None and spec.key_envs and conventional_key_allowed(spec, url, url_env_value):
         resolved.key_source = (f"{' or '.join(spec.key_envs)} (not set: add it to {environment.home / '.env'} or "
                                f"the environment, or set {hint})")
     elif spec is not None and spec.key_envs:
         only = (f"only sent to the URL in {spec.url_env}" if spec.url_bound
                 else f"only sent to {', '.join(spec.hosts)} over HTTPS")
-        resolved.key_source = (f"no key: {' or '.join(spec.key_envs)} is {only}, not to {host}; to send a key to "
-                               f"{host}, set {hint}")
+        resolved.key_source = (f"{' or '.join(spec.key_envs)} is {only}, not to {host}; to send a key to {host}, "
+                               f"write it beside that URL: {hint}")
     else:
-        resolved.key_source = f"no key (the server may not need one; if it does, set {hint})"
+        resolved.key_source = f"none (the server may not need one; if it does, write it beside the URL: {hint})"
 
 
 def _wire(choice: _Choice, settings: Any, url: str) -> Wire:
@@ -438,5 +444,6 @@ def _fallback(config: Any, environment: Environment, entry: Any, index: int) -> 
     sources = [_entry_secrets(entry, setting, _entry_url(entry, environment))]
     if filed is not None:
         sources.append(_entry_secrets(filed, f"providers.{choice.name}", _entry_url(filed, environment)))
-    _apply_secrets(resolved, environment, sources, spec)
+    _apply_secrets(resolved, environment, sources, spec,
+                   f"{setting}.base_url with its api_key / key_env / key_cmd")
     return resolved

@@ -88,8 +88,8 @@ class Workspace:
         self.agent = agent
         if self.provider_problem:
             notes.append((f"The configured model cannot be used: {self.provider_problem}", "error"))
-        elif self.settings is not None and self.settings.missing_key:
-            notes.append((f"No API key for {self.settings.name}: {self.settings.key_source}.", "warning"))
+        elif self.settings is not None:
+            notes += provider_notes(self.settings)
         return OpenedSession(agent, loaded, notes)
 
     async def listen_for_injected(self, agent: Agent) -> str | None:
@@ -129,3 +129,14 @@ class Workspace:
         if self.store is not None:
             await asyncio.to_thread(self.store.close)
 
+
+def provider_notes(settings: ProviderSettings) -> list[tuple[str, str]]:
+    """What to say about the model when a session opens: which provider ``auto`` chose and
+    why, a missing key (before the first message finds out), and what is held back."""
+    notes: list[tuple[str, str]] = []
+    if settings.why.startswith("auto"):
+        notes.append((f"Model: {settings.label} ({settings.why}).", "info"))
+    if settings.missing_key:
+        notes.append((f"No API key for {settings.name}: {settings.key_source}.", "warning"))
+    notes += [(problem, "warning") for problem in [*settings.withheld, *settings.fallback_problems]]
+    return notes

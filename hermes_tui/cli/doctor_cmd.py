@@ -26,7 +26,8 @@ from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
 
 MODES = {
     "manual": "flagged commands ask",
-    "strict": "every terminal() command asks unless a rule allows it",
+    "strict": "every terminal() command of a script or the model asks unless a rule allows it (a !cmd you type "
+              "asks only when flagged)",
     "off": "nothing asks (YOLO); hard-blocked commands are still refused",
 }
 

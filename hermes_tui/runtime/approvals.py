@@ -323,7 +323,7 @@ class ApprovalGate:
             await self.audit.write(event="auto", decision="refused", why=analysis.hard, **base)
             return (f"refused: this command {'; '.join(analysis.hard)}. Such commands are never run "
                     "and cannot be allowed")
-        denied = denied_by(command, self.config.approvals.deny, os.path.expanduser("~"))
+        denied = denied_by(command, self.config.approvals.deny, analysis.runs)
         if denied is not None:
             await self.audit.write(event="auto", decision="refused", why=f"approvals.deny: {denied}", **base)
             return f"refused: this command matches approvals.deny {denied!r} in config.yaml; it is never run"

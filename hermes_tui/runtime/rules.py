@@ -115,19 +115,34 @@ def category_why(rules: list[Rule]) -> str:
     return "; ".join(f"category '{r.pattern}' ({category_source(r)})" for r in rules)
 
 
-def denied_by(command: str, patterns: list[str], home: str) -> str | None:
+def denied_by(command: str, patterns: list[str], runs: list[tuple[str, ...]]) -> str | None:
     """The ``approvals.deny`` glob that ``command`` matches, if one does: case-insensitive,
-    against the whole command and against each simple command in it (so ``git push *`` also
-    refuses ``make && git push origin main``, quoted or not)."""
+    against the whole command and against each command it runs once wrappers are unwrapped
+    (``runs``: ``sudo``, ``env``, ``bash -c '...'``, a folder before the program), git's global
+    options left out (``git -C . push``), and a pattern ending in `` *`` also matching nothing
+    after it (``git push *`` refuses a bare ``git push``)."""
     if not patterns:
         return None
-    from hermes_tui.runtime.danger.parse import parse
-
-    texts = {command.strip()}
-    texts.update(" ".join(item.words) for item in parse(command, {"HOME": home}).commands)
+    texts = {command.strip(), *(" ".join(run) for run in runs),
+             *(" ".join(_git_without_globals(run)) for run in runs if run[:1] == ("git",))}
     lowered = [text.lower() for text in texts]
-    return next((p for p in patterns if p.strip() and any(fnmatch.fnmatchcase(t, p.strip().lower()) for t in lowered)),
-                None)
+    for pattern in patterns:
+        glob = pattern.strip().lower()
+        if glob and any(fnmatch.fnmatchcase(t, glob) or fnmatch.fnmatchcase(t + " ", glob) for t in lowered):
+            return pattern
+    return None
+
+
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
+                                "--config-env", "--super-prefix"})
+
+
+def _git_without_globals(run: tuple[str, ...]) -> tuple[str, ...]:
+    """``git -C dir -c k=v --no-pager push x`` as ``git push x``."""
+    args, index = run[1:], 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in _GIT_VALUE_OPTIONS else 1
+    return ("git", *args[index:])
 
 
 def load_allowlist(path: Path) -> tuple[list[Rule], str | None]:

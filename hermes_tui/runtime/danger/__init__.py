@@ -288,6 +288,7 @@ class _Reader:
 
     def _leaf(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
         """A program that runs no other command by its words: its rules."""
+        self.result.runs.append((program, *args))
         for word in args:  # let 'a[$(cmd)]', test -v, read, printf -v: bash runs the subscript
             if "[" in word:
                 for inner in SUBSCRIPT_CODE.findall(word):

@@ -12,7 +12,10 @@ class Analysis:
     hard: list[str] = field(default_factory=list)
     """Why it is refused outright (never asked, never allowlisted)."""
     flags: list[str] = field(default_factory=list)
-    """Why it is flagged (asks even in ``dangerous`` mode; no "always")."""
+    """Why it is flagged (asks even in ``manual`` mode; no "always")."""
+    runs: list[tuple[str, ...]] = field(default_factory=list)
+    """The commands that run once wrappers are unwrapped (``sudo env /usr/bin/git push`` runs
+    ``("git", "push")``): program names without their folder, as read (approvals.deny matches these)."""
 
     def add(self, reason: str, hard: bool = False) -> None:
         """Record ``reason`` once (in ``hard`` when it is refused outright)."""
