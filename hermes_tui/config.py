@@ -42,6 +42,8 @@ class CodeExecutionConfig(_Section):
     """`project`: the session's working dir and the active venv/conda Python; `strict`: a temp dir and the host's Python."""
     timeout: Seconds = 300
     """Seconds one execution may run before its kernel is killed."""
+    interrupt_grace: Seconds = 3
+    """Seconds an interrupted script has to stop after SIGINT (its kernel and state stay); then it is killed."""
     max_tool_calls: Annotated[int, Field(ge=0)] = 50
     """Tool calls allowed per execution."""
     kernel_idle_timeout: Seconds = 1800

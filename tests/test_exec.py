@@ -193,7 +193,7 @@ async def test_output_is_spilled_when_cut(runtime: Runtime, hermes_home: Path) -
     assert result.output.startswith("line 000000\n") and result.output.endswith("line 019999\n")
 
 
-async def test_interrupt_ends_a_running_script(runtime: Runtime) -> None:
+async def test_interrupt_ends_a_running_script_and_keeps_the_kernel(runtime: Runtime) -> None:
     await runtime.execute_code("x = 1", session="s")
     task = asyncio.create_task(
         runtime.execute_code("import time\nprint('working', flush=True)\ntime.sleep(60)", session="s")
@@ -201,10 +201,12 @@ async def test_interrupt_ends_a_running_script(runtime: Runtime) -> None:
     await asyncio.sleep(0.5)
     assert await runtime.interrupt("s") == 1
     result = await asyncio.wait_for(task, 10)
-    assert result.status == "interrupted"
-    assert result.output == "working\n[execution interrupted — user sent a new message]\n"
+    assert result.status == "interrupted" and result.warning is None
+    assert result.output == ("working\n--- stderr ---\nTraceback (most recent call last):\n"
+                             '  File "<cell 2>", line 3, in <module>\n    time.sleep(60)\nKeyboardInterrupt\n'
+                             "[execution interrupted — user sent a new message]\n")
     after = await runtime.execute_code("print('x' in globals())", session="s")
-    assert after.output == "False\n" and after.kernel.state_reset
+    assert after.output == "True\n" and not after.kernel.state_reset and after.kernel.reused
 
 
 async def test_dispose_session_ends_its_kernels_and_subagents(runtime: Runtime) -> None:

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.safe import escaped
 
-GLYPHS = {"idle": "○", "busy": "●", "starting": "◍", "dead": "⨂", "error": "☹"}
+GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
 COLUMNS = ("", "id", "session", "mode", "pid", "memory", "runs", "idle", "reaped in", "flags", "cwd", "python")
 
 
@@ -79,7 +79,8 @@ class KernelsPane(Vertical):
         for info in kernels:
             idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
             countdown = _duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
-            flags = " ".join(f for f, on in (("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
+            flags = " ".join(f for f, on in (("interrupting…", info.state == "interrupting"),
+                                             ("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
                                              ("sub-agent", info.subagent),
                                              ("env-from-skills:" + ",".join(info.skill_env), bool(info.skill_env)))
                              if on)

@@ -142,6 +142,11 @@ class ChildProcess:
                 self.pump.terminating = False
         return await self.exited
 
+    def interrupt(self) -> bool:
+        """SIGINT to the whole group, as Ctrl+C in a terminal: the script gets KeyboardInterrupt,
+        the programs it started get SIGINT. False if the group is gone."""
+        return self.proc is not None and kill_group(self.proc.pid, signal.SIGINT)
+
     async def kill(self) -> int | None:
         """SIGKILL the whole group now and wait for the end."""
         if self.proc is None:
@@ -153,16 +158,26 @@ class ChildProcess:
 async def wait_or_end(
     child: ChildProcess, outcome: asyncio.Future[CellOutcome], timeout: float,
     stop: asyncio.Future[Any] | None = None, *, before_end: Callable[[EndedBy], None] | None = None,
+    interrupt_grace: float | None = None, on_interrupt: Callable[[], None] | None = None,
 ) -> EndedBy:
     """Wait for ``outcome``; when ``timeout`` passes or ``stop`` is set first, end the group
     (SIGTERM, SIGKILL after :data:`KILL_GRACE`) and say which of the two it was.
 
-    ``before_end`` is told why just before the group is ended."""
+    With ``interrupt_grace``, a ``stop`` first sends SIGINT to the group (``on_interrupt`` is
+    told) and waits that long for the script to end by itself — then the process lives on;
+    only a script still running after the grace has its group ended. ``before_end`` is told
+    why just before the group is ended (so never when the interrupt sufficed)."""
     waiters: set[asyncio.Future[Any]] = {outcome} if stop is None else {outcome, stop}
     done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     if outcome in done:
         return None
     ended_by: EndedBy = "interrupt" if stop is not None and stop in done else "timeout"
+    if ended_by == "interrupt" and interrupt_grace and child.interrupt():
+        if on_interrupt is not None:
+            on_interrupt()
+        finished, _ = await asyncio.wait({outcome}, timeout=interrupt_grace)
+        if outcome in finished:
+            return ended_by
     if before_end is not None:
         before_end(ended_by)
     await child.terminate(KILL_GRACE)

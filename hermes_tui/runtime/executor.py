@@ -45,6 +45,8 @@ class Running:
     session: str
     kernel: Kernel | None
     interrupt: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    killed: bool = False
+    """The interrupt did not stop the script within the grace: its kernel was killed."""
 
 
 @dataclass(slots=True)
@@ -282,9 +284,15 @@ class Executor:
         """Wait for a kernel's outcome; on timeout or interrupt, retire it and end its group."""
 
         def retire(ended_by: EndedBy) -> None:  # retired first, so the next result says why
-            self.pool.retire(kernel, "timed out" if ended_by == "timeout" else "was interrupted")
+            running.killed = True
+            self.pool.retire(kernel, "timed out" if ended_by == "timeout" else
+                             "did not stop within code_execution.interrupt_grace of an interrupt")
 
-        return await wait_or_end(kernel, future, timeout, running.interrupt, before_end=retire)
+        # An interrupt is SIGINT first (KeyboardInterrupt in the script; the kernel and its
+        # namespace stay); only a script still running after the grace loses its kernel.
+        return await wait_or_end(kernel, future, timeout, running.interrupt, before_end=retire,
+                                 interrupt_grace=self.pool.config.interrupt_grace,
+                                 on_interrupt=lambda: self.pool.interrupting(kernel))
 
     def interrupt(self, session: str, notice: str = INTERRUPT_NOTICE, *, with_subagents: bool = True) -> int:
         """Stop every execution of ``session``; returns how many were running."""
@@ -336,6 +344,11 @@ class Executor:
             status, exit_code = "interrupted", outcome.returncode
             notice = running.interrupt.result()
             error = "Execution interrupted: " + notice.strip("[]").split("— ", 1)[-1]
+            if running.killed and lease is not None:
+                warnings.append(f"The script did not stop within code_execution.interrupt_grace "
+                                f"({self.pool.config.interrupt_grace:g}s) of the interrupt (it caught "
+                                "KeyboardInterrupt, or sat in code that ignores signals): its kernel was killed and "
+                                "its state is lost; the next call starts a fresh kernel.")
         elif reply is not None:
             kind = reply.get("status")
             exit_code = int(reply.get("exit_code") or 0) if kind == "exit" else (0 if kind == "ok" else 1)

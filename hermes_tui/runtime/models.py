@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 ExecStatus = Literal["success", "error", "timeout", "interrupted"]
 Origin = Literal["user", "injected", "automation"]
 """Who started a turn: typed by the user, injected from outside, or automation (SPEC §4)."""
-KernelState = Literal["starting", "idle", "busy", "dead", "error"]
+KernelState = Literal["starting", "idle", "busy", "interrupting", "dead", "error"]
 
 
 class KernelRef(BaseModel):

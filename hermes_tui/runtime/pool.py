@@ -120,6 +120,12 @@ class KernelPool:
         self._changed(kernel)
         return Lease(kernel, reused, state_reset, warnings)
 
+    def interrupting(self, kernel: Kernel) -> None:
+        """``kernel``'s script was sent SIGINT and has ``interrupt_grace`` seconds to stop."""
+        if kernel.alive and kernel.end_reason is None:
+            kernel.state = "interrupting"
+            self._changed(kernel)
+
     def release(self, lease: Lease) -> None:
         """Give a kernel back after its execution; arms the idle timer."""
         kernel = lease.kernel

@@ -75,6 +75,7 @@ class Driver(object):
         self.module.__dict__["__builtins__"] = builtins
         self.cells = []
         self.loop = None
+        self.interruptible = False
         # Private copies of the output pipes: end markers always reach the host, and a
         # script that closes fd 1 or 2 gets them back for the next script.
         self.pipes = (os.dup(1), os.dup(2))
@@ -126,6 +127,12 @@ class Driver(object):
         found.sort(key=lambda item: item["name"])
         return found
 
+    def on_sigint(self, signum, frame):
+        """SIGINT (the host's interrupt, like Ctrl+C): KeyboardInterrupt in the running script;
+        between scripts it is ignored, so the kernel and its namespace live on."""
+        if self.interruptible:
+            raise KeyboardInterrupt
+
     def run_cell(self, request):
         """Run one script; returns an exit code when the script asked the kernel to end."""
         number = request.get("cell", len(self.cells) + 1)
@@ -135,7 +142,11 @@ class Driver(object):
         status, error, exit_code = "ok", None, None
         started = time.perf_counter()
         try:
-            self._execute(source, filename)
+            self.interruptible = True
+            try:
+                self._execute(source, filename)
+            finally:
+                self.interruptible = False
         except SystemExit as exc:
             status, exit_code = "exit", self._exit_code(exc)
         except BaseException as exc:  # the script's failure is a result, never the kernel's
@@ -200,10 +211,20 @@ class Driver(object):
         return 1
 
     def _print_traceback(self, exc):
+        # Hide the driver's own frames (where the script was started, and the SIGINT handler
+        # an interrupt comes from): the traceback shows only the user's code.
+        kept = []
         tb = exc.__traceback__
-        # Hide the driver's own frames: the user's traceback starts in their script.
-        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename != __file__:
+                kept.append(tb)
             tb = tb.tb_next
+        tb = None
+        try:
+            for frame in reversed(kept):
+                tb = types.TracebackType(tb, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+        except TypeError:  # an interpreter that cannot build one: the first user frame onward
+            tb = kept[0] if kept else None
         try:
             traceback.print_exception(type(exc), exc, tb, file=sys.__stderr__)
         except Exception:
@@ -257,6 +278,7 @@ def main(argv):
     if cwd not in sys.path:
         sys.path.insert(1, cwd)
     driver = Driver(ctrl_in, ctrl_out)
+    signal.signal(signal.SIGINT, driver.on_sigint)
     # The script's namespace IS __main__ (pickling and `if __name__ == "__main__"` work);
     # keep this module alive under another name.
     sys.modules["__hermes_driver__"] = sys.modules["__main__"]

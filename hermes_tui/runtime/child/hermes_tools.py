@@ -39,8 +39,18 @@ class _Connection(object):
         self.refusal = None  # what the host said (a reply with no id) before closing it
         self.head = []  # pieces of a line not yet complete
         self.tail = b""
+        self.abandoned = set()  # ids of calls an interrupt gave up on: their late replies are dropped
 
     def wait(self, request_id):
+        try:
+            return self._wait(request_id)
+        except KeyboardInterrupt:
+            with self.cond:
+                if self.replies.pop(request_id, None) is None:
+                    self.abandoned.add(request_id)
+            raise
+
+    def _wait(self, request_id):
         with self.cond:
             while request_id not in self.replies:
                 if self.error is not None:
@@ -79,6 +89,9 @@ class _Connection(object):
             with self.cond:
                 if reply.get("id") == request_id:
                     return reply.get("result")
+                if reply.get("id") in self.abandoned:
+                    self.abandoned.discard(reply.get("id"))
+                    continue
                 self.replies[reply.get("id")] = reply.get("result")
                 self.cond.notify_all()
 
