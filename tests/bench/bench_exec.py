@@ -4,8 +4,10 @@
 
 Figures: warm `print(1)` median (and p90) over N calls on one kernel, cold first call
 (median of fresh sessions, kernel start included), a flood of N MB through the head/tail
-capture with the full spill written (wall time and host peak-RSS growth), and for scale a new
-Python process per call (what a process-per-call design pays).
+capture with the full spill written (wall time and host peak-RSS growth), interrupt latency
+(``Runtime.interrupt`` -> the result back and the kernel idle with its state, for a Python
+loop, a ``time.sleep`` and a ``subprocess.run(["sleep", "60"])``), and for scale a new Python
+process per call (what a process-per-call design pays).
 """
 
 from __future__ import annotations
@@ -73,6 +75,34 @@ async def bench(flood_mb: int, warm_calls: int, cold_calls: int) -> None:
         spill.unlink()
 
 
+INTERRUPTED = {
+    "a Python loop": "while True:\n    pass",
+    "time.sleep": "import time\ntime.sleep(60)",
+    "subprocess.run(sleep 60)": "import subprocess\nsubprocess.run(['sleep', '60'])",
+}
+
+
+async def interrupts(rounds: int) -> None:
+    """Interrupt -> result back with the kernel idle and its state kept, per kind of script."""
+    async with Runtime() as rt:
+        await rt.execute_code("kept = 42", session="i")
+        for label, code in INTERRUPTED.items():
+            times = []
+            for _ in range(rounds):
+                task = asyncio.create_task(rt.execute_code(code, session="i"))
+                await asyncio.sleep(0.15)
+                started = time.perf_counter()
+                await rt.interrupt("i")
+                result = await task
+                times.append(time.perf_counter() - started)
+                assert result.status == "interrupted" and result.warning is None, result.warning
+            after = await rt.execute_code("print(kept)", session="i")
+            assert after.output == "42\n" and not after.kernel.state_reset
+            times.sort()
+            print(f"interrupt -> idle with state, {label}, {rounds} rounds: median {ms(statistics.median(times))}, "
+                  f"p90 {ms(times[int(len(times) * 0.9)])}")
+
+
 def process_per_call(calls: int = 20) -> None:
     times = []
     for _ in range(calls):
@@ -87,11 +117,13 @@ def main() -> None:
     parser.add_argument("--flood-mb", type=int, default=200)
     parser.add_argument("--warm", type=int, default=200)
     parser.add_argument("--cold", type=int, default=10)
+    parser.add_argument("--interrupts", type=int, default=30)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home:
         os.environ["HERMES_HOME"] = home  # never the user's real ~/.hermes
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, HERMES_HOME={home}")
         asyncio.run(bench(args.flood_mb, args.warm, args.cold))
+        asyncio.run(interrupts(args.interrupts))
         process_per_call()
 
 
