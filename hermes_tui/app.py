@@ -39,6 +39,7 @@ from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.hardening import spawn
 from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
+from hermes_tui.units import plural
 from hermes_tui.widgets.conversation import PromptInput, RunBlock
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.main_screen import MainScreen
@@ -64,6 +65,8 @@ class HermesApp(App[None]):
         Binding("f9", "open_cache", "Outputs", id="open-cache"),
         Binding("ctrl+o", "sessions", "Sessions", id="sessions"),
         Binding("escape", "stop", "Stop the turn", show=False, id="stop"),
+        # Ctrl+C interrupts, as in a terminal; it never offers to quit (Textual's default does).
+        Binding("ctrl+c", "stop", "Interrupt", show=False, id="interrupt"),
         Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
         Binding("ctrl+r", "reset_session", "Reset kernel", id="reset-session"),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
@@ -264,7 +267,7 @@ class HermesApp(App[None]):
         elif event.action == "interrupt":
             session = self.runtime.session_of(kernel_id)
             count = await self.runtime.interrupt(session) if session else 0
-            self.notify(f"Interrupted {count} running script(s)." if count else "Nothing is running there.")
+            self.notify(f"Interrupted {plural(count, 'running script')}." if count else "Nothing is running there.")
         elif event.action == "variables":
             self.show_variables(kernel_id)
         self.refresh_kernels()
@@ -287,7 +290,7 @@ class HermesApp(App[None]):
         """The sessions picker: choose a stored session to continue."""
         await self._session_ready.wait()
         assert self.workspace.store is not None
-        sessions = [s for s in await self.workspace.store.call(db.list_sessions) if s.messages]  # empty ones are noise
+        sessions = await self.workspace.store.call(db.list_sessions)  # those with messages (empty ones are noise)
         from hermes_tui.widgets.sessions import SessionsScreen
 
         chosen = await self.push_screen_wait(SessionsScreen(sessions, current=self.session))

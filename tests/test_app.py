@@ -190,15 +190,36 @@ async def test_commands_help_theme_and_maximise(hermes_home: Path, tmp_path: Pat
         assert again.theme == app.theme  # remembered
 
 
-async def test_new_input_interrupts_the_running_script(hermes_home: Path, tmp_path: Path) -> None:
+async def test_input_typed_while_a_script_runs_waits_its_turn(hermes_home: Path, tmp_path: Path) -> None:
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await submit(pilot, app, "import time\ntime.sleep(30)\n")
+        await submit(pilot, app, "import time\ntime.sleep(1.5)\nfirst = 'done'\n")
         await wait_until(pilot, lambda: blocks(app) and app.runtime.kernels() and
                          app.runtime.kernels()[0].state == "busy")
-        await submit(pilot, app, "print('next')")
-        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success")
-        assert blocks(app)[0].status == "interrupted"
+        await submit(pilot, app, "print(first)")
+        await wait_until(pilot, lambda: any("queued" in str(n.render()) for n in app.query(".note")))
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success", timeout=15)
+        assert blocks(app)[0].status == "success"  # not interrupted: the REPL queues input
+        assert log_text(app).startswith("done")
+
+
+@pytest.mark.parametrize("key", ["escape", "ctrl+c"])
+async def test_esc_or_ctrl_c_interrupts_and_the_kernel_keeps_its_variables(hermes_home: Path, tmp_path: Path,
+                                                                        key: str) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "kept = 41")
+        await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
+        await submit(pilot, app, "import time\ntime.sleep(30)\n")
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and app.runtime.kernels()[0].state == "busy")
+        await pilot.press(key)
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "interrupted", timeout=10)
+        await submit(pilot, app, "print(kept + 1)")
+        await wait_until(pilot, lambda: len(blocks(app)) == 3 and blocks(app)[-1].status == "success")
+        assert log_text(app).startswith("42")
+        await pilot.press("ctrl+c")  # nothing runs: Ctrl+C does nothing, and never offers to quit
+        await pilot.pause(0.2)
+        assert app.is_running and not any("quit" in str(n.message).lower() for n in app._notifications)
 
 
 async def test_bang_runs_a_terminal_command_through_approvals(hermes_home: Path, tmp_path: Path) -> None:

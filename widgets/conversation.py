@@ -94,11 +94,13 @@ class PromptInput(TextArea):
             self.text = text
 
     class StopRequested(Message):
-        """Esc in the input: stop the running turn."""
+        """Esc or Ctrl+C in the input: stop the running turn."""
 
     async def _on_key(self, event: events.Key) -> None:
         self.last_key_at = time.monotonic()
-        if event.key == "escape":
+        if event.key == "escape" or (event.key == "ctrl+c" and not self.selected_text):
+            # Esc, or Ctrl+C with nothing selected (with a selection it copies): interrupt, as
+            # in a terminal. Ctrl+C never offers to quit; Ctrl+Q quits.
             event.stop()
             event.prevent_default()
             self.post_message(self.StopRequested())

@@ -167,13 +167,15 @@ class Agent:
 
         ``kind``: ``message`` (to the model), ``python`` (run as a script) or ``shell`` (``text``
         is a command for ``terminal``); by default a message with a model, Python without.
-        A message or Python typed by the user while a turn runs interrupts that turn first; a
-        shell command, injected and automation turns wait.
+        A message typed by the user while a turn runs interrupts that turn first (SPEC §6: its
+        script gets SIGINT, so the kernel keeps its state); Python and shell commands typed
+        while something runs wait their turn, as a REPL queues input — Esc or Ctrl+C
+        interrupts. Injected and automation turns wait.
         """
         kind = kind or ("message" if self.provider is not None else "python")
         turn = _Turn(id=secrets.token_hex(6), text=text, origin=origin, kind=kind)
         ahead = len(self._queue) + (1 if self._current else 0)
-        if origin == "user" and kind != "shell" and self._current is not None:
+        if origin == "user" and kind == "message" and self._current is not None:
             await self.interrupt()
             ahead = len(self._queue)
         self._queue.append(turn)
