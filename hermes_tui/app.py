@@ -208,6 +208,8 @@ class HermesApp(App[None]):
     @on(PromptInput.Submitted)
     async def _submitted(self, event: PromptInput.Submitted) -> None:
         text = event.text
+        if text.lstrip().startswith(("/", "!")):  # a stray blank line before a command is not Python
+            text = text.lstrip()
         if text.startswith("/"):
             command = parse_command(text[1:])
             if isinstance(command, str):

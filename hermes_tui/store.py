@@ -327,24 +327,31 @@ def _info(row: sqlite3.Row) -> SessionInfo:
     )
 
 
+HAS_MESSAGES = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
+"""SQL (over ``sessions s``): the session holds a conversation. One opened and closed without a
+turn holds none: it is not listed, not ``latest``, and not matched by a prefix."""
+
+
 def list_sessions(db: sqlite3.Connection, limit: int = 200) -> list[SessionInfo]:
-    """Sessions, most recently used first."""
+    """Sessions that hold at least one message, most recently used first."""
     rows = db.execute(
         "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages, "
         "(SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND t.status = 'running') AS running "
-        "FROM sessions s ORDER BY s.updated_at DESC, s.id DESC LIMIT ?", (limit,)).fetchall()
+        f"FROM sessions s WHERE {HAS_MESSAGES} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?", (limit,)).fetchall()
     return [_info(row) for row in rows]
 
 
 def find_session(db: sqlite3.Connection, wanted: str) -> str | None:
-    """The id of ``wanted``: ``latest``, an exact id, or a unique prefix of one."""
+    """The id of ``wanted``: ``latest`` (the newest session with messages), an exact id (any
+    session), or a unique prefix of the id of a session with messages (the ones listed)."""
     if wanted == "latest":
-        row = db.execute("SELECT id FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1").fetchone()
+        row = db.execute(f"SELECT id FROM sessions s WHERE {HAS_MESSAGES} ORDER BY updated_at DESC, id DESC "
+                         "LIMIT 1").fetchone()
         return row["id"] if row else None
     row = db.execute("SELECT id FROM sessions WHERE id = ?", (wanted,)).fetchone()
     if row:
         return row["id"]
-    rows = db.execute("SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
+    rows = db.execute(f"SELECT id FROM sessions s WHERE id LIKE ? ESCAPE '\\' AND {HAS_MESSAGES} LIMIT 2",
                       (wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
     return rows[0]["id"] if len(rows) == 1 else None
 
@@ -372,6 +379,21 @@ def load_session(db: sqlite3.Connection, session_id: str) -> StoredSession | Non
     stored.info.interrupted = any(t["status"] == "running" for t in stored.turns)
     stored.info.messages = len(stored.messages)
     return stored
+
+
+def delete_session_if_empty(db: sqlite3.Connection, session_id: str) -> bool:
+    """Remove ``session_id`` if nothing was ever stored in it: no message, no turn, no tool call
+    and no approval (pending or answered). True if it was removed.
+
+    One statement, so it sees every write queued before it on the writer thread: a session
+    that got a turn (or a pending approval) in the meantime is kept.
+    """
+    return db.execute(
+        "DELETE FROM sessions WHERE id = ? "
+        "AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = sessions.id) "
+        "AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = sessions.id) "
+        "AND NOT EXISTS (SELECT 1 FROM tool_calls WHERE session_id = sessions.id) "
+        "AND NOT EXISTS (SELECT 1 FROM approvals WHERE session_id = sessions.id)", (session_id,)).rowcount > 0
 
 
 def delete_session(db: sqlite3.Connection, session_id: str) -> bool:

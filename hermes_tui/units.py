@@ -1,4 +1,5 @@
-"""Units on the command line and in config.yaml: durations (``7d``) and sizes (``1G``), and sizes for people.
+"""Units on the command line and in config.yaml: durations (``7d``) and sizes (``1G``), sizes
+for people, and counts for people (``1 tool call``, ``2 tool calls``).
 
 Imports nothing from the project, so config, cache, the widgets and the commands can all use it.
 """
@@ -15,6 +16,29 @@ def human_size(size: float, sep: str = "") -> str:
             return f"{size:.0f}{sep}{unit}" if unit == "B" else f"{size:.1f}{sep}{unit}"
         size /= 1024
     return f"{size}"
+
+
+def noun(count: int, word: str, plural: str | None = None) -> str:
+    """``word`` as ``count`` of it is said: 'kernel' for 1, 'kernels' for 0 or 2.
+
+    The plural is ``plural`` when given, else English's regular one: 'entry' -> 'entries',
+    'match' -> 'matches', 'key' -> 'keys', 'file' -> 'files'. Only the last word changes
+    ('tool call' -> 'tool calls').
+    """
+    if count == 1:
+        return word
+    if plural is not None:
+        return plural
+    if len(word) > 1 and word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def plural(count: int, word: str, plural: str | None = None) -> str:
+    """The count and its noun: '1 tool call', '2 tool calls', '0 entries' (see :func:`noun`)."""
+    return f"{count} {noun(count, word, plural)}"
 
 
 DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)

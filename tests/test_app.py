@@ -260,3 +260,24 @@ async def test_a_failing_task_becomes_a_notice(hermes_home: Path, tmp_path: Path
         app.refresh_kernels()
         await wait_until(pilot, lambda: any("disk on fire" in str(n.message) for n in app._notifications))
         assert app.is_running
+
+
+async def test_the_input_behaves_like_the_python_repl(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press(*"def f(a, b):", "enter")
+        assert prompt.text == "def f(a, b):\n    "  # one level deeper after a ':'
+        await pilot.press(*"return a * b", "enter")
+        assert prompt.text == "def f(a, b):\n    return a * b\n    "
+        await pilot.press("enter")  # the empty line ends the block: it runs
+        await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
+        await submit(pilot, app, "f(6, 7)")  # a bare expression shows its value
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success")
+        assert log_text(app).startswith("42")
+        await submit(pilot, app, "None")
+        await wait_until(pilot, lambda: len(blocks(app)) == 3 and blocks(app)[-1].status == "success")
+        assert blocks(app)[-1].result.output == ""
+        await submit(pilot, app, "\n!echo after-a-blank-line")  # a stray leading newline is not Python
+        await wait_until(pilot, lambda: any("after-a-blank-line" in str(n.render()) for n in app.query(".note")))

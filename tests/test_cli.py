@@ -66,7 +66,7 @@ def test_failure_exits_1_and_stops_unless_keep_going(scripts: Path) -> None:
     assert stopped.stdout.startswith("a ran\n--- stderr ---\nTraceback")
     assert "42" not in stopped.stdout
     assert "bad.py: error: RuntimeError: bad file" in stopped.stderr
-    assert "1 file(s) not run" in stopped.stderr
+    assert "1 file not run" in stopped.stderr
     going = run("exec", "--keep-going", "a.py", "bad.py", "b.py", cwd=scripts)
     assert going.returncode == 1 and going.stdout.endswith("42\n")
 
@@ -169,8 +169,11 @@ def test_a_reader_that_leaves_early_ends_it_quietly(hermes_home: Path) -> None:
     from hermes_tui import store
 
     conn = store.connect(store.sessions_db_path(hermes_home))
+    conn.execute("BEGIN")
     for number in range(3000):  # more than a pipe holds, so a write meets the closed end
         store.create_session(conn, f"s{number:05d}", None, None, None)
+        store.add_message(conn, f"s{number:05d}", None, "user", "hello")  # only sessions with messages are listed
+    conn.execute("COMMIT")
     conn.close()
     process = subprocess.Popen([*CLI, "sessions"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -313,9 +313,9 @@ def test_doctor_on_the_hermes_example(home_with_fixture: Path) -> None:
     assert "\nnotice " not in out and "\nproblem " not in out and out.rstrip().endswith("No problems found.")
     assert "openrouter · anthropic/claude-sonnet-4 at https://openrouter.ai/api/v1" in out
     assert "key: OPENROUTER_API_KEY" in out
-    assert "approvals  manual: flagged commands ask" in out and "1 command_allowlist rule(s)" in out
+    assert "approvals  manual: flagged commands ask" in out and "; 1 command_allowlist rule\n" in out
     assert "terminal   local: commands run on this machine, 45s each" in out
-    assert "at most 2 kernel(s)" in out and "40 model calls per turn" in out
+    assert "at most 2 kernels," in out and "40 model calls per turn" in out
     assert "--verbose lists them" in out and "terminal.cwd" not in out
     for secret in KEYS.values():
         assert secret not in out and secret not in done.stderr

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from hermes_tui.cache import CacheEntry, CacheError, delete_entry, load_record, scan
-from hermes_tui.units import human_size, parse_duration
+from hermes_tui.units import human_size, noun, parse_duration
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
 from hermes_tui.widgets.entry_list import EntryList
@@ -117,7 +117,8 @@ class EntryScreen(Screen[None]):
         when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
         yield Static(Text.assemble(plain(entry.id, "bold"), plain(
             f" · {entry.status or entry.kind} · {when} · session {entry.session or '—'}"
-            f" · kernel {entry.kernel or '—'} · {entry.size:,} bytes · {entry.output_file or entry.path}")),
+            f" · kernel {entry.kernel or '—'} · {entry.size:,} {noun(entry.size, 'byte')}"
+            f" · {entry.output_file or entry.path}")),
             id="entry-title")
         yield Static(id="entry-head")
         yield Static(id="entry-note")
@@ -171,8 +172,11 @@ class EntryScreen(Screen[None]):
         self.app.copy_to_clipboard(path)
         self.notify(f"Copied {visible(path)}", markup=False)
 
-    def action_edit(self) -> None:
-        self.post_message(OpenInEditor(str(self.entry.output_file or self.entry.path)))
+    async def action_edit(self) -> None:
+        """Open the file in the user's editor, at the top line of the pager when it shows one."""
+        pagers = self.query(Pager)
+        line = await pagers.first().line_on_screen() if pagers else None
+        self.post_message(OpenInEditor(str(self.entry.output_file or self.entry.path), line))
 
     @work(exit_on_error=False)
     async def action_delete(self) -> None:

@@ -36,6 +36,7 @@ from hermes_tui.agent.events import (
     TurnStarted,
 )
 from hermes_tui.runtime.models import ExecResult
+from hermes_tui.units import plural
 from hermes_tui.widgets.messages import OpenEntry
 from hermes_tui.widgets.safe import plain, visible
 
@@ -112,18 +113,35 @@ class PromptInput(TextArea):
             return
         if event.key == "enter":
             end = (self.document.line_count - 1, len(self.document[self.document.line_count - 1]))
-            ready = bool(self.text.strip()) if self.chat else is_complete(self.text)
+            text = self.text
+            if not self.chat and "\n" in text and not text.rsplit("\n", 1)[1].strip():
+                text = text.rsplit("\n", 1)[0] + "\n"  # Enter on an empty (indented) line ends the block
+            ready = bool(text.strip()) if self.chat else is_complete(text)
             if (self.cursor_location == end or self.chat) and ready:
                 event.stop()
                 event.prevent_default()
-                text = self.text.rstrip("\n")
+                text = text.rstrip("\n")
                 self.clear()
                 # The keys of a sent input are done: a dialog its run opens says "you were
                 # typing" only for keys typed after it (they would otherwise be answers).
                 self.last_key_at = float("-inf")
                 self.post_message(self.Submitted(text))
                 return
+            if not self.chat and not self.text.lstrip().startswith(("!", "/")):
+                event.stop()
+                event.prevent_default()
+                self.insert("\n" + next_indent(self.document[self.cursor_location[0]][:self.cursor_location[1]]))
+                return
         await super()._on_key(event)
+
+
+def next_indent(line: str) -> str:
+    """The indentation of the line after ``line`` in Python, as the REPL gives it: one level
+    deeper after a line ending in ``:``, the same otherwise (an empty line ends the block)."""
+    if not line.strip():
+        return ""
+    indent = line[:len(line) - len(line.lstrip())]
+    return indent + "    " if line.rstrip().endswith(":") else indent
 
 
 class RunBlock(Static, can_focus=True):
@@ -154,7 +172,7 @@ class RunBlock(Static, can_focus=True):
 
     def set_result(self, result: ExecResult) -> None:
         self.result, self.exec_id, self.status = result, result.exec_id, result.status
-        parts = [result.status, f"{result.duration_seconds:.2f}s", f"{result.tool_calls_made} tool calls"]
+        parts = [result.status, f"{result.duration_seconds:.2f}s", plural(result.tool_calls_made, "tool call")]
         if result.kernel.id:
             parts.append(f"kernel {result.kernel.id}")
         if result.stdout_truncated:

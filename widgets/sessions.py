@@ -12,6 +12,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from hermes_tui.store import SessionInfo
+from hermes_tui.units import noun
 from hermes_tui.widgets.dialog import Dialog
 from hermes_tui.widgets.safe import visible
 
@@ -42,7 +43,8 @@ class SessionsScreen(Dialog[str | None]):
     def _line(self, info: SessionInfo) -> Text:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
         line = Text.assemble((f"{visible(info.id)}  ", "bold" if info.id == self.current else ""), (f"{when}  ", "dim"),
-                             (f"{info.messages:>4} msgs  ", "dim"), visible(info.title or "(empty)"))
+                             (f"{info.messages:>4} {noun(info.messages, 'msg'):<4}  ", "dim"),
+                             visible(info.title or "(empty)"))
         if info.interrupted:
             line.append("  ⚠ interrupted", style="yellow")
         if info.id == self.current:

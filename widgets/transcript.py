@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.runtime.models import ExecResult
+from hermes_tui.units import plural
 from hermes_tui.widgets.conversation import ConversationPane, MessageBlock, ReplyBlock, RunBlock, note, tool_block
 
 SHOWN_MESSAGES = 80
@@ -23,7 +24,7 @@ def draw_session(pane: ConversationPane, loaded: LoadedSession) -> None:
     when = stored.info.updated_at
     older = len(stored.messages) - len(messages)
     blocks: list[Any] = []
-    blocks.append(note(f"Session {stored.info.id} — {len(stored.messages)} messages stored "
+    blocks.append(note(f"Session {stored.info.id} — {plural(len(stored.messages), 'message')} stored "
                   f"(continued; last active {_clock(when)})."
                   + (f" The {older} oldest are not drawn here; `hermes-tui export` has them all." if older else "")))
     for index, message in enumerate(messages):

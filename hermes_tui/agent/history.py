@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes_tui.agent.hermes_format import format_call, system_prompt_tools, tool_response
 from hermes_tui.agent.tools import ToolCall
+from hermes_tui.units import plural
 
 Message = dict[str, Any]
 _SENT_KEYS = ("role", "content", "tool_calls", "tool_call_id")
@@ -65,8 +66,9 @@ class History:
     ) -> tuple[str, list[Message], list[dict[str, Any]]]:
         """System prompt, messages and tools as the provider is sent them."""
         if self.omitted:
-            system += (f"\n\n({self.omitted} earlier messages of this conversation are left out to stay within "
-                       "agent.max_context_chars.)")
+            are = "is" if self.omitted == 1 else "are"
+            system += (f"\n\n({plural(self.omitted, 'earlier message')} of this conversation {are} left out to "
+                       "stay within agent.max_context_chars.)")
         if not hermes:
             messages = []
             for m in self.messages:

@@ -49,6 +49,7 @@ from hermes_tui.agent.restore import LoadedSession, PendingCall, load_session
 from hermes_tui.agent.tools import InvalidCall, ToolCall, declarations, validate_call
 from hermes_tui.runtime.executor import INTERRUPT_NOTICE
 from hermes_tui.runtime.models import ExecResult, Origin
+from hermes_tui.units import plural
 
 if TYPE_CHECKING:
     from hermes_tui.runtime import Runtime
@@ -275,10 +276,10 @@ class Agent:
             if turn.interrupted:
                 return "interrupted"
             if invalid_streak >= max(self.max_invalid, 1):
-                self.listener(Notice(turn.id, f"The model sent {invalid_streak} malformed tool calls in a row; "
+                self.listener(Notice(turn.id, f"The model sent {plural(invalid_streak, 'malformed tool call')} in a row; "
                                               "the turn was stopped. Rephrase, or /retry."))
                 return "stopped"
-        self.listener(Notice(turn.id, f"The turn reached agent.max_steps ({self.max_steps} model calls) and was "
+        self.listener(Notice(turn.id, f"The turn reached agent.max_steps ({plural(self.max_steps, 'model call')}) and was "
                                       "stopped. Say 'continue' to go on, or raise agent.max_steps.", "warning"))
         return "stopped"
 
@@ -348,7 +349,8 @@ class Agent:
     async def _execute(self, turn: _Turn, call: ToolCall, args: dict[str, Any]) -> None:
         if call.name == "execute_code":
             result = await self.runtime.execute_code(args["code"], reset=args["reset"], session=self.session_id,
-                                                     cwd=self.cwd, origin=turn.origin, call_id=call.id)
+                                                     cwd=self.cwd, origin=turn.origin, call_id=call.id,
+                                                     display=turn.kind == "python")  # typed: as the REPL does
             await self._finish_call(turn, call, result.model_dump(mode="json"), result.status, result)
             return
         given = {k: v for k, v in args.items() if v is not None}

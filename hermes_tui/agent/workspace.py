@@ -65,6 +65,8 @@ class Workspace:
         self.store: db.SessionStore | None = None
         self.agent: Agent | None = None
         self._inject: InjectServer | None = None
+        self._created: str | None = None
+        """The open session, when this workspace created it (removed on close if still empty)."""
 
     async def open(self, session_id: str, listener: Listener) -> OpenedSession:
         """Open (or create) ``session_id``: its agent loaded and serving, nothing asked yet
@@ -84,6 +86,7 @@ class Workspace:
             approvals=self.approvals,
         )
         loaded = await agent.load()  # None for a new session
+        self._created = session_id if loaded is None else None  # before the row exists: a cut-short open is cleaned too
         await agent.open()
         self.agent = agent
         if self.provider_problem:
@@ -112,13 +115,21 @@ class Workspace:
         return self._inject is not None
 
     async def close_session(self) -> None:
-        """Stop listening and close the open session's agent (its kernels idle on)."""
+        """Stop listening and close the open session's agent (its kernels idle on). A session
+        this workspace created that got no turn is removed from the store: sessions opened and
+        left without a word do not pile up (one with a turn or an approval is always kept)."""
         server, self._inject = self._inject, None
         if server is not None:
             await server.aclose()
         agent, self.agent = self.agent, None
         if agent is not None:
             await agent.aclose()
+        created, self._created = self._created, None
+        if created is not None and self.store is not None:
+            try:
+                await self.store.call(db.delete_session_if_empty, created)
+            except (sqlite3.Error, RuntimeError):  # the store failed or is closed: an empty row is harmless
+                pass
 
     async def aclose(self) -> None:
         """Close the session, the runtime (every kernel ends) and the store. A request still

@@ -17,7 +17,7 @@ from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
 from hermes_tui.paths import exec_cache_dir
 from hermes_tui.runtime.fsutil import open_regular
-from hermes_tui.units import human_size, parse_duration, parse_size
+from hermes_tui.units import human_size, parse_duration, parse_size, plural
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -169,5 +169,6 @@ def _prune(folder: Path, args: argparse.Namespace, config: Config) -> int:
         print(f"{verb}: {_row(entry)}")
     for entry in plan.kept_busy:
         print(f"kept (may still be in use): {shown(entry.id)}")
-    print(f"{verb} {len(plan.delete)} entries, {human_size(plan.bytes_freed)}" + (" (dry run)" if args.dry_run else ""))
+    print(f"{verb} {plural(len(plan.delete), 'entry')}, {human_size(plan.bytes_freed)}"
+          + (" (dry run)" if args.dry_run else ""))
     return 0

@@ -23,6 +23,7 @@ from hermes_tui.config_notes import backend_refusal
 from hermes_tui.hermes_keys import TURN_LIMIT_UNLIMITED
 from hermes_tui.paths import config_path, hermes_home
 from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
+from hermes_tui.units import plural
 
 MODES = {
     "manual": "flagged commands ask",
@@ -123,7 +124,7 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
         line("model", "no model: typed input runs as Python")
     approvals = report["approvals"]
     line("approvals", f"{approvals['mode']}: {MODES.get(approvals['mode'], '')}; an approval waits "
-                      f"{approvals['timeout']:g}s; {approvals['command_allowlist']} command_allowlist rule(s)")
+                      f"{approvals['timeout']:g}s; {plural(approvals['command_allowlist'], 'command_allowlist rule')}")
     for pattern in approvals["deny"]:
         line("", f"approvals.deny refuses {pattern!r} in every mode")
     for unmapped in approvals["unmapped"]:
@@ -136,17 +137,18 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
         line("terminal", f"local: commands run on this machine, {terminal['timeout']:g}s each")
     limits = report["limits"]
     steps = limits["max_steps"]
-    line("limits", f"scripts {limits['script_timeout']:g}s, {limits['max_tool_calls']} tool calls each; at most "
-                   f"{limits['max_session_kernels']} kernel(s), reaped after {limits['kernel_idle_timeout']:g}s idle; "
-                   + (f"{steps} model calls per turn" if steps is not None else "no limit on model calls per turn"))
+    line("limits", f"scripts {limits['script_timeout']:g}s, {plural(limits['max_tool_calls'], 'tool call')} each; "
+                   f"at most {plural(limits['max_session_kernels'], 'kernel')}, reaped after "
+                   f"{limits['kernel_idle_timeout']:g}s idle; "
+                   + (f"{plural(steps, 'model call')} per turn" if steps is not None else "no limit on model calls per turn"))
     ignored = report["ignored"]
     if verbose:
-        line("ignored", f"{len(ignored)} Hermes Agent key(s) hermes-tui does not use" + (":" if ignored else ""))
+        line("ignored", f"{plural(len(ignored), 'Hermes Agent key')} hermes-tui does not use" + (":" if ignored else ""))
         for key in ignored:
             line("", f"  {key}")
     elif ignored:
-        line("ignored", f"{len(ignored)} Hermes Agent key(s) hermes-tui does not use (--verbose lists them)")
+        line("ignored", f"{plural(len(ignored), 'Hermes Agent key')} hermes-tui does not use (--verbose lists them)")
     for problem in report["problems"]:
         line("problem", problem)
     count = len(report["problems"])
-    print("No problems found." if not count else f"{count} problem(s) found.")
+    print("No problems found." if not count else f"{plural(count, 'problem')} found.")

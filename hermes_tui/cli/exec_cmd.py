@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 from hermes_tui.cli.show import shown
+from hermes_tui.units import plural
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -105,7 +106,7 @@ async def _run_scripts(config: Config, scripts: list[tuple[str, str]], args: arg
                 if not args.keep_going:
                     rest = len(scripts) - index - 1
                     if rest and not args.json:
-                        print(f"hermes-tui exec: {rest} file(s) not run after the failure "
+                        print(f"hermes-tui exec: {plural(rest, 'file')} not run after the failure "
                               "(use --keep-going to run them)", file=sys.stderr)
                     break
     return EXIT_FAILED if failed else EXIT_OK

@@ -18,6 +18,7 @@ from hermes_tui.cli.errors import EXIT_OK, UsageError, database_problem, os_prob
 from hermes_tui.cli.show import shown
 from hermes_tui.paths import hermes_home
 from hermes_tui.runtime.fsutil import FileRefused
+from hermes_tui.units import noun, plural
 
 
 class NoSessions(UsageError):
@@ -81,7 +82,7 @@ def inject_command(args: argparse.Namespace) -> int:
         raise UsageError(f"inject: {exc}") from None
     ahead = int(cast(int, answer.get("queued") or 0))  # the app replies with a JSON number
     where = f"session {shown(answer.get('session'))}"
-    print(f"injected into {where}" + (f"; queued behind {ahead} turn(s)" if ahead else "; running now"))
+    print(f"injected into {where}" + (f"; queued behind {plural(ahead, 'turn')}" if ahead else "; running now"))
     return EXIT_OK
 
 
@@ -105,7 +106,8 @@ def export_command(args: argparse.Namespace) -> int:
             os.replace(tmp, path)
         except OSError as exc:
             raise UsageError(f"export: cannot write {path}: {exc.strerror or exc}") from None
-        print(f"wrote session {shown(session_id)} ({len(stored.messages)} messages) to {shown(path)}", file=sys.stderr)
+        print(f"wrote session {shown(session_id)} ({plural(len(stored.messages), 'message')}) to {shown(path)}",
+              file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -125,5 +127,6 @@ def sessions_command(args: argparse.Namespace) -> int:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
             flag = "  interrupted" if info.interrupted else ""
             # A title is the first line of a turn, and an injected turn is anyone's text.
-            print(f"{shown(info.id)}  {when}  {info.messages:>4} msgs  {shown(info.title or '(empty)')}{flag}")
+            count = f"{info.messages:>4} {noun(info.messages, 'msg'):<4}"
+            print(f"{shown(info.id)}  {when}  {count}  {shown(info.title or '(empty)')}{flag}")
     return EXIT_OK

@@ -14,6 +14,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
+from hermes_tui.units import plural
+
 log = logging.getLogger(__name__)
 
 #: Substrings (upper-cased) that mark a name as a secret.
@@ -95,7 +97,7 @@ def build_child_env(
         if env[name] != value:
             redacted.append(name)
     if dropped_hermes:
-        log.debug("execute_code: dropped %d non-allowlisted HERMES_* var(s)", dropped_hermes)
+        log.debug("execute_code: dropped %s", plural(dropped_hermes, "non-allowlisted HERMES_* variable"))
     if redacted:
         log.debug("execute_code: redacted URL credentials in %s", ", ".join(sorted(redacted)))
     if inject:

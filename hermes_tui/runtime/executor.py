@@ -47,6 +47,8 @@ class Running:
     interrupt: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     killed: bool = False
     """The interrupt did not stop the script within the grace: its kernel was killed."""
+    display: bool = False
+    """Show the value of a last bare expression, as the Python REPL does (typed input)."""
 
 
 @dataclass(slots=True)
@@ -104,6 +106,7 @@ class Executor:
         start_warning: str | None = None,
         origin: Origin = "user",
         call_id: str | None = None,
+        display: bool = False,
     ) -> ExecResult:
         """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`.
 
@@ -115,7 +118,7 @@ class Executor:
         try:
             return await self._execute(code, key, progress, reset=reset, timeout=timeout,
                                        max_tool_calls=max_tool_calls, start_warning=start_warning, origin=origin,
-                                       call_id=call_id)
+                                       call_id=call_id, display=display)
         except Exception as exc:  # the host's failure, not the script's: a result, never a traceback
             result = self.host_failed(progress, exc)
             log.warning("execution %s: %s", progress.exec_id, result.error)  # one line; the traceback at debug
@@ -136,6 +139,7 @@ class Executor:
         start_warning: str | None,
         origin: Origin,
         call_id: str | None,
+        display: bool = False,
     ) -> ExecResult:
         exec_id, started, started_at = progress.exec_id, progress.started, progress.started_at
         capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id))
@@ -146,7 +150,7 @@ class Executor:
             result = self.refused(exec_id, f"BLOCKED: {refusal}", time.perf_counter() - started)
             self._finish(result, key, code, started_at)
             return result
-        running = Running(exec_id, key.session, None)
+        running = Running(exec_id, key.session, None, display=display)
         self.running[exec_id] = running
         lease: Lease | None = None
         warnings = progress.warnings
@@ -217,7 +221,7 @@ class Executor:
         self, kernel: Kernel, code: str, exec_id: str, capture: HeadTailCapture, timeout: float, running: Running
     ) -> tuple[CellOutcome, EndedBy]:
         try:
-            future = await kernel.run(code, exec_id, capture)
+            future = await kernel.run(code, exec_id, capture, display=running.display)
         except KernelGone:
             future = kernel.begin(exec_id, None, capture)  # resolves when the pump finishes
         try:

@@ -12,6 +12,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from hermes_tui.units import plural
+
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
@@ -73,7 +75,7 @@ def file_kind(mode: int) -> str:
 def size_text(size: int) -> str:
     """``812 bytes``, ``1 MiB``, ``5.24 GiB``: a size for a message."""
     if size < 1024:
-        return f"{size} bytes"
+        return plural(size, "byte")
     value = float(size)
     for unit in ("KiB", "MiB", "GiB"):
         value /= 1024

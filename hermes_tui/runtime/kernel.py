@@ -208,14 +208,17 @@ class Kernel(ChildProcess):
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
-    async def run(self, code: str, exec_id: str, stdout: HeadTailCapture) -> asyncio.Future[CellOutcome]:
-        """Send a script; returns the future of its outcome. Raises :class:`KernelGone`."""
+    async def run(self, code: str, exec_id: str, stdout: HeadTailCapture, *,
+                  display: bool = False) -> asyncio.Future[CellOutcome]:
+        """Send a script; returns the future of its outcome. Raises :class:`KernelGone`.
+        ``display``: show a last bare expression's value, as the Python REPL does."""
         if not self.alive or self._ctrl_in < 0:
             raise KernelGone(self.id)
         self.execution_count += 1
         marker = f"\x1e\x1fhermes-end:{secrets.token_hex(12)}\x1f\x1e"
         future = self.begin(exec_id, marker.encode("ascii"), stdout)
-        request = {"op": "exec", "id": exec_id, "code": code, "marker": marker, "cell": self.execution_count}
+        request = {"op": "exec", "id": exec_id, "code": code, "marker": marker, "cell": self.execution_count,
+                   "display": display}
         try:
             await self._send((json.dumps(request) + "\n").encode("utf-8"))
         except OSError:

@@ -33,6 +33,7 @@ from hermes_tui.runtime.events import (
 from hermes_tui.runtime.kernel import Kernel, KernelKey
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.models import KernelInfo, is_subagent_session, parent_session
+from hermes_tui.units import plural
 
 _LOST_MEMORY = 512
 """Keys whose lost state is remembered (so the next result can say so); bounded."""
@@ -182,8 +183,9 @@ class KernelPool:
             victim = self._eviction_candidate()
             if victim is None:
                 warnings.append(
-                    f"All {cap} session kernels (code_execution.max_session_kernels) are busy: "
-                    "started one more; the least recently used goes once it is idle."
+                    f"All session kernels are busy ({plural(cap, 'kernel')} at most, "
+                    "code_execution.max_session_kernels): started one more; the least recently used goes once "
+                    "it is idle."
                 )
                 return
             self._evict(victim, cap)

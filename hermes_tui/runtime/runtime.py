@@ -23,6 +23,7 @@ from hermes_tui.runtime.records import new_exec_id
 from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.tools import TOOL_NAMES
 from hermes_tui.runtime.tools.dispatch import preload
+from hermes_tui.units import noun
 
 
 class Runtime:
@@ -178,6 +179,7 @@ class Runtime:
         tools: Iterable[str] | None = None,
         origin: Origin = "user",
         call_id: str | None = None,
+        display: bool = False,
     ) -> ExecResult:
         """Run ``code`` in the session's kernel and return its :class:`ExecResult`.
 
@@ -194,6 +196,8 @@ class Runtime:
             origin: ``user`` (typed), ``injected`` or ``automation``: in a local session the
                 last two have the whole script approved first (always, in a gateway session).
             call_id: the conversation's tool call this run answers; approvals it asks carry it.
+            display: show the value of a last bare expression (``f(6, 7)`` prints ``42``, ``None``
+                nothing), as the Python REPL does: for Python the user types, not for scripts.
 
         Raises:
             ValueError: for a bad ``mode``, ``timeout`` or tool name (the caller's mistake).
@@ -218,7 +222,7 @@ class Runtime:
         assert self._executor is not None
         return await self._executor.execute(
             code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
-            start_warning=warning, origin=origin, call_id=call_id,
+            start_warning=warning, origin=origin, call_id=call_id, display=display,
         )
 
     def kernels(self) -> list[KernelInfo]:
@@ -344,5 +348,6 @@ class Runtime:
         chosen = set(tools)
         unknown = chosen - set(TOOL_NAMES)
         if unknown:
-            raise ValueError(f"unknown tool(s) {sorted(unknown)}; the tools are {', '.join(TOOL_NAMES)}")
+            raise ValueError(f"unknown {noun(len(unknown), 'tool')} {sorted(unknown)}; "
+                             f"the tools are {', '.join(TOOL_NAMES)}")
         return tuple(name for name in TOOL_NAMES if name in chosen)

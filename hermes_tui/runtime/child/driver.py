@@ -144,7 +144,7 @@ class Driver(object):
         try:
             self.interruptible = True
             try:
-                self._execute(source, filename)
+                self._execute(source, filename, bool(request.get("display")))
             finally:
                 self.interruptible = False
         except SystemExit as exc:
@@ -159,15 +159,28 @@ class Driver(object):
                    exit_code=exit_code, duration=duration, markers=markers)
         return exit_code if status == "exit" else None
 
-    def _execute(self, source, filename):
+    def _execute(self, source, filename, display=False):
         flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
-        code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
+        last = None
+        if display:  # as the REPL: a last bare expression's value goes through sys.displayhook
+            tree = compile(source, filename, "exec", flags=flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = compile(ast.Expression(tree.body.pop().value), filename, "eval", flags=flags,
+                               dont_inherit=True)
+            code = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+        else:
+            code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
+        self._run(code)
+        if last is not None:
+            value = self._run(last)
+            if value is not None:
+                sys.displayhook(value)
+
+    def _run(self, code):
         namespace = self.module.__dict__
         if code.co_flags & _CO_COROUTINE:
-            coroutine = eval(code, namespace)
-            self._event_loop().run_until_complete(coroutine)
-        else:
-            exec(code, namespace)
+            return self._event_loop().run_until_complete(eval(code, namespace))
+        return eval(code, namespace)
 
     def _event_loop(self):
         if self.loop is None or self.loop.is_closed():

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hermes_tui.runtime.approvals import FileChange
 from hermes_tui.runtime.tools.opening import open_regular
+from hermes_tui.units import noun
 
 PREVIEW_LIMIT = 2_000_000
 """A file larger than this (bytes) is not read for the diff; the dialog says so instead."""
@@ -23,7 +24,9 @@ def capped(diff: str) -> str:
         return diff
     cut = diff.rfind("\n", 0, DIFF_SHOWN) + 1 or DIFF_SHOWN
     rest = diff[cut:]
-    return diff[:cut] + f"... {rest.count(chr(10)):,} more lines ({len(rest):,} characters) of the change not shown\n"
+    lines = rest.count("\n")
+    return diff[:cut] + (f"... {lines:,} more {noun(lines, 'line')} ({len(rest):,} {noun(len(rest), 'character')}) "
+                         "of the change not shown\n")
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

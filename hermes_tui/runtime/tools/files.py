@@ -23,6 +23,7 @@ from hermes_tui.runtime.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
 from hermes_tui.runtime.tools.opening import bounded_lines, open_regular
+from hermes_tui.units import plural
 
 LINE_CHARS = 2000
 """A longer line is cut (read_file is for reading, not for dumping minified files)."""
@@ -97,7 +98,7 @@ def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dic
     with opened as handle:
         if is_binary(handle.read(BINARY_PROBE)):
             size = os.fstat(handle.fileno()).st_size
-            return {"error": f"{path} is a binary file ({size} bytes); read_file shows text files only"}
+            return {"error": f"{path} is a binary file ({plural(size, 'byte')}); read_file shows text files only"}
         handle.seek(0)
         last = offset + limit - 1
         size = os.fstat(handle.fileno()).st_size
@@ -124,7 +125,7 @@ def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dic
         "truncated": offset + len(lines) - 1 < total,
     }
     if offset > total:
-        result["note"] = f"offset {offset} is past the end: the file has {total} lines"
+        result["note"] = f"offset {offset} is past the end: the file has {plural(total, 'line')}"
     return result
 
 

@@ -39,6 +39,7 @@ from hermes_tui.runtime.hardening import Spawned, open_process
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary, open_regular
 from hermes_tui.runtime.tools.opening import bounded_lines
+from hermes_tui.units import plural
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox")
 MATCH_CHARS = 500
@@ -107,8 +108,9 @@ async def search_files(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     if secrets is not None and secrets.skipped:
         skipped = sorted(secrets.skipped)
         result["skipped_credentials"] = [_shown(Path(p), base) for p in skipped[:SKIPPED_SHOWN]]
-        result["note"] = (f"{len(skipped)} credentials file(s) under this path were not searched (their contents would "
-                          "reach the model); read one with read_file, which asks the user first")
+        were = "was" if len(skipped) == 1 else "were"
+        result["note"] = (f"{plural(len(skipped), 'credentials file')} under this path {were} not searched (their "
+                          "contents would reach the model); read one with read_file, which asks the user first")
     return result
 
 
