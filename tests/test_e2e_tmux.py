@@ -17,16 +17,17 @@ pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci
 
 
 class Terminal:
-    def __init__(self, home: Path, cwd: Path, *args: str) -> None:
+    def __init__(self, home: Path, cwd: Path, *args: str, size: tuple[int, int] = (160, 48)) -> None:
         self.socket = f"hermes-e2e-{os.getpid()}-{time.monotonic_ns()}"
         app = Path(sys.executable).parent / "hermes-tui"
+        width, height = (str(n) for n in size)
         subprocess.run(
-            [TMUX, "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "app", "-x", "160", "-y", "48",
+            [TMUX, "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "app", "-x", width, "-y", height,
              "-e", "COLORTERM=truecolor", "-e", "LANG=C.UTF-8", "-e", f"HERMES_HOME={home}", "-c", str(cwd),
              " ".join(["exec", str(app), *args])],
             check=True, timeout=30,
         )
-        self.tmux("resize-window", "-t", "app", "-x", "160", "-y", "48")
+        self.tmux("resize-window", "-t", "app", "-x", width, "-y", height)
 
     def tmux(self, *args: str) -> str:
         return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=30).stdout
@@ -95,6 +96,27 @@ def test_type_code_approve_and_read_the_result(hermes_home: Path, tmp_path: Path
         terminal.close()
     log = (hermes_home / "tui" / "approvals.jsonl").read_text()
     assert '"decision": "once"' in log
+
+
+def test_esc_interrupts_and_the_variable_is_still_there_at_80x24(hermes_home: Path, tmp_path: Path) -> None:
+    terminal = Terminal(hermes_home, tmp_path, size=(80, 24))
+    try:
+        terminal.wait_for("No model")
+        terminal.type("kept = 6 * 7")
+        terminal.key("Enter")
+        terminal.wait_for("success")
+        terminal.type("import time; time.sleep(60)")
+        terminal.key("Enter")
+        terminal.wait_for("running")
+        terminal.key("Escape")
+        terminal.wait_for("interrupted")
+        terminal.type("print('kept is', kept)")
+        terminal.key("Enter")
+        screen = terminal.wait_for("kept is 42")
+        assert "NameError" not in screen
+        terminal.quit()
+    finally:
+        terminal.close()
 
 
 class ModelServer:
