@@ -38,7 +38,8 @@ class KernelsPane(Vertical):
 
     ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
-    KernelsPane { border: round $panel-lighten-2; border-title-color: $primary; }
+    /* The subtitle ("N live") would take the faint border's colour: unreadable on a light theme. */
+    KernelsPane { border: round $panel-lighten-2; border-title-color: $primary; border-subtitle-color: $text-muted; }
     KernelsPane:focus-within { border: round $primary; }
     KernelsPane DataTable { height: 1fr; }
     """

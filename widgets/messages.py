@@ -14,8 +14,13 @@ class OpenEntry(Message):
 
 
 class OpenInEditor(Message):
-    """Open a file in the user's ``$VISUAL``/``$EDITOR`` (else ``less``); the app suspends."""
+    """Open a file in the user's ``$VISUAL``/``$EDITOR`` (else ``less``); the app suspends.
 
-    def __init__(self, path: str) -> None:
+    ``line`` (1-based) is where to open it, for editors that take a line
+    (:func:`hermes_tui.editor.editor_argv`).
+    """
+
+    def __init__(self, path: str, line: int | None = None) -> None:
         super().__init__()
         self.path = path
+        self.line = line

@@ -2,12 +2,15 @@
 
 Like ``less``: the view starts at a byte offset and shows the lines from there. Moving reads
 the neighbouring block when needed; jumping to a line or searching scans the file in a thread
-with progress, and Esc cancels. The file may be unreadable, still growing, or deleted while it
-is open: the pager says so instead of failing.
+with progress, and Esc cancels. The status line shows the number of the top line on screen,
+counted from the nearest line whose number is known (in a thread when that is outside the
+block). The file may be unreadable, still growing, or deleted while it is open: the pager says
+so instead of failing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 from typing import ClassVar
@@ -100,6 +103,30 @@ def offset_of_line(path: Path, line: int, cancel: threading.Event, progress=None
     return None
 
 
+def line_at(path: Path, offset: int, anchor: tuple[int, int] = (0, 1),
+            cancel: threading.Event | None = None) -> int | None:
+    """1-based number of the line that holds byte ``offset``. Blocking; raises OSError.
+
+    ``anchor`` is a known (byte offset, line number) pair: only the bytes between it and
+    ``offset`` are read. None if cancelled.
+    """
+    start, line = anchor
+    low, high = sorted((start, offset))
+    newlines = 0
+    with path.open("rb") as handle:
+        handle.seek(low)
+        remaining = high - low
+        while remaining > 0:
+            if cancel is not None and cancel.is_set():
+                return None
+            data = handle.read(min(SCAN_CHUNK, remaining))
+            if not data:  # the file shrank under us
+                break
+            newlines += data.count(b"\n")
+            remaining -= len(data)
+    return line + newlines if offset >= start else max(1, line - newlines)
+
+
 class Pager(Widget, can_focus=True):
     """Shows ``path`` from a byte offset. Keys: arrows/PgUp/PgDn, g/G start/end, : line,
     # byte offset, / ? search forward/backward, n N next/previous, Esc cancels a scan."""
@@ -146,6 +173,12 @@ class Pager(Widget, can_focus=True):
         self.status = ""
         self.last_search: tuple[bytes, bool] | None = None
         self.highlight: bytes | None = None
+        self.line: int | None = 1
+        """The number of the top line on screen (None while it is being counted)."""
+        self._anchor = (0, 1)
+        """A known (byte offset, line number) pair, the one nearest the view."""
+        self._counting: int | None = None
+        self._count_cancel = threading.Event()
         self._asking = ""
         self._cancel = threading.Event()
 
@@ -228,7 +261,62 @@ class Pager(Widget, can_focus=True):
             local = end + 1
         return lines, self.block_start + local
 
+    def _line_in_block(self, offset: int) -> int | None:
+        """The number of the line holding ``offset``, when it and a known one are in the block."""
+        end = self.block_start + len(self.block)
+        for start, line in (self._anchor, (0, 1)):
+            if offset == start:
+                return line
+            if self.block_start <= start <= end and self.block_start <= offset <= end:
+                low, high = sorted((start - self.block_start, offset - self.block_start))
+                newlines = self.block.count(b"\n", low, high)
+                return line + newlines if offset >= start else line - newlines
+        return None
+
+    def _update_line(self) -> None:
+        """Set :attr:`line` for the view, or start counting it in a thread."""
+        line = self._line_in_block(self.position)
+        if line is not None:
+            self.line = line
+            self._anchor = (self.position, line)
+        else:
+            self.line = None
+            if self._counting != self.position:
+                self._counting = self.position
+                self._count_cancel.set()
+                self._count_cancel = threading.Event()
+                self.count_line(self.position, self._anchor, self._count_cancel)
+
+    @work(exclusive=True, group="pager-count", thread=True, exit_on_error=False)
+    def count_line(self, offset: int, anchor: tuple[int, int], cancel: threading.Event) -> None:
+        """Count the number of the line at ``offset`` from ``anchor`` (in a thread)."""
+        try:
+            line = line_at(self.path, offset, anchor, cancel)
+        except OSError:
+            line = None  # reading the view reports the problem
+        if line is not None:
+            self.app.call_from_thread(self._counted, offset, line)
+
+    def _counted(self, offset: int, line: int) -> None:
+        self._anchor = (offset, line)
+        if self._counting == offset:
+            self._counting = None
+        if not self.problem:
+            self._draw()
+
+    async def line_on_screen(self) -> int | None:
+        """The number of the top line on screen, counted now if it is not known yet."""
+        if self.problem:
+            return None
+        if self.line is not None:
+            return self.line
+        try:
+            return await asyncio.to_thread(line_at, self.path, self.position, self._anchor)
+        except OSError:
+            return None
+
     def _draw(self) -> None:
+        self._update_line()
         lines, after = self._visible()
         # The file's bytes as text: never markup, and no control character reaches the terminal.
         body = Text(visible("\n".join(lines)), no_wrap=True, overflow="ellipsis")
@@ -237,7 +325,9 @@ class Pager(Widget, can_focus=True):
                                  case_sensitive=False)
         self.query_one("#pager-body", Static).update(body)
         percent = 100 if self.file_size == 0 else min(100, int(after * 100 / self.file_size))
-        self._set_status(f"byte {self.position:,} of {self.file_size:,} ({percent}%)" + (f" · {self.status}" if self.status else ""))
+        line = "line …" if self.line is None else f"line {self.line:,}"
+        self._set_status(f"{line} · byte {self.position:,} of {self.file_size:,} ({percent}%)"
+                         + (f" · {self.status}" if self.status else ""))
 
     def _set_status(self, text: str) -> None:
         self.query_one("#pager-status", Label).update(plain(text))  # it quotes paths and searches
@@ -251,6 +341,7 @@ class Pager(Widget, can_focus=True):
     def action_move(self, lines: int) -> None:
         if self.problem:
             return
+        self.status = ""
         if lines > 0:
             target = self.position
             for _ in range(lines):
@@ -273,9 +364,11 @@ class Pager(Widget, can_focus=True):
         self.action_move(direction * max(1, self._height() - 1))
 
     def action_jump_start(self) -> None:
+        self.status = ""
         self.load(0)
 
     def action_jump_end(self) -> None:
+        self.status = ""
         self.load(10**18, then_end=True)  # re-reads the size: a growing file shows its new end
 
     def action_ask(self, what: str) -> None:
@@ -295,6 +388,7 @@ class Pager(Widget, can_focus=True):
         value = event.value.strip()
         if not value:
             return
+        self.status = ""
         if self._asking in ("line", "byte"):
             if not value.replace(",", "").isdigit():
                 self.status = f"{value!r} is not a number"
@@ -360,12 +454,14 @@ class Pager(Widget, can_focus=True):
         if offset is None:
             self.app.call_from_thread(self._progress, "cancelled" if cancel.is_set() else f"the file has fewer than {line} lines")
         else:
-            self.app.call_from_thread(self._found, offset, f"line {line:,}")
+            self.app.call_from_thread(self._found, offset, "", line)
 
     def _progress(self, text: str) -> None:
         self.status = text
         self._draw() if not self.problem else self._set_status(text)
 
-    def _found(self, offset: int, text: str) -> None:
+    def _found(self, offset: int, text: str, line: int | None = None) -> None:
         self.status = text
+        if line is not None:  # a jump to a line: its number is known
+            self._anchor = (offset, line)
         self.load(offset)
