@@ -2,7 +2,8 @@
 
 Tables: ``sessions``, ``turns``, ``messages`` (the conversation in the OpenAI chat shape, in
 order), ``tool_calls`` (arguments, status, result, and the ``exec_id`` of the execution's
-record in ``cache/exec``) and ``approvals`` (asked, answered, or still pending).
+record in ``cache/exec``), ``approvals`` (asked, answered, or still pending) and
+``input_history`` (what was typed in the input, in every session: Up and Ctrl+R recall it).
 
 Every statement runs on one writer thread that owns the connection, so the event loop never
 waits on the disk: callers ``await`` a write only when what they show must be stored first
@@ -61,6 +62,9 @@ CREATE TABLE IF NOT EXISTS approvals (
     created_at REAL NOT NULL, answered_at REAL
 );
 CREATE INDEX IF NOT EXISTS approvals_session ON approvals(session_id, status);
+CREATE TABLE IF NOT EXISTS input_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, text TEXT NOT NULL, created_at REAL NOT NULL
+);
 """
 
 
@@ -400,3 +404,28 @@ def delete_session(db: sqlite3.Connection, session_id: str) -> bool:
     """Remove a session and everything in it."""
     db.execute("DELETE FROM approvals WHERE session_id = ?", (session_id,))
     return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+
+INPUT_HISTORY_LIMIT = 10_000
+"""Inputs kept in ``input_history`` (the newest)."""
+
+
+def add_input(db: sqlite3.Connection, session_id: str | None, text: str, limit: int = INPUT_HISTORY_LIMIT) -> bool:
+    """Keep a submitted input (whole, however many lines); a blank one or a repeat of the newest
+    is not kept again. The oldest beyond ``limit`` are dropped. True if it was added."""
+    if not text.strip():
+        return False
+    newest = db.execute("SELECT text FROM input_history ORDER BY id DESC LIMIT 1").fetchone()
+    if newest is not None and newest["text"] == text:
+        return False
+    db.execute("INSERT INTO input_history (session_id, text, created_at) VALUES (?, ?, ?)",
+               (session_id, text, time.time()))
+    db.execute("DELETE FROM input_history WHERE id <= (SELECT id FROM input_history ORDER BY id DESC "
+               "LIMIT 1 OFFSET ?)", (max(limit, 1),))
+    return True
+
+
+def load_inputs(db: sqlite3.Connection, limit: int = INPUT_HISTORY_LIMIT) -> list[str]:
+    """The newest ``limit`` inputs of every session, oldest first."""
+    rows = db.execute("SELECT text FROM input_history ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    return [row["text"] for row in reversed(rows)]

@@ -274,6 +274,23 @@ class Runtime:
         async with kernel.lock:
             return await kernel.inspect()
 
+    async def kernel_names(self, session: str, timeout: float = 2.0) -> list[dict[str, object]] | None:
+        """The variables of the session's kernel (its most recently used top-level one), for
+        completing names the user types; None when it has no live kernel, runs a script, or does
+        not answer within ``timeout``. Asked like :meth:`inspect_kernel`: the namespace is
+        not touched and a busy kernel is not asked at all."""
+        kernels = [k for k in self._pool.of_session(session, with_subagents=False) if k.alive] if self._pool else []
+        if not kernels:
+            return None
+        kernel = max(kernels, key=lambda k: k.last_used_monotonic)
+        if kernel.lock.locked() or kernel.state != "idle":
+            return None
+        try:
+            async with kernel.lock:
+                return await kernel.inspect(timeout)
+        except Exception:  # gone, or slow to answer: complete from builtins instead
+            return None
+
     async def kernel_memory(self) -> dict[str, int]:
         """Resident memory in bytes of each live kernel (read off /proc in a thread)."""
         pids = {k.id: k.pid for k in self.kernels() if k.pid}
