@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from bisect import bisect_right
+from itertools import accumulate
+from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len, chop_cells
+from rich.text import Text
+from textual import events
+from textual._line_split import line_split
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import plain, visible
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 MAX_LINES = 5_000
 """Lines the pane keeps (the full output is in the record and the spill file)."""
@@ -25,6 +37,197 @@ PENDING_LIMIT = 1 << 20
 """Characters waiting for the next flush at most; a burst beyond that is counted, not kept."""
 STATUS_STYLE = {"running": "bold $warning", "success": "bold $success", "error": "bold $error",
                 "timeout": "bold $error", "interrupted": "bold $warning"}
+
+
+def header_line(status: str, elapsed: str, limit: str, skipped: str | None, calls: str, kernel: str,
+                exec_id: str, room: int) -> str:
+    """The header after ``status`` (which is styled apart): what fits in ``room`` cells. The
+    exec id goes first, then the kernel, the time limit, the tool count and the flood note: a
+    narrow pane shows whole words, never a cut."""
+    candidates = [
+        [elapsed + limit, skipped, calls, kernel, exec_id],
+        [elapsed + limit, skipped, calls, kernel],
+        [elapsed + limit, skipped, calls],
+        [elapsed, skipped, calls],
+        [elapsed, skipped],
+        [elapsed],
+    ]
+    for parts in candidates:
+        line = "".join(f" · {part}" for part in parts if part)
+        if cell_len(status + line) <= room:
+            return line
+    return ""
+
+
+class OutputLog(Log):
+    """A :class:`Log` that wraps long lines at its width (``wrap``), and whose writes repaint
+    only itself: Textual's ``Log.write`` changes ``virtual_size``, which lays out the whole
+    screen again, every flush of a flood. ``lines`` stay the raw lines either way."""
+
+    DEFAULT_CSS = """
+    OutputLog.-wrap { overflow-x: hidden; }
+    """
+
+    def __init__(self, *, wrap: bool = True, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._wrap = wrap
+        self._counts: list[int] = []
+        """Rows of each line at ``_wrap_width`` (for a prefix of ``_lines``)."""
+        self._starts: list[int] | None = None
+        """The first row of each line (prefix sums of ``_counts``), when up to date."""
+        self._wrap_width = 0
+        self.set_class(wrap, "-wrap")
+
+    @property
+    def wrap(self) -> bool:
+        """Long lines wrap at the log's width (else they scroll sideways)."""
+        return self._wrap
+
+    @wrap.setter
+    def wrap(self, wrap: bool) -> None:
+        at_end = self.is_vertical_scroll_end
+        self._wrap = wrap
+        self.set_class(wrap, "-wrap")
+        self._forget_rows(0)
+        self._render_line_cache.clear()
+        self._set_virtual_size()
+        self.refresh()
+        if at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    # -- rows ------------------------------------------------------------------------------
+
+    def _forget_rows(self, first: int) -> None:
+        del self._counts[first:]
+        self._starts = None
+
+    def _content_width(self) -> int:
+        return max(1, self.scrollable_content_region.width)
+
+    def _rows_of(self, line: str, width: int) -> int:
+        text = self._process_line(line)
+        if text.isascii():  # one cell a character
+            return max(1, -(-len(text) // width))
+        return max(1, len(chop_cells(text, width)))
+
+    def _row_starts(self) -> list[int]:
+        width = self._content_width()
+        if width != self._wrap_width:
+            self._wrap_width = width
+            self._forget_rows(0)
+        if len(self._counts) < len(self._lines):  # only lines added since: a flush costs its own lines
+            rows_of = self._rows_of
+            self._counts.extend(rows_of(line, width) for line in self._lines[len(self._counts):])
+            self._starts = None
+        if self._starts is None:
+            self._starts = list(accumulate(self._counts, initial=0))
+        return self._starts
+
+    @property
+    def row_count(self) -> int:
+        """Rows of content as drawn (wrapped lines count once per row)."""
+        if not self._wrap:
+            return self.line_count
+        total = self._row_starts()[-1]
+        return total - (1 if self._lines and self._lines[-1] == "" else 0)
+
+    def _set_virtual_size(self) -> None:
+        """The scrollable size, set without a layout of the screen (the log's own size does
+        not change, only how far it scrolls): what Textual does on a resize."""
+        if self._wrap:
+            size = Size(self._content_width(), self.row_count)
+        else:
+            size = Size(self._width, self.line_count)
+        if size != self.virtual_size:
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._wrap and self._content_width() != self._wrap_width:
+            at_end = self.is_vertical_scroll_end
+            self._set_virtual_size()
+            self.refresh()
+            if at_end:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def write(self, data: str, scroll_end: bool | None = None) -> Self:
+        """Append ``data``; follow the end if the log was showing it."""
+        at_end = self.is_vertical_scroll_end
+        if data:
+            lines = self._lines
+            if not lines:
+                lines.append("")
+            first = len(lines) - 1  # the last line may be continued
+            self._forget_rows(first)
+            for line, ending in line_split(data):
+                lines[-1] += line
+                if ending:
+                    lines.append("")
+            process = self._process_line
+            self._width = max(self._width, *(cell_len(process(line)) for line in lines[first:]))
+            for y in range(first, len(lines)):
+                self._render_line_cache.discard(y)
+        if self.max_lines is not None and len(self._lines) > self.max_lines:
+            self._prune_max_lines()
+        self._set_virtual_size()
+        self.refresh()
+        follow = self.auto_scroll if scroll_end is None else scroll_end
+        if follow and at_end and not self.is_vertical_scrollbar_grabbed:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        return self
+
+    def _prune_max_lines(self) -> None:
+        if self.max_lines is not None and len(self._lines) > self.max_lines:
+            del self._counts[:len(self._lines) - self.max_lines]
+            self._starts = None
+        super()._prune_max_lines()
+
+    def clear(self) -> Self:
+        """Empty the log (what ``Log.clear`` does, without a layout of the screen)."""
+        self._forget_rows(0)
+        self._lines.clear()
+        self._width = 0
+        self._render_line_cache.clear()
+        self._updates += 1
+        self._clear_y = 0
+        self._set_virtual_size()
+        self.refresh()
+        return self
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
+        if not self._wrap:
+            return super()._render_line(y, scroll_x, width)
+        rich_style = self.rich_style
+        starts = self._row_starts()
+        if y >= self.row_count:
+            return Strip.blank(width, rich_style)
+        index = bisect_right(starts, y) - 1
+        part = y - starts[index]
+        text = self._process_line(self._lines[index])
+        wrap = self._wrap_width
+        if text.isascii():
+            offset = part * wrap
+            piece = text[offset:offset + wrap]
+        else:
+            pieces = chop_cells(text, wrap)
+            piece = pieces[part] if part < len(pieces) else ""
+            offset = sum(len(p) for p in pieces[:part])
+        line_text = Text(piece, no_wrap=True)
+        line_text.stylize(rich_style)
+        selection = self.text_selection
+        if selection is not None and (span := selection.get_span(index - self._clear_y)) is not None:
+            start, end = span
+            end = len(text) if end == -1 else end
+            start, end = max(start - offset, 0), min(end - offset, len(piece))
+            if start < end:
+                line_text.stylize(self.screen.get_component_rich_style("screen--selection"), start, end)
+        strip = Strip(line_text.render(self.app.console), cell_len(piece))
+        # Offsets name the raw line and column: a selection copies the unwrapped text.
+        return strip.crop_extend(0, width, rich_style).apply_offsets(offset, index)
 
 
 class OutputPane(Vertical):
@@ -43,6 +246,9 @@ class OutputPane(Vertical):
         Binding("o", "open_spill", "Open full output", id="output-open"),
         Binding("y", "copy_spill", "Copy path", id="output-copy"),
         Binding("c", "open_entry", "Open entry", id="output-entry"),
+        # One key, two descriptions: the footer shows whether long lines wrap now.
+        Binding("w", "wrap(False)", "Wrap: on", id="output-wrap"),
+        Binding("w", "wrap(True)", "Wrap: off", id="output-nowrap"),
     ]
 
     def __init__(self, **kwargs: object) -> None:
@@ -67,7 +273,7 @@ class OutputPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("no script has run yet", id="output-header")
-        yield Log(max_lines=MAX_LINES, auto_scroll=True, id="output-log")
+        yield OutputLog(max_lines=MAX_LINES, auto_scroll=True, id="output-log")
         yield Static("", id="output-spill")
 
     def on_mount(self) -> None:
@@ -84,7 +290,7 @@ class OutputPane(Vertical):
         self._pending.clear()
         self._pending_size = self._skipped = self.skipped_total = 0
         self._skipping = False
-        self.query_one(Log).clear()
+        self.query_one(OutputLog).clear()
         self.query_one("#output-spill", Static).update("")
         self._refresh_header()
 
@@ -114,7 +320,7 @@ class OutputPane(Vertical):
             keep = keep[keep.find("\n") + 1:] if "\n" in keep[:-1] else keep
             self._skipped += len(text) - len(keep)
             text = keep
-        log = self.query_one(Log)
+        log = self.query_one(OutputLog)
         if self._skipped:
             if not self._skipping:
                 log.write("\n… [output too fast to show live: the newest lines follow; all of it is in the result] …\n")
@@ -142,7 +348,7 @@ class OutputPane(Vertical):
         self.spill_path = result.stdout_spill_path
         self._pending.clear()
         self._pending_size = self._skipped = 0
-        log = self.query_one(Log)
+        log = self.query_one(OutputLog)
         log.clear()
         log.write(result.output)
         notes = []
@@ -162,19 +368,35 @@ class OutputPane(Vertical):
             return
         end = self.finished if self.finished is not None else time.monotonic()
         elapsed = max(0.0, end - self.started)
-        style = STATUS_STYLE.get(self.status, "bold")
         calls = f"tools {self.tool_calls}/{self.max_tool_calls}" if self.max_tool_calls else f"tools {self.tool_calls}"
         limit = f" of {self.timeout:g}s" if self.status == "running" and self.timeout else ""
-        if self.status == "running" and self.skipped_total:
-            limit += f" · {self.skipped_total / 1e6:.1f} MB too fast to show"
-        self.query_one("#output-header", Static).update(Content.assemble(
-            (self.status, style), visible(f" · {elapsed:.1f}s{limit} · {calls} · kernel {self.kernel_id or '—'}"
-                                          f" · {self.exec_id}")))
+        skipped = (f"{self.skipped_total / 1e6:.1f} MB too fast to show"
+                   if self.status == "running" and self.skipped_total else None)
+        header = self.query_one("#output-header", Static)
+        room = header.size.width - 2 if header.size.width else 1 << 16  # its padding: one cell each side
+        line = header_line(self.status, f"{elapsed:.1f}s", limit, skipped, calls,
+                           visible(f"kernel {self.kernel_id or '—'}"), visible(self.exec_id), room)
+        # One row, always: no layout of the screen for it (it changes four times a second).
+        header.update(Content.assemble((self.status, STATUS_STYLE.get(self.status, "bold")), line),
+                      layout=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._refresh_header()
 
     def set_tool_calls(self, count: int) -> None:
         self.tool_calls = count
 
     # -- actions --------------------------------------------------------------------------
+
+    def action_wrap(self, wrap: bool) -> None:
+        """Wrap long lines at the pane's width, or not (they scroll sideways)."""
+        self.query_one(OutputLog).wrap = wrap
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "wrap":  # of the two ``w`` bindings, the one that changes something
+            return bool(parameters) and parameters[0] != self.query_one(OutputLog).wrap
+        return True
 
     def action_open_spill(self) -> None:
         if self.spill_path:

@@ -1,4 +1,10 @@
-"""Drawing a stored session back into the conversation pane (on resume or switch)."""
+"""Drawing a stored session back into the conversation pane (on resume or switch).
+
+The newest page is drawn at once; older messages are drawn a page at a time when the
+transcript is scrolled to its top (:meth:`ConversationPane.extend`'s ``older``), until the pane
+holds MAX_BLOCKS blocks: a session of thousands of messages opens as fast as a short one, and
+memory stays bounded.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +12,79 @@ import json
 import time
 from typing import Any, cast
 
+from textual.widget import Widget
+from textual.widgets import Static
+
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.units import plural
-from hermes_tui.widgets.conversation import ConversationPane, MessageBlock, ReplyBlock, RunBlock, note, tool_block
+from hermes_tui.widgets.conversation import MAX_BLOCKS, ConversationPane, MessageBlock, ReplyBlock, RunBlock, note, tool_block
+from hermes_tui.widgets.safe import plain
 
-SHOWN_MESSAGES = 80
-"""The newest messages drawn (older ones stay stored; the pane keeps at most 200 blocks)."""
+FIRST_PAGE_BLOCKS = 10
+"""Blocks drawn at once: a screenful or more (each block is two rows at least)."""
+PAGE_BLOCKS = 24
+"""Blocks drawn each time the transcript is scrolled to its top."""
 
 
 def draw_session(pane: ConversationPane, loaded: LoadedSession) -> None:
-    """Messages, replies and tool calls as they were, interrupted turns marked."""
-    stored = loaded.stored
-    pending = {p.call.id for p in loaded.pending}
-    interrupted = set(loaded.interrupted_turns)
-    messages = stored.messages[-SHOWN_MESSAGES:]
-    when = stored.info.updated_at
-    older = len(stored.messages) - len(messages)
-    blocks: list[Any] = []
-    blocks.append(note(f"Session {stored.info.id} — {plural(len(stored.messages), 'message')} stored "
-                  f"(continued; last active {_clock(when)})."
-                  + (f" The {older} oldest are not drawn here; `hermes-tui export` has them all." if older else "")))
-    for index, message in enumerate(messages):
+    """Messages, replies and tool calls as they were, interrupted turns marked: the newest
+    page now, older ones as the user scrolls up."""
+    pages = SessionPages(loaded)
+    blocks = pages.page(FIRST_PAGE_BLOCKS, MAX_BLOCKS - 1)
+    pane.extend(blocks, older=pages.older if pages.end else None, head=pages.head)
+
+
+class SessionPages:
+    """The blocks of a stored session's messages, newest first, a page at a time."""
+
+    def __init__(self, loaded: LoadedSession) -> None:
+        self.loaded = loaded
+        self.messages = loaded.stored.messages
+        self.pending = {p.call.id for p in loaded.pending}
+        self.interrupted = set(loaded.interrupted_turns)
+        self.end = len(self.messages)
+        """Messages before this index are not drawn yet."""
+        self.head = Static("", classes="note info")
+        """The line above the drawn messages: the session, and how many are not drawn."""
+        self.update_head()
+
+    def older(self, room: int) -> list[Widget]:
+        """The next page (for the pane, when its transcript is scrolled to the top)."""
+        return self.page(PAGE_BLOCKS, room)
+
+    def page(self, wanted: int, room: int) -> list[Widget]:
+        """The blocks of the newest messages not drawn yet: ``wanted`` or a few more (a
+        message's blocks stay together), never more than ``room``; none when all are drawn."""
+        blocks: list[Widget] = []
+        full = False
+        while self.end > 0 and len(blocks) < wanted:
+            message_blocks = self._blocks(self.end - 1)
+            if len(blocks) + len(message_blocks) > room:
+                full = True  # the pane holds MAX_BLOCKS: the rest stay stored
+                break
+            blocks[:0] = message_blocks
+            self.end -= 1
+        self.update_head(full)
+        return blocks
+
+    def update_head(self, full: bool = False) -> None:
+        """Say how many messages are stored and how many are not drawn (yet, or at all)."""
+        stored = self.loaded.stored
+        text = (f"Session {stored.info.id} — {plural(len(self.messages), 'message')} stored "
+                f"(continued; last active {_clock(stored.info.updated_at)}).")
+        if self.end and full:
+            text += f" The {self.end} oldest are not drawn here; `hermes-tui export` has them all."
+        elif self.end:
+            text += f" {plural(self.end, 'older message')}: scroll up to draw them."
+        self.head.update(plain(text))
+
+    def _blocks(self, index: int) -> list[Widget]:
+        """The blocks of message ``index``, and the note after it if its turn was cut there."""
+        messages = self.messages
+        message = messages[index]
         turn = message["turn_id"]
+        blocks: list[Widget] = []
         if message["role"] == "user":
             blocks.append(MessageBlock(message["content"] or "", message["origin"] or "user"))
         elif message["role"] == "assistant":
@@ -38,13 +94,13 @@ def draw_session(pane: ConversationPane, loaded: LoadedSession) -> None:
                     reply.add_class(message["status"])
                 blocks.append(reply)
             for call in message["tool_calls"] or ():
-                blocks.append(_call_block(call, stored.tool_calls.get(call["id"]), call["id"] in pending))
+                blocks.append(_call_block(call, self.loaded.stored.tool_calls.get(call["id"]), call["id"] in self.pending))
         following = messages[index + 1]["turn_id"] if index + 1 < len(messages) else None
-        if turn in interrupted and following != turn:
+        if turn in self.interrupted and following != turn:
             blocks.append(note("⚠ This turn was interrupted: the app stopped while it ran."
                                + (" Its pending approval is asked again now." if any(
-                                   p.turn_id == turn for p in loaded.pending) else ""), "warning"))
-    pane.extend(blocks)
+                                   p.turn_id == turn for p in self.loaded.pending) else ""), "warning"))
+        return blocks
 
 
 def _call_block(call: dict[str, Any], row: dict[str, Any] | None, pending: bool) -> RunBlock:
@@ -71,3 +127,4 @@ def _call_block(call: dict[str, Any], row: dict[str, Any] | None, pending: bool)
 
 def _clock(when: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+

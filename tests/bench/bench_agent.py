@@ -118,41 +118,16 @@ async def main(turns: int, tokens: int) -> None:
 
 
 async def resume_bench(messages: int) -> None:
-    from hermes_tui import store as db
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.conversation import ReplyBlock
+    """Open a stored session of ``messages`` messages in the app (as --resume does): the newest
+    page is drawn first, older ones as the transcript is scrolled up (bench_ui.resume_draw)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_ui import resume_draw
 
-    home = Path(tempfile.mkdtemp(prefix="bench-resume-"))
-    store = SessionStore.open(home)
-    store.sync(db.create_session, "big", "custom", "m", str(home))
-    reply = "Here is **a** reply with a list:\n\n- one\n- two\n\n```python\nprint(1)\n```\n"
-    for index in range(messages // 4):
-        turn = f"t{index}"
-        store.sync(db.start_turn, "big", turn, "user", f"question {index}")
-        call = {"id": f"c{index}", "type": "function",
-                "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}
-        message = store.sync(db.add_message, "big", turn, "assistant", "Looking.", tool_calls=[call])
-        store.sync(db.start_tool_call, "big", turn, message, call["id"], "terminal", '{"command": "ls"}')
-        store.sync(db.finish_tool_call, "big", turn, call["id"], "success", {"output": "a", "exit_code": 0},
-                   '{"output": "a"}', None)
-        store.sync(db.add_message, "big", turn, "assistant", reply)
-        store.sync(db.end_turn, turn, "done")
-    store.close()
-    config = parse_config("model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n")
-    app = HermesApp(config, cwd=str(home), home=home, session="big")
-    start = time.perf_counter()
-    async with app.run_test(size=(140, 40)) as pilot:
-        while not app.agent:
-            await pilot.pause(0.005)
-        loaded = time.perf_counter() - start
-        while len(app.query(ReplyBlock)) < 2:
-            await pilot.pause(0.005)
-        await pilot.pause()
-        drawn = time.perf_counter() - start
-        blocks = len(app.query("#transcript > *"))
-    print(f"opening a stored session of {messages} messages in the app: read and rebuilt {loaded * 1000:.0f} ms "
-          f"after start, drawn {drawn * 1000:.0f} ms after start ({blocks} blocks in the transcript)")
-    shutil.rmtree(home, ignore_errors=True)
+    figures = await resume_draw(messages)
+    print(f"opening a stored session of {messages} messages in the app: read and rebuilt "
+          f"{figures['loaded'] * 1000:.0f} ms after start, newest screen drawn {figures['drawn'] * 1000:.0f} ms after "
+          f"start = {(figures['drawn'] - figures['frame']) * 1000:.0f} ms after the first frame "
+          f"({figures['blocks']:.0f} blocks in the transcript)")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """Benchmark of the workstation. Prints figures; asserts nothing.
 
-    python tests/bench/bench_ui.py [--flood-mb 200] [--starts 5]
+    python tests/bench/bench_ui.py [--flood-mb 200] [--floods 3] [--starts 5] [--resume 2000]
 
-Figures: while a script floods the output pane with N MB, the latency of key presses (time
-from a key to its effect, a focus change), the app's peak-RSS growth and the flood's wall
-time; and the time to the first screen of the installed `hermes-tui` in a real terminal
-(tmux), from launch until its input hint is drawn.
+Figures: while a script floods the output pane with N MB (a few floods, their presses pooled),
+the latency of key presses (time from a key to its effect, a focus change) as median, p99 and
+max, the app's peak-RSS growth and the flood's wall time; the time from the app's first frame
+to the newest screen of a stored session of M messages (`--resume`) drawn; and the time to the
+first screen of the installed `hermes-tui` in a real terminal (tmux), from launch until its
+input hint is drawn.
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ sys.stdout.flush()
 """
 
 
-async def flood(megabytes: int, folder: str) -> None:
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of ``values`` (sorted or not)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))]
+
+
+async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
     from textual.events import Key
 
     from hermes_tui.app import HermesApp
@@ -56,37 +64,107 @@ async def flood(megabytes: int, folder: str) -> None:
             idle.append(time.perf_counter() - pressed)
             await asyncio.sleep(0.05)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        prompt.focus()
-        prompt.insert(FLOOD.format(chunks=megabytes * 16).strip() + "\n")
-        prompt.move_cursor(prompt.document.end)
-        started = time.perf_counter()
-        app.post_message(Key("enter", None))  # not pilot.press: that waits for the app to be idle
-        while len(app.query(RunBlock)) < 2:
-            await asyncio.sleep(0.002)
-        latencies = []
+        latencies: list[float] = []
+        walls: list[float] = []
         targets = ["#kernel-table", "#prompt"]
-        while app.query(RunBlock).last().status == "running":
-            target = targets[len(latencies) % 2]
-            key = "f4" if target == "#kernel-table" else "f2"
-            pressed = time.perf_counter()
-            app.post_message(Key(key, None))
-            while app.focused is None or app.focused.id != target.lstrip("#"):  # its effect: focus moved
+        for _ in range(floods):
+            runs = len(app.query(RunBlock))
+            app.query_one("#prompt").focus()
+            await pilot.pause()
+            prompt.insert(FLOOD.format(chunks=megabytes * 16).strip() + "\n")
+            prompt.move_cursor(prompt.document.end)
+            started = time.perf_counter()
+            app.post_message(Key("enter", None))  # not pilot.press: that waits for the app to be idle
+            while len(app.query(RunBlock)) <= runs:
                 await asyncio.sleep(0.002)
-            latencies.append(time.perf_counter() - pressed)
-            await asyncio.sleep(0.05)
-        wall = time.perf_counter() - started
+            while app.query(RunBlock).last().status == "running":
+                target = targets[len(latencies) % 2]
+                key = "f4" if target == "#kernel-table" else "f2"
+                pressed = time.perf_counter()
+                app.post_message(Key(key, None))
+                while app.focused is None or app.focused.id != target.lstrip("#"):  # its effect: focus moved
+                    await asyncio.sleep(0.002)
+                latencies.append(time.perf_counter() - pressed)
+                await asyncio.sleep(0.03)
+            walls.append(time.perf_counter() - started)
         rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
         result = app.query(RunBlock).last().result
         lines = len(app.query_one("#output-log").lines)
-    print(f"flood {megabytes} MB through the app: {wall:.2f} s wall, {result.stdout_bytes_total:,} bytes, "
-          f"output pane holds {lines} lines")
+    print(f"flood {megabytes} MB through the app, {floods} times: {statistics.median(walls):.2f} s wall (median), "
+          f"{result.stdout_bytes_total:,} bytes each, output pane holds {lines} lines")
     if latencies:
-        latencies.sort()
-        print(f"key-to-effect latency during the flood, {len(latencies)} presses: median "
-              f"{statistics.median(latencies) * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms")
+        print(f"key-to-effect latency during the floods, {len(latencies)} presses: median "
+              f"{statistics.median(latencies) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "
+              f"max {max(latencies) * 1000:.1f} ms")
     print(f"the same keys with nothing running, {len(idle)} presses: median {statistics.median(idle) * 1000:.1f} ms, "
           f"max {max(idle) * 1000:.1f} ms")
-    print(f"app peak-RSS growth during the flood: {rss_growth / 1024:.1f} MB")
+    print(f"app peak-RSS growth during the floods: {rss_growth / 1024:.1f} MB")
+
+
+def make_session(home: Path, messages: int, session: str = "big") -> None:
+    """A stored session of ``messages`` messages: turns of a question, a reply calling
+    ``terminal``, its result and a Markdown reply."""
+    from hermes_tui import store as db
+    from hermes_tui.store import SessionStore
+
+    store = SessionStore.open(home)
+    store.sync(db.create_session, session, "custom", "m", str(home))
+    reply = "Here is **a** reply with a list:\n\n- one\n- two\n\n```python\nprint(1)\n```\n"
+    for index in range(messages // 4):
+        turn = f"t{index}"
+        store.sync(db.start_turn, session, turn, "user", f"question {index}")
+        call = {"id": f"c{index}", "type": "function",
+                "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}
+        message = store.sync(db.add_message, session, turn, "assistant", "Looking.", tool_calls=[call])
+        store.sync(db.start_tool_call, session, turn, message, call["id"], "terminal", '{"command": "ls"}')
+        store.sync(db.finish_tool_call, session, turn, call["id"], "success", {"output": "a", "exit_code": 0},
+                   '{"output": "a"}', None)
+        store.sync(db.add_message, session, turn, "assistant", f"{reply}\nreply {index}")
+        store.sync(db.end_turn, turn, "done")
+    store.close()
+
+
+async def resume_draw(messages: int) -> dict[str, float]:
+    """Open a stored session of ``messages`` messages (as ``--resume`` does): seconds from
+    start to the first frame, to the session read, and to its newest screen drawn (the newest
+    reply rendered, the transcript at its end, one more frame); and the blocks drawn."""
+    from textual import events
+
+    from hermes_tui.app import HermesApp
+    from hermes_tui.config import parse_config
+    from hermes_tui.widgets.conversation import ReplyBlock
+
+    home = Path(tempfile.mkdtemp(prefix="bench-resume-"))
+    try:
+        make_session(home, messages)
+        newest = f"reply {messages // 4 - 1}"
+        config = parse_config("model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n")
+        app = HermesApp(config, cwd=str(home), home=home, session="big")
+        seen: dict[str, float] = {}
+
+        def hook(message: object) -> None:
+            if isinstance(message, events.Ready) and "frame" not in seen:
+                seen["frame"] = time.perf_counter()
+
+        start = time.perf_counter()
+        async with app.run_test(size=(140, 40), message_hook=hook) as pilot:
+            while not app.agent:
+                await pilot.pause(0.002)
+            loaded = time.perf_counter() - start
+
+            def drawn() -> bool:
+                transcript = app.query_one("#transcript")
+                replies = [b for b in transcript.children if isinstance(b, ReplyBlock)]
+                return bool(replies) and newest in replies[-1].text and bool(replies[-1].children) \
+                    and transcript.max_scroll_y > 0 and transcript.scroll_y >= transcript.max_scroll_y
+            while not drawn():
+                await pilot.pause(0.002)
+            await pilot.pause()  # the frame that shows it
+            done = time.perf_counter() - start
+            blocks = len(app.query("#transcript > *"))
+        return {"frame": seen.get("frame", start) - start, "loaded": loaded, "drawn": done, "blocks": blocks}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def first_screen(starts: int, home: str, folder: str) -> None:
@@ -122,13 +200,19 @@ def first_screen(starts: int, home: str, folder: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flood-mb", type=int, default=200)
+    parser.add_argument("--floods", type=int, default=3)
     parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--resume", type=int, default=2000, help="messages in the stored session opened")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home:
         os.environ["HERMES_HOME"] = home  # never the user's real ~/.hermes
         folder = tempfile.mkdtemp(dir=home)
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
-        asyncio.run(flood(args.flood_mb, folder))
+        asyncio.run(flood(args.flood_mb, folder, args.floods))
+        figures = asyncio.run(resume_draw(args.resume))
+        print(f"resume of a stored session of {args.resume} messages: first frame {figures['frame'] * 1000:.0f} ms "
+              f"after start, newest screen drawn {(figures['drawn'] - figures['frame']) * 1000:.0f} ms after the "
+              f"first frame ({figures['blocks']:.0f} blocks in the transcript)")
         first_screen(args.starts, home, folder)
 
 

@@ -1,0 +1,239 @@
+"""Issue 15: a run's output under its block, wrapping in the output pane, a header that
+shortens, a stored session drawn a page at a time, and the footer that leaked its keys."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+from textual.widget import Widget
+
+from hermes_tui import store as db
+from hermes_tui.app import HermesApp
+from hermes_tui.config import parse_config
+from hermes_tui.runtime.models import ExecResult, KernelRef
+from hermes_tui.widgets.conversation import MAX_BLOCKS, MessageBlock, ReplyBlock, RunBlock, output_preview
+from hermes_tui.widgets.output import OutputLog, OutputPane, header_line
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
+
+from bench_ui import make_session  # noqa: E402
+
+
+def result(output: str, exec_id: str = "20260101-000000-abcd1234") -> ExecResult:
+    return ExecResult(status="success", output=output, duration_seconds=0.5, exec_id=exec_id,
+                      kernel=KernelRef(id="k1", reused=False, execution_count=1, state_reset=False))
+
+
+async def wait_until(pilot, predicate, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await pilot.pause(0.02)
+
+
+# -- the preview under a run ---------------------------------------------------------------
+
+def test_short_output_shows_whole_under_its_block() -> None:
+    preview = output_preview("one\ntwo\n")
+    assert preview is not None and preview.plain == "one\ntwo"
+    assert output_preview("") is None and output_preview("\n\n") is None
+
+
+def test_long_output_shows_its_first_lines_and_how_many_more() -> None:
+    preview = output_preview("\n".join(f"line {i}" for i in range(20)) + "\n")
+    assert preview is not None
+    lines = preview.plain.split("\n")
+    assert lines[:8] == [f"line {i}" for i in range(8)] and "line 8" not in preview.plain
+    assert lines[8].startswith("… 12 more lines")
+    wide = output_preview("x" * 5000)
+    assert wide is not None and wide.plain.count("x") == 1000 and "4,000 more characters" in wide.plain
+
+
+def test_preview_is_text_never_markup() -> None:
+    preview = output_preview("[bold red]not markup[/] [@click=app.quit]x[/] \x1b[2J")
+    assert preview is not None
+    assert preview.plain.startswith("[bold red]not markup[/] [@click=app.quit]x[/]") and "\\x1b[2J" in preview.plain
+    assert not preview.spans  # no style came from the text
+
+
+class RunApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RunBlock("print('hi')")
+        yield OutputPane()
+
+    def on_run_block_selected(self, event: RunBlock.Selected) -> None:
+        self.query_one(OutputPane).show(event.block.result)
+
+
+async def test_run_block_draws_the_preview_and_enter_opens_the_whole_output() -> None:
+    output = "".join(f"row {i}\n" for i in range(30))
+    app = RunApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        block = app.query_one(RunBlock)
+        block.set_result(result(output))
+        await pilot.pause()
+        shown = "\n".join(line.text for line in block.render_lines(block.region.reset_offset))
+        assert "row 0" in shown and "row 7" in shown and "row 8" not in shown and "22 more lines" in shown
+        block.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        log = app.query_one(OutputLog)
+        assert list(log.lines[:30]) == [f"row {i}" for i in range(30)]
+
+
+# -- the output pane: wrapping, the header, writes without layout --------------------------
+
+class PaneApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield OutputPane()
+
+    def on_mount(self) -> None:
+        from textual.widgets import Footer
+
+        self.mount(Footer())
+
+
+async def test_long_lines_wrap_and_w_toggles_it_with_the_footer_saying_so() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane = app.query_one(OutputPane)
+        log = app.query_one(OutputLog)
+        pane.show(result("a" * 200 + "\nshort\n"))
+        await pilot.pause()
+        width = log.scrollable_content_region.width
+        assert log.wrap and log.lines[0] == "a" * 200  # the raw line is kept
+        assert log.row_count == -(-200 // width) + 1 and log.virtual_size.height == log.row_count
+        assert log.virtual_size.width <= width  # nothing to scroll sideways
+        strips = [log.render_line(y).text for y in range(log.row_count)]
+        assert "".join(strips[:-1]).replace(" ", "") == "a" * 200 and strips[-1].startswith("short")
+        log.focus()
+        await pilot.pause()
+        assert app.screen.active_bindings["w"].binding.description == "Wrap: on"
+        await pilot.press("w")
+        await pilot.pause()
+        assert not log.wrap and log.row_count == 2 and log.virtual_size.width >= 200
+        assert app.screen.active_bindings["w"].binding.description == "Wrap: off"
+        await pilot.press("w")
+        assert log.wrap
+
+
+async def test_live_writes_wrap_and_repaint_without_a_layout_of_the_screen() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane = app.query_one(OutputPane)
+        log = app.query_one(OutputLog)
+        pane.begin("x1", "k1", 30, 0)
+        await pilot.pause()
+        layouts: list[Widget] = []
+        original = Widget.refresh
+
+        def spy(self, *regions, **kwargs):
+            if kwargs.get("layout"):
+                layouts.append(self)
+            return original(self, *regions, **kwargs)
+
+        Widget.refresh = spy  # type: ignore[method-assign]
+        try:
+            for index in range(20):
+                log.write(f"line {index} " + "b" * 150 + "\n")
+            log.write("partial")
+            log.write(" line\n")
+        finally:
+            Widget.refresh = original  # type: ignore[method-assign]
+        assert not layouts, layouts  # Log.write set virtual_size: a layout of the screen each time
+        width = log.scrollable_content_region.width
+        assert log.lines[20] == "partial line"
+        assert log.row_count == 20 * -(-(len("line 10 ") + 150) // width) + 1 - (20 - 10) * 0 or log.row_count > 40
+        await pilot.pause()
+        assert log.scroll_y == log.max_scroll_y  # it follows the end
+
+
+def test_header_shortens_by_whole_parts() -> None:
+    args = ("running", "1.5s", " of 30s", None, "tools 2/50", "kernel k7f3a", "20260101-000000-abcd1234")
+    full = header_line(*args, room=200)
+    assert full == " · 1.5s of 30s · tools 2/50 · kernel k7f3a · 20260101-000000-abcd1234"
+    for room in range(12, 80):
+        line = header_line(*args, room=room)
+        assert len("running" + line) <= room
+        assert full.startswith(line) or line in (" · 1.5s · tools 2/50", " · 1.5s")  # whole parts only
+
+
+async def test_header_fits_the_pane_at_80_columns() -> None:
+    app = HermesApp(cwd=str(Path.cwd()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(OutputPane)
+        pane.show(result("x\n", exec_id="20260101-000000-abcd1234"))
+        await pilot.pause()
+        header = app.query_one("#output-header")
+        text = "".join(s.text for s in header.render_lines(header.region.reset_offset)[:1]).strip()
+        assert text.startswith("success · ")
+        assert len(text) <= header.size.width - 2
+        parts = text.split(" · ")
+        assert all(part in ("success", "tools 0", "kernel k1", "20260101-000000-abcd1234") or part.endswith("s")
+                   for part in parts), parts
+
+
+# -- a stored session, a page at a time ------------------------------------------------------
+
+async def test_a_long_stored_session_draws_its_newest_page_then_older_ones_on_scrolling_up(tmp_path: Path) -> None:
+    make_session(tmp_path, 1200)
+    config = parse_config("model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n")
+    app = HermesApp(config, cwd=str(tmp_path), home=tmp_path, session="big")
+    async with app.run_test(size=(120, 40)) as pilot:
+        transcript = app.query_one("#transcript")
+        await wait_until(pilot, lambda: any(isinstance(b, ReplyBlock) and "reply 299" in b.text
+                                            for b in transcript.children))
+        await pilot.pause(0.5)
+        first = len(transcript.children)
+        assert first <= 40  # not the 80 newest messages (~120 blocks) of before
+        assert transcript.scroll_y == transcript.max_scroll_y > 0  # the newest in view
+        head = transcript.children[0]
+        assert "1200 messages stored" in str(head.render()) and "scroll up" in str(head.render())
+        oldest_reply = next(b for b in transcript.children if isinstance(b, ReplyBlock))
+        transcript.scroll_home(animate=False, immediate=True)
+        await wait_until(pilot, lambda: len(transcript.children) > first)
+        await pilot.pause(0.3)
+        assert transcript.children[0] is head  # older pages go below the head line
+        assert oldest_reply.region.y - transcript.region.y <= 2  # the view stays on what was at the top
+        for _ in range(40):  # keep scrolling up: the pane stops at MAX_BLOCKS
+            transcript.scroll_home(animate=False, immediate=True)
+            await pilot.pause(0.1)
+        assert len(transcript.children) <= MAX_BLOCKS
+        assert "not drawn here" in str(head.render())
+        app.query_one("#transcript").remove_children()
+
+
+async def test_a_stored_session_shorter_than_the_view_draws_all_of_it(tmp_path: Path) -> None:
+    make_session(tmp_path, 12)
+    config = parse_config("model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n")
+    app = HermesApp(config, cwd=str(tmp_path), home=tmp_path, session="big")
+    async with app.run_test(size=(120, 150)) as pilot:
+        transcript = app.query_one("#transcript")
+        # The first page (10 blocks) does not fill 150 rows: the rest follows without scrolling.
+        await wait_until(pilot, lambda: any(isinstance(b, MessageBlock) and b.text == "question 0"
+                                            for b in transcript.children))
+        assert sum(isinstance(b, ReplyBlock) for b in transcript.children) == 6
+        head = transcript.children[0]
+        assert "12 messages stored" in str(head.render()) and "scroll up" not in str(head.render())
+
+
+# -- the footer ------------------------------------------------------------------------------
+
+async def test_focus_changes_do_not_leak_footer_keys() -> None:
+    from textual.widgets._footer import FooterKey
+
+    app = HermesApp(cwd=str(Path.cwd()))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        for index in range(30):
+            await pilot.press("f4" if index % 2 == 0 else "f2")
+            await pilot.pause(0.02)
+        await pilot.pause(0.3)
+        gc.collect()
+        keys = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
+        assert len([k for k in keys if not k.is_attached]) < 20, len(keys)  # Textual's footer kept ~12 per change
