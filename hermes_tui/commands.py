@@ -23,7 +23,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("retry", "retry", "send the conversation again after a failed request"),
     SlashCommand("sessions", "sessions", "pick a stored session"),
     SlashCommand("new", "new_session", "start a new session"),
-    SlashCommand("reset", "reset_session", "start a fresh kernel"),
+    SlashCommand("reset", "reset_session", "start a fresh kernel (F5)"),
     SlashCommand("kernels", "focus_pane('kernels')", "focus the kernels pane"),
     SlashCommand("cache", "open_cache", "the output browser"),
     SlashCommand("help", "help('conversation')", "keys and commands"),
@@ -32,7 +32,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
 ALIASES = {"exit": "quit"}
 
 PALETTE: tuple[tuple[str, str, str], ...] = (
-    ("Reset kernel", "Start a fresh kernel for this session", "reset_session"),
+    ("Reset kernel", "Start a fresh kernel for this session (F5; asks first if it holds variables)", "reset_session"),
     ("Focus kernels", "Show and act on kernels", "focus_pane('kernels')"),
     ("Focus output", "The execute_code output pane", "focus_pane('output')"),
     ("Next theme", "Switch between dark, light and high contrast", "cycle_theme"),

@@ -15,7 +15,10 @@ from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.safe import escaped
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
-COLUMNS = ("", "id", "session", "mode", "pid", "memory", "runs", "idle", "reaped in", "flags", "cwd", "python")
+COLUMNS = ("", "id", "idle", "reaped in", "memory", "session", "mode", "pid", "runs", "flags", "cwd", "python")
+"""The most useful first: an 80-column terminal shows state, id, idle time, countdown and memory;
+the rest is to the right (scroll the table sideways, or a wider screen). Each column's key is
+its label (the state glyph's is ``state``)."""
 
 
 def _duration(seconds: float) -> str:
@@ -67,7 +70,8 @@ class KernelsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="kernel-table")
-        table.add_columns(*COLUMNS)
+        for label in COLUMNS:
+            table.add_column(label, key=label or "state")
         yield table
 
     def update_kernels(self, kernels: list[KernelInfo], memory: dict[str, int], now: datetime | None = None) -> None:
@@ -87,9 +91,9 @@ class KernelsPane(Vertical):
                              if on)
             # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
             table.add_row(
-                GLYPHS.get(info.state, "?"), escaped(info.id), escaped(info.session), escaped(info.mode),
-                str(info.pid or "—"), _memory(memory.get(info.id)), str(info.execution_count),
-                _duration(idle) if idle else "—", countdown, escaped(flags), escaped(info.cwd), escaped(info.interpreter),
+                GLYPHS.get(info.state, "?"), escaped(info.id), _duration(idle) if idle else "—", countdown,
+                _memory(memory.get(info.id)), escaped(info.session), escaped(info.mode), str(info.pid or "—"),
+                str(info.execution_count), escaped(flags), escaped(info.cwd), escaped(info.interpreter),
                 key=info.id,
             )
         if selected is not None and selected in {k.id for k in kernels}:

@@ -12,12 +12,13 @@ import time
 from typing import TYPE_CHECKING, TypeAlias
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widget import Widget
+from textual.widgets import Input, TextArea
 
 from hermes_tui.agent.events import AgentEvent, ToolFinished
 from hermes_tui.agent.providers import ProviderSettings
@@ -25,6 +26,7 @@ from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
+from hermes_tui.widgets.footer import Footer as KeysFooter
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.output import OutputPane
 from hermes_tui.widgets.safe import visible
@@ -36,6 +38,56 @@ Pane: TypeAlias = ConversationPane | OutputPane | KernelsPane
 INPUT_HINT = "No model: type Python · !cmd · /help · to chat, add model: to config.yaml"
 TYPING_WINDOW = 1.0
 """A key in the input this recently (seconds) before a dialog opens means the user was typing."""
+
+
+def short_model(label: str) -> str:
+    """The model's own name out of a label: ``openrouter · anthropic/claude-sonnet-4 (auto)``
+    gives ``claude-sonnet-4``."""
+    parts = label.removesuffix(" (auto)").split(" · ")
+    return (parts[1] if len(parts) > 1 else parts[0]).rsplit("/", 1)[-1]
+
+
+def topbar_line(width: int, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
+                yolo: bool) -> Text:
+    """The top bar's text for ``width`` cells: it shortens instead of being cut mid-word. The
+    working dir goes first, then the model's label shortens, then the app's name and the
+    words around the session; the approvals mode and the YOLO badge always stay."""
+    # Session names, model names and paths are data: assembled as Text, never markup.
+    label = visible(model) if model else "no model"
+    short, session, cwd = visible(short_model(label)) if model else label, visible(session), visible(cwd)
+    tail = Text(f"approvals {approvals}")
+    if yolo:
+        tail.append(" ").append(" YOLO: approvals off ", "reverse bold red")
+    brand = ("hermes-tui", "bold")
+    heads = (
+        (brand, f" {version} · session ", (session, "bold"), f" · {label} · {cwd} · "),
+        (brand, f" {version} · session ", (session, "bold"), f" · {label} · "),
+        (brand, f" {version} · session ", (session, "bold"), f" · {short} · "),
+        (brand, " · session ", (session, "bold"), f" · {short} · "),
+        ((session, "bold"), f" · {short} · "),
+    )
+    for head in heads:
+        line = Text.assemble(*head) + tail
+        if line.cell_len <= width:
+            return line
+    if yolo and tail.cell_len > width // 2:
+        tail = Text(f"approvals {approvals} ").append(" YOLO ", "reverse bold red")
+    head = Text.assemble(*heads[-1])
+    head.truncate(max(0, width - tail.cell_len), overflow="ellipsis")
+    return head + tail
+
+
+class TopBar(Widget):
+    """The line at the top: version, session, model, working dir, approvals mode (and YOLO)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.parts: dict[str, object] = {"version": "", "session": "", "model": None, "cwd": "",
+                                         "approvals": "", "yolo": False}
+
+    def render(self) -> Text:
+        width = self.content_size.width or 10_000  # not laid out yet: the whole line
+        return topbar_line(width, **self.parts)  # type: ignore[arg-type]
 
 
 class MainScreen(Screen[None]):
@@ -96,13 +148,14 @@ class MainScreen(Screen[None]):
         self._dialogs: dict[str, ApprovalScreen] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(id="topbar")
+        yield TopBar(id="topbar")
         with Horizontal(id="main"):
             yield ConversationPane(self.hint, busy_hint=self.busy_hint, chat=self.chat, id="conversation")
             with Vertical(id="right"):
                 yield OutputPane(id="output")
                 yield KernelsPane(id="kernels")
-        yield Footer()
+
+        yield KeysFooter()  # Textual's footer, without its leak
 
     @property
     def conversation(self) -> ConversationPane:
@@ -110,14 +163,12 @@ class MainScreen(Screen[None]):
 
     def set_topbar(self, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
                    yolo: bool) -> None:
-        """The line at the top: version, session, model, working dir, approvals mode."""
-        # Session names, model names and paths are data: assembled as Text, never markup.
-        label = visible(model) if model else "no model"
-        line = Text.assemble(("hermes-tui", "bold"), f" {version} · session ", (visible(session), "bold"),
-                             f" · {label} · {visible(cwd)} · approvals {approvals}")
-        if yolo:
-            line.append(" ").append(" YOLO: approvals off ", "reverse bold red")
-        self.query_one("#topbar", Static).update(line)
+        """The line at the top: version, session, model, working dir, approvals mode (it
+        shortens to fit the screen: :func:`topbar_line`)."""
+        topbar = self.query_one(TopBar)
+        topbar.parts = {"version": version, "session": session, "model": model, "cwd": cwd,
+                        "approvals": approvals, "yolo": yolo}
+        topbar.refresh()
 
     # -- what the engine and the agent say ------------------------------------------------
 
@@ -202,13 +253,28 @@ class MainScreen(Screen[None]):
     # -- panes ----------------------------------------------------------------------------
 
     def focus_pane(self, pane: str) -> None:
-        """Focus the input (``conversation``), the output log (``output``) or the kernels table."""
-        if pane == "conversation":
-            self.query_one(PromptInput).focus()
-        elif pane == "output":
-            self.query_one("#output-log").focus()
-        else:
-            self.query_one("#kernel-table").focus()
+        """Focus the input (``conversation``), the output log (``output``) or the kernels table.
+        Another pane maximised is restored first: focus never goes to a hidden widget."""
+        target = self.query_one({"conversation": PromptInput, "output": "#output-log"}.get(pane, "#kernel-table"))
+        if self.maximized is not None and self.maximized is not target and self.maximized not in target.ancestors:
+            self.minimize()
+        target.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key typed while no text field has focus (a run was clicked, say) goes to
+        the input, unless the focused pane binds it (``r`` in the kernels pane, ``o`` in the output)."""
+        focused = self.focused
+        if not event.is_printable or not event.character or isinstance(focused, (TextArea, Input)):
+            return
+        bound = self.active_bindings
+        handlers = [node for node in ((focused, *focused.ancestors) if focused else ())
+                    if any(hasattr(node, f"key_{name}") or hasattr(node, f"_key_{name}") for name in event.name_aliases)]
+        if handlers or any(key in bound for key in event.aliases):
+            return
+        event.stop()
+        event.prevent_default()
+        self.focus_pane("conversation")
+        self.query_one(PromptInput).insert(event.character)
 
     def toggle_maximize(self) -> None:
         """Maximise the focused pane, or bring the layout back."""
