@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import subprocess
 from collections.abc import Iterable
 from functools import partial
@@ -33,6 +32,7 @@ from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_
 from hermes_tui.agent.workspace import Workspace
 from hermes_tui.commands import PALETTE, parse_command
 from hermes_tui.config import Config
+from hermes_tui.editor import editor_argv, editor_command
 from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime import KernelDied, KernelStarted, KernelStateChanged
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
@@ -40,7 +40,7 @@ from hermes_tui.runtime.hardening import spawn
 from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
 from hermes_tui.units import plural
-from hermes_tui.widgets.conversation import PromptInput, RunBlock
+from hermes_tui.widgets.conversation import PendingBlock, PromptInput, RunBlock
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.main_screen import MainScreen
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
@@ -61,6 +61,8 @@ class HermesApp(App[None]):
         Binding("f2", "focus_pane('conversation')", "Input", id="focus-conversation"),
         Binding("f3", "focus_pane('output')", "Output", id="focus-output"),
         Binding("f4", "focus_pane('kernels')", "Kernels", id="focus-kernels"),
+        # Not Ctrl+R: that is the input's reverse history search (shell muscle memory).
+        Binding("f5", "reset_session", "Reset kernel", id="reset-session"),
         Binding("f8", "toggle_maximize", "Maximise", id="maximize"),
         Binding("f9", "open_cache", "Outputs", id="open-cache"),
         Binding("ctrl+o", "sessions", "Sessions", id="sessions"),
@@ -68,7 +70,6 @@ class HermesApp(App[None]):
         # Ctrl+C interrupts, as in a terminal; it never offers to quit (Textual's default does).
         Binding("ctrl+c", "stop", "Interrupt", show=False, id="interrupt"),
         Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
-        Binding("ctrl+r", "reset_session", "Reset kernel", id="reset-session"),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
     ]
 
@@ -119,6 +120,9 @@ class HermesApp(App[None]):
         self.start_runtime()  # after the first frame: the screen does not wait for it
         self.open_session(self.session)
         self.set_interval(1.0, self.refresh_kernels)
+        from hermes_tui.widgets.footer import settle_heap  # full GCs stalled keys (widgets/footer.py)
+
+        self.call_after_refresh(settle_heap)
 
     async def on_unmount(self) -> None:
         await self.workspace.aclose()
@@ -141,6 +145,9 @@ class HermesApp(App[None]):
         self._update_topbar()
         opened = await self.workspace.open(
             session_id, lambda event: self.main.post_message(MainScreen.AgentUpdate(event, session_id)))
+        prompt = self.main.query_one(PromptInput)
+        if not prompt.input_history.loaded and self.workspace.store is not None:  # earlier sessions' inputs: Up, Ctrl+R
+            prompt.input_history.load(await self.workspace.store.call(db.load_inputs))
         conversation = self.main.conversation
         if not self._config_noticed:  # config.yaml's start-up notices, once (hermes_tui.config_notes)
             self._config_noticed = True
@@ -205,9 +212,18 @@ class HermesApp(App[None]):
 
     # -- the input ------------------------------------------------------------------------
 
+    @on(PendingBlock.Removed)
+    async def _remove_pending(self, event: PendingBlock.Removed) -> None:
+        """Esc on a queued input: it never runs."""
+        if self.agent is not None and self.agent.remove_queued(event.block.turn_id):
+            await self.main.conversation.drop_pending(event.block.turn_id)
+            self.main.conversation.add_note("Removed from the queue: it will not run.")
+            self.main.focus_pane("conversation")
+
     @on(PromptInput.Submitted)
     async def _submitted(self, event: PromptInput.Submitted) -> None:
         text = event.text
+        self.remember_input(text)
         if text.lstrip().startswith(("/", "!")):  # a stray blank line before a command is not Python
             text = text.lstrip()
         if text.startswith("/"):
@@ -231,6 +247,23 @@ class HermesApp(App[None]):
         assert self.agent is not None
         await self.agent.submit(text, "user", kind)
 
+    @work(group="history", exit_on_error=False)
+    async def remember_input(self, text: str) -> None:
+        """Store a submitted input in sessions.db: Up and Ctrl+R find it, in later sessions too."""
+        await self._session_ready.wait()
+        if self.workspace.store is not None:
+            await self.workspace.store.call(db.add_input, self.session, text)
+
+    @on(PromptInput.NamesWanted)
+    def _names_wanted(self, event: PromptInput.NamesWanted) -> None:
+        self.kernel_names(event)
+
+    @work(group="names", exclusive=True, exit_on_error=False)
+    async def kernel_names(self, event: PromptInput.NamesWanted) -> None:
+        """Tab on a Python name: the idle session kernel's names (asked without disturbing it;
+        None when it is busy or there is none: builtins and keywords only)."""
+        event.reply(await self.runtime.kernel_names(self.session))
+
     async def action_retry(self) -> None:
         if self.agent is None or not await self.agent.retry():
             self.main.conversation.add_note(
@@ -245,7 +278,12 @@ class HermesApp(App[None]):
     def action_new_session(self) -> None:
         self.switch_session(None)
 
+    @work(group="reset", exit_on_error=False)
     async def action_reset_session(self) -> None:
+        """End this session's kernels (asked first when they hold variables)."""
+        mine = [k.id for k in self.runtime.kernels() if self.runtime.session_of(k.id) == self.session]
+        if not await self._confirm_loss("reset", mine):
+            return
         await self.runtime.dispose_session(self.session)
         self.main.conversation.add_note("Kernel reset: the next input starts a fresh one.")
         self.refresh_kernels()
@@ -262,10 +300,7 @@ class HermesApp(App[None]):
     async def _kernel_action(self, event: KernelsPane.Action) -> None:
         kernel_id = event.kernel_id
         if event.action in ("reset", "kill"):
-            reason = "was reset by the user" if event.action == "reset" else "was killed by the user"
-            if await self.runtime.kill_kernel(kernel_id, reason):
-                done = reason.split(" by ")[0].replace("was ", "")
-                self.notify(f"Kernel {visible(kernel_id)} {done}.", markup=False)
+            self.end_kernel(kernel_id, event.action)
         elif event.action == "interrupt":
             session = self.runtime.session_of(kernel_id)
             count = await self.runtime.interrupt(session) if session else 0
@@ -273,6 +308,51 @@ class HermesApp(App[None]):
         elif event.action == "variables":
             self.show_variables(kernel_id)
         self.refresh_kernels()
+
+    @work(group="end-kernel", exit_on_error=False)
+    async def end_kernel(self, kernel_id: str, action: str) -> None:
+        """Reset or kill one kernel (``k`` is the hard kill), asked first when it holds variables."""
+        if not await self._confirm_loss(action, [kernel_id]):
+            return
+        reason = "was reset by the user" if action == "reset" else "was killed by the user"
+        if await self.runtime.kill_kernel(kernel_id, reason):
+            self.notify(f"Kernel {visible(kernel_id)} {'reset' if action == 'reset' else 'killed'}.", markup=False)
+        self.refresh_kernels()
+
+    async def _confirm_loss(self, action: str, kernel_ids: list[str]) -> bool:
+        """True when ending these kernels loses no user variables, or the user said yes."""
+        from hermes_tui.widgets.dialogs import ConfirmScreen, loss_question
+
+        if not kernel_ids:
+            return True
+        if isinstance(self.screen, ConfirmScreen):  # F5 again while the question is open
+            return False
+        names = await self._names_in(kernel_ids)
+        if names == 0:
+            return True
+        if await self.push_screen_wait(ConfirmScreen(loss_question(action, kernel_ids, names), yes=action.capitalize())):
+            return True
+        self.notify("Cancelled: the kernel keeps its variables.")
+        return False
+
+    async def _names_in(self, kernel_ids: list[str]) -> int | None:
+        """How many names these kernels hold, asked of each idle one as the variables view asks
+        (None: one is running a script, or did not answer, so it cannot be counted)."""
+        states = {k.id: k.state for k in self.runtime.kernels()}
+        total = 0
+        for kernel_id in kernel_ids:
+            state = states.get(kernel_id, "dead")
+            if state in ("starting", "dead", "error"):
+                continue  # no script has run in it, or it is gone: nothing to lose
+            if state != "idle":
+                return None
+            try:
+                total += len(await self.runtime.inspect_kernel(kernel_id))
+            except LookupError:
+                continue  # it ended meanwhile
+            except Exception:  # busy by now, or no answer in time: ask without a count
+                return None
+        return total
 
     @work(exclusive=True, group="variables", exit_on_error=False)
     async def show_variables(self, kernel_id: str) -> None:
@@ -321,14 +401,15 @@ class HermesApp(App[None]):
 
     @on(OpenInEditor)
     def _open_path(self, event: OpenInEditor) -> None:
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "less"
+        editor = editor_command()
         # A file a script wrote, opened by a program that reads start-up files a script can
         # write (~/.lesskey, ~/.vimrc): it gets a kernel's scrubbed environment and is forked
         # like every child, without the capabilities that read the host (docs/security.md).
         env = self.runtime.launcher.child_env(frozenset(self.config.terminal.env_passthrough))
         try:
+            argv = editor_argv(editor, event.path, event.line)  # at the line, for editors that take one
             with self.suspend():
-                spawn(lambda: subprocess.Popen([*shlex.split(editor), event.path], env=env)).wait()
+                spawn(lambda: subprocess.Popen(argv, env=env)).wait()
         except Exception as exc:  # no terminal to suspend to (tests), or no such editor
             self.notify(visible(f"Could not open {event.path} with {editor}: {exc}"), severity="error", markup=False)
 

@@ -205,7 +205,7 @@ async def test_max_steps_bounds_a_turn(harness_factory):
 
 async def test_new_message_interrupts_running_script(harness_factory):
     with FakeModelServer([
-        {"tool_calls": [code_call("import time\nprint('started', flush=True)\ntime.sleep(60)")]},
+        {"tool_calls": [code_call("kept = 42\nimport time\nprint('started', flush=True)\ntime.sleep(60)")]},
         {"text": "never read"},
         {"text": "second answer"},
     ]) as server:
@@ -223,6 +223,9 @@ async def test_new_message_interrupts_running_script(harness_factory):
     # The interrupted result is in the history the model got with the new message.
     messages = server.requests[1]["messages"]
     assert "execution interrupted" in messages[-2]["content"] and messages[-1]["content"] == "stop that, answer this"
+    # The script got SIGINT, not a kill: the kernel and what it had defined stay (issue 15).
+    after = await h.runtime.execute_code("print(kept)", session="s1", cwd=h.agent.cwd)
+    assert after.output == "42\n" and not after.kernel.state_reset
 
 
 async def test_injected_turn_is_queued_and_whole_script_approved(harness_factory):

@@ -10,7 +10,7 @@ import pytest
 from hermes_tui.app import HermesApp
 from hermes_tui.widgets.approval import ApprovalScreen
 from hermes_tui.widgets.conversation import PromptInput, RunBlock, is_complete
-from hermes_tui.widgets.dialogs import HelpScreen, VariablesScreen
+from hermes_tui.widgets.dialogs import ConfirmScreen, HelpScreen, VariablesScreen
 from hermes_tui.widgets.kernels import KernelsPane
 
 from conftest import make_config, pid_running, strict_config
@@ -145,9 +145,9 @@ async def test_kernels_pane_actions_and_variables(hermes_home: Path, tmp_path: P
         pane = app.query_one(KernelsPane)
         await wait_until(pilot, lambda: pane.kernels and pane.kernels[0].idle_deadline is not None)
         table = app.query_one("#kernel-table")
-        first = str(table.get_row_at(0)[8])
+        first = str(table.get_cell(pane.kernels[0].id, "reaped in"))
         await pilot.pause(2.2)
-        second = str(table.get_row_at(0)[8])
+        second = str(table.get_cell(pane.kernels[0].id, "reaped in"))
         assert first != second and int(second[:-1]) < int(first[:-1])  # the countdown goes down
         await pilot.press("f4")
         await pilot.press("v")
@@ -156,7 +156,9 @@ async def test_kernels_pane_actions_and_variables(hermes_home: Path, tmp_path: P
         assert [r[0] for r in rows] == ["answer", "items"] and rows[1][2] == "3"
         await pilot.press("escape")
         pid = pane.kernels[0].pid
-        await pilot.press("k")  # kill
+        await pilot.press("k")  # kill: it holds variables, so it asks first
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
         await wait_until(pilot, lambda: not pane.kernels)
         assert not pid_running(pid)
         await submit(pilot, app, "import time\nprint('still', flush=True)\ntime.sleep(30)\n")
@@ -197,7 +199,9 @@ async def test_input_typed_while_a_script_runs_waits_its_turn(hermes_home: Path,
         await wait_until(pilot, lambda: blocks(app) and app.runtime.kernels() and
                          app.runtime.kernels()[0].state == "busy")
         await submit(pilot, app, "print(first)")
-        await wait_until(pilot, lambda: any("queued" in str(n.render()) for n in app.query(".note")))
+        from hermes_tui.widgets.conversation import PendingBlock
+
+        await wait_until(pilot, lambda: bool(app.query(PendingBlock)))
         await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success", timeout=15)
         assert blocks(app)[0].status == "success"  # not interrupted: the REPL queues input
         assert log_text(app).startswith("done")
@@ -281,3 +285,24 @@ async def test_the_input_behaves_like_the_python_repl(hermes_home: Path, tmp_pat
         assert blocks(app)[-1].result.output == ""
         await submit(pilot, app, "\n!echo after-a-blank-line")  # a stray leading newline is not Python
         await wait_until(pilot, lambda: any("after-a-blank-line" in str(n.render()) for n in app.query(".note")))
+
+
+async def test_a_queued_input_shows_as_pending_and_esc_on_it_removes_it(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.widgets.conversation import PendingBlock
+
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "import time\ntime.sleep(2)\n")
+        await wait_until(pilot, lambda: app.runtime.kernels() and app.runtime.kernels()[0].state == "busy")
+        await submit(pilot, app, "print('never')")
+        await submit(pilot, app, "print('runs')")
+        await wait_until(pilot, lambda: len(app.query(PendingBlock)) == 2)
+        first = app.query(PendingBlock).first()
+        assert "pending input: print('never')" in str(first.render())
+        first.focus()
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: len(app.query(PendingBlock)) == 1)
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success", timeout=15)
+        assert blocks(app)[0].status == "success" and blocks(app)[-1].code == "print('runs')"
+        assert not app.query(PendingBlock)  # the one that ran lost its placeholder
+        assert any("Removed from the queue" in str(n.render()) for n in app.query(".note"))

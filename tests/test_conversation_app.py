@@ -308,7 +308,9 @@ async def test_a_bang_command_typed_during_a_model_call_waits_and_keeps_its_own_
             await submit(pilot, app, "run the slow check")
             await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "running")
             await submit(pilot, app, "!" + MEANWHILE)
-            await wait_until(pilot, lambda: any("queued" in str(n.render()) for n in app.query(".note")))
+            from hermes_tui.widgets.conversation import PendingBlock
+
+            await wait_until(pilot, lambda: any("pending command" in str(b.render()) for b in app.query(PendingBlock)))
             await wait_until(pilot, lambda: dialog_ready(app))
             model_request = app.screen.request
             assert model_request.text == "echo approved-$((40 + 2))"

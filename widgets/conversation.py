@@ -3,6 +3,9 @@
 With a model, Enter sends the message (Ctrl+J adds a line). Without one, what you type is
 Python for the session kernel (Enter runs it once it is a complete statement, as in the
 Python REPL). ``!cmd`` runs a terminal command through the approvals; ``/`` starts a command.
+Up/Down recall earlier inputs and Ctrl+R searches them (widgets/history_search.py), Tab
+completes commands and Python names (widgets/completion.py), and a big paste is a
+placeholder until it is sent (widgets/paste.py).
 
 The pane draws the agent's events (:meth:`ConversationPane.show_event`): it keeps which
 block a streaming reply or a running tool call is drawn in.
@@ -13,7 +16,7 @@ from __future__ import annotations
 import codeop
 import importlib.util
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -37,14 +40,31 @@ from hermes_tui.agent.events import (
 )
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.units import plural
+from hermes_tui.widgets.completion import (
+    Candidate,
+    CompletionList,
+    common_prefix,
+    name_candidates,
+    slash_candidates,
+    slash_prefix,
+    word_before,
+)
+from hermes_tui.widgets.history_search import HistorySearch, HistorySearchBar, InputHistory
 from hermes_tui.widgets.messages import OpenEntry
+from hermes_tui.widgets.paste import Pastes, is_big, normalise, remember_shown, shown_for
 from hermes_tui.widgets.safe import plain, visible
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from textual.widget import Widget
+    from textual.widgets.text_area import Location
     from textual.widgets.markdown import MarkdownStream
 
 MAX_BLOCKS = 200
 """Blocks kept in the transcript (older ones are pruned: memory stays bounded)."""
+PAGE_SETTLE = 0.3
+"""Seconds for a page of a stored session to render (replies' Markdown) before it is measured."""
 MAX_NOTE_CHARS = 4000
 """A tool's output longer than this shows as its head and tail (the result keeps it all)."""
 STATUS_MARK = {"success": ("✓", "green"), "error": ("✗", "red"), "timeout": ("⧗", "red"),
@@ -82,7 +102,16 @@ def code_theme(widget: object) -> str:
 
 class PromptInput(TextArea):
     """The input. Python mode: Enter runs a complete statement, otherwise adds a line.
-    Chat mode (a model is set): Enter sends; Ctrl+J adds a line."""
+    Chat mode (a model is set): Enter sends; Ctrl+J adds a line.
+
+    Up on the first line (Down on the last) walks the inputs of this and earlier sessions,
+    keeping what was being typed; Ctrl+R searches them. ``/`` at the start lists the commands;
+    Tab completes a command, or a Python name from the session kernel. A paste of more than
+    20 lines shows as a ``[pasted N lines]`` token and is sent whole."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "history_search", "Search history", show=False, id="history-search"),
+    ]
 
     chat = False
     """True when a model answers: Enter sends whatever is typed."""
@@ -97,14 +126,75 @@ class PromptInput(TextArea):
     class StopRequested(Message):
         """Esc or Ctrl+C in the input: stop the running turn."""
 
+    class NamesWanted(Message):
+        """Tab on a Python name: whoever runs the kernel answers with :meth:`reply` (the idle
+        session kernel's variables, or None when it is busy or there is none)."""
+
+        def __init__(self, prompt: PromptInput, prefix: str) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.prefix = prefix
+            self.state = (prompt.text, prompt.cursor_location)
+            """The input when Tab was pressed: an answer that comes after more typing is dropped."""
+
+        def reply(self, names: list[dict[str, object]] | None) -> None:
+            self.prompt.offer_names(self, names)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.input_history = InputHistory()
+        """Previous inputs (the app loads the stored ones and stores new ones)."""
+        self.pastes = Pastes()
+        self._search: HistorySearch | None = None
+        self._completions: CompletionList | None = None
+        self._search_bar: HistorySearchBar | None = None
+        self._names: list[Candidate] = []
+        self._slash_closed = False
+
+    def on_mount(self) -> None:
+        if self.parent is not None:  # the popup and the search bar sit right above the input
+            self._completions = CompletionList(self, id="prompt-completions")
+            self._search_bar = HistorySearchBar(id="prompt-search")
+            self.parent.mount(self._completions, self._search_bar, before=self)
+
+    @staticmethod
+    def _handled(event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+
     async def _on_key(self, event: events.Key) -> None:
         self.last_key_at = time.monotonic()
+        if self._search is not None and self._search_key(event):
+            return
+        popup = self._completions
+        if popup is not None and popup.active:
+            if event.key in ("up", "down"):
+                self._handled(event)
+                popup.move(-1 if event.key == "up" else 1)
+                return
+            if event.key == "tab" or (event.key == "enter" and self._completes_something()):
+                self._handled(event)
+                self.accept_completion()
+                return
+            if event.key == "escape":
+                self._handled(event)
+                self._slash_closed = popup.kind == "slash"
+                popup.close()
+                return
+            if not event.is_printable and event.key != "backspace":
+                popup.close()
         if event.key == "escape" or (event.key == "ctrl+c" and not self.selected_text):
             # Esc, or Ctrl+C with nothing selected (with a selection it copies): interrupt, as
             # in a terminal. Ctrl+C never offers to quit; Ctrl+Q quits.
             event.stop()
             event.prevent_default()
             self.post_message(self.StopRequested())
+            return
+        if event.key in ("up", "down") and self._walk_history(event.key == "up"):
+            self._handled(event)
+            return
+        if event.key == "tab" and self._tab():
+            self._handled(event)
             return
         if event.key == "ctrl+j" and self.chat:
             event.stop()
@@ -114,14 +204,20 @@ class PromptInput(TextArea):
         if event.key == "enter":
             end = (self.document.line_count - 1, len(self.document[self.document.line_count - 1]))
             text = self.text
+            pasted = self.pastes.has_tokens(text)
             if not self.chat and "\n" in text and not text.rsplit("\n", 1)[1].strip():
                 text = text.rsplit("\n", 1)[0] + "\n"  # Enter on an empty (indented) line ends the block
-            ready = bool(text.strip()) if self.chat else is_complete(text)
+            ready = bool(text.strip()) if self.chat or pasted else is_complete(text)
             if (self.cursor_location == end or self.chat) and ready:
                 event.stop()
                 event.prevent_default()
-                text = text.rstrip("\n")
+                shown = text.rstrip("\n")
+                text = self.pastes.expand(shown).rstrip("\n")  # a paste runs whole
+                if text != shown:
+                    remember_shown(text, shown)
                 self.clear()
+                self.pastes.clear()
+                self.input_history.add(text)
                 # The keys of a sent input are done: a dialog its run opens says "you were
                 # typing" only for keys typed after it (they would otherwise be answers).
                 self.last_key_at = float("-inf")
@@ -133,6 +229,209 @@ class PromptInput(TextArea):
                 self.insert("\n" + next_indent(self.document[self.cursor_location[0]][:self.cursor_location[1]]))
                 return
         await super()._on_key(event)
+        if event.is_printable:
+            self._refresh_popup()
+
+    # -- history --------------------------------------------------------------------------
+
+    def _set_text(self, text: str, cursor: Location | None = None) -> None:
+        """Replace what is typed (undoable), the cursor at ``cursor`` (default: the end)."""
+        self.replace(text, (0, 0), self.document.end, maintain_selection_offset=False)
+        self.move_cursor(cursor or self.document.end)
+
+    def _walk_history(self, older: bool) -> bool:
+        """Up on the first line / Down on the last: the older / newer input. Elsewhere (or at
+        either end of the history) the key moves the cursor as usual."""
+        if not self.selection.is_empty:
+            return False
+        row = self.cursor_location[0]
+        if row != (0 if older else self.document.line_count - 1):
+            return False
+        entry = self.input_history.back(self.text) if older else self.input_history.forward(self.text)
+        if entry is None:
+            return False
+        # Up leaves the cursor on the first line, Down on the last: pressing on walks further.
+        first = entry.split("\n", 1)[0]
+        self._set_text(entry, (0, len(first)) if older else None)
+        return True
+
+    def action_history_search(self) -> None:
+        """Ctrl+R: search the history, newest first (Ctrl+R again: the next older match)."""
+        if self._search is None:
+            if self._completions is not None:
+                self._completions.close()
+            self._search = HistorySearch(self.input_history)
+            self._show_search()
+        else:
+            self._show_search(failed=not self._search.older())
+
+    def _show_search(self, failed: bool = False) -> None:
+        if self._search_bar is not None and self._search is not None:
+            self._search_bar.show(self._search, failed)
+            self._search_bar.add_class("-active")
+
+    def _search_key(self, event: events.Key) -> bool:
+        """A key during a Ctrl+R search: True when the search took it."""
+        search = self._search
+        assert search is not None
+        key = event.key
+        if key == "ctrl+r":
+            return False  # the binding: the next older match
+        if key in ("escape", "ctrl+c", "ctrl+g"):
+            self._end_search(accept=False)
+        elif key == "enter":
+            self._end_search(accept=True)
+        elif key == "backspace":
+            search.type(search.query[:-1])
+            self._show_search()
+        elif key == "up":
+            self._show_search(failed=not search.older())
+        elif key == "down":
+            search.newer()
+            self._show_search()
+        elif event.is_printable and event.character:
+            search.type(search.query + event.character)
+            self._show_search()
+        else:  # another key (Left, Home, Tab...): take the match and let the key act on it
+            self._end_search(accept=True)
+            return False
+        self._handled(event)
+        return True
+
+    def _end_search(self, accept: bool) -> None:
+        """Close the search: Enter puts the match in the input, Esc leaves the input as it was."""
+        search, self._search = self._search, None
+        if self._search_bar is not None:
+            self._search_bar.remove_class("-active")
+        if accept and search is not None and search.match is not None:
+            self.input_history.go(search.match, self.text)
+            self._set_text(self.input_history.entries[search.match])
+
+    # -- completion -----------------------------------------------------------------------
+
+    def _tab(self) -> bool:
+        """Tab: complete a command or a Python name; False where Tab indents as before."""
+        if not self.selection.is_empty:
+            return False
+        at_end = self.cursor_location == self.document.end
+        prefix = slash_prefix(self.text) if at_end else None
+        if prefix is not None:
+            found = slash_candidates(prefix)
+            self._slash_closed = False
+            if len(found) == 1:
+                self._set_text(found[0].value + " ")
+            elif found and self._completions is not None:
+                self._completions.offer("slash", found)
+            return True
+        if self.chat or self.text.lstrip().startswith(("!", "/")):
+            return False
+        row, column = self.cursor_location
+        word = word_before(self.document[row][:column])
+        if word is None:
+            return True  # an attribute (after "."): nothing to complete, and no indent
+        if not word:
+            return False  # Tab at the start of a line or after a space indents
+        self.post_message(self.NamesWanted(self, word))
+        return True
+
+    def offer_names(self, request: PromptInput.NamesWanted, names: list[dict[str, object]] | None) -> None:
+        """The answer to :class:`NamesWanted`: one match completes, several show the popup."""
+        if (self.text, self.cursor_location) != request.state or self._search is not None:
+            return  # typed on since Tab: the answer is stale
+        found = name_candidates(request.prefix, names)
+        if len(found) == 1:
+            self._replace_word(request.prefix, found[0].value)
+            return
+        if not found or self._completions is None:
+            return
+        shared = common_prefix([c.value for c in found])
+        if len(shared) > len(request.prefix):
+            self._replace_word(request.prefix, shared)
+        self._names = found
+        self._completions.offer("names", found)
+
+    def _replace_word(self, word: str, value: str) -> None:
+        row, column = self.cursor_location
+        result = self.replace(value, (row, column - len(word)), (row, column), maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+
+    def _word(self) -> str:
+        row, column = self.cursor_location
+        return word_before(self.document[row][:column]) or ""
+
+    def _completes_something(self) -> bool:
+        """Enter on the popup completes unless the highlighted item is what is typed already."""
+        popup = self._completions
+        chosen = popup.highlighted_candidate if popup is not None else None
+        if popup is None or chosen is None:
+            return False
+        typed = self.text.strip() if popup.kind == "slash" else self._word()
+        return typed != chosen.value
+
+    def accept_completion(self, index: int | None = None) -> None:
+        """Put the highlighted candidate (or item ``index``) in the input; closes the popup."""
+        popup = self._completions
+        if popup is None or not popup.active:
+            return
+        if index is not None:
+            popup.highlighted = index
+        chosen, kind = popup.highlighted_candidate, popup.kind
+        popup.close()
+        if chosen is not None:
+            if kind == "slash":
+                self._set_text(chosen.value + " ")
+            else:
+                self._replace_word(self._word(), chosen.value)
+        self.focus()
+
+    def _refresh_popup(self) -> None:
+        """After typing: the commands popup follows a ``/`` being typed; the names popup narrows."""
+        popup = self._completions
+        if popup is None or self._search is not None:
+            return
+        text = self.text
+        prefix = slash_prefix(text) if self.cursor_location == self.document.end else None
+        if prefix is not None:
+            if not self._slash_closed:
+                popup.offer("slash", slash_candidates(prefix))
+            return
+        if not text.startswith("/"):
+            self._slash_closed = False
+        if popup.kind == "names":
+            word = self._word()
+            popup.offer("names", [c for c in self._names if c.value.startswith(word)] if word else [])
+        elif popup.active:
+            popup.close()
+
+    # -- editing --------------------------------------------------------------------------
+
+    def action_delete_left(self) -> None:
+        """Backspace; right after a paste's placeholder it deletes the whole placeholder."""
+        row, column = self.cursor_location
+        token = self.pastes.token_ending(self.document[row][:column]) if self.selection.is_empty else None
+        if token:
+            self.delete((row, column - len(token)), (row, column), maintain_selection_offset=False)
+            self.move_cursor((row, column - len(token)))
+        else:
+            super().action_delete_left()
+        self._refresh_popup()
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A paste of more than 20 lines goes in as a placeholder (expanded when sent);
+        a smaller one is inserted by TextArea's own handler."""
+        text = normalise(event.text)
+        if self._search is not None:
+            event.prevent_default()  # the search takes typed keys, not pastes
+            return
+        if self.read_only or not is_big(text):
+            return
+        event.stop()
+        event.prevent_default()
+        token = self.pastes.add(text, self.text)
+        start, end = self.selection
+        result = self.replace(token, start, end, maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+        self.focus()
 
 
 def next_indent(line: str) -> str:
@@ -144,8 +443,31 @@ def next_indent(line: str) -> str:
     return indent + "    " if line.rstrip().endswith(":") else indent
 
 
+PREVIEW_LINES = 8
+PREVIEW_CHARS = 1000
+"""A run's output shows under its block up to this many lines and characters."""
+
+
+def output_preview(output: str) -> Text | None:
+    """The first lines of a run's output (None when it printed nothing), and how much more
+    there is. Output is data: a Text, never markup, with control characters visible."""
+    output = output.rstrip("\n")
+    if not output.strip():
+        return None
+    head = "\n".join(output.split("\n", PREVIEW_LINES)[:PREVIEW_LINES])
+    head = head[:PREVIEW_CHARS]
+    preview = plain(head)
+    more_lines = output.count("\n") - head.count("\n")
+    if len(head) < len(output):
+        count, unit = (more_lines, "line") if more_lines else (len(output) - len(head), "character")
+        more = f"{count:,} more {unit}" + ("s" if count != 1 else "")
+        preview.append(f"\n… {more} · Enter or click: the whole output in the output pane", "dim italic")
+    return preview
+
+
 class RunBlock(Static, can_focus=True):
-    """One run in the transcript; Enter (or a click) shows its output in the output pane."""
+    """One run in the transcript, and the first lines of its output; Enter (or a click) shows
+    all of its output in the output pane."""
 
     DEFAULT_CSS = """
     RunBlock { margin: 0 0 1 0; padding: 0 1; border-left: thick $panel-lighten-2; height: auto; }
@@ -199,6 +521,8 @@ class RunBlock(Static, can_focus=True):
         self._render_block()
 
     def _render_block(self) -> None:
+        if not self.is_mounted:
+            return  # drawn on mount (a stored session's blocks get their results before)
         from rich.syntax import Syntax  # Pygments loads on the first run, not at start-up
 
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
@@ -213,6 +537,8 @@ class RunBlock(Static, can_focus=True):
             parts.append(Syntax(visible(self.code), "bash" if self.kind == "shell" else "python",
                                 background_color="default", word_wrap=True, theme=code_theme(self)))
         parts.append(Text.assemble((f"{mark} ", colour), plain(self.summary, "dim")))
+        if self.result is not None and (preview := output_preview(self.result.output)) is not None:
+            parts.append(preview)
         self.update(Group(*parts))
 
     def refresh_theme(self) -> None:
@@ -242,9 +568,32 @@ class MessageBlock(Static):
     def __init__(self, text: str, origin: str = "user") -> None:
         label = {"user": ("you", "bold $primary"), "injected": ("injected", "bold $warning")}.get(
             origin, (origin, "bold $secondary"))
-        super().__init__(Text.assemble((label[0] + "  ", "bold"), plain(text)), classes=origin)
+        self.label = label[0]
         self.text = text
         self.origin = origin
+        self.shown = shown_for(text) if origin == "user" else None
+        """The message as it was typed, a big paste as its placeholder (None: it held none)."""
+        self.expanded = False
+        super().__init__(self._content(), classes=origin)
+        self.can_focus = self.shown is not None
+
+    def _content(self) -> Text:
+        if self.shown is None or self.expanded:
+            return Text.assemble((self.label + "  ", "bold"), plain(self.text))
+        return Text.assemble((self.label + "  ", "bold"), plain(self.shown),
+                             ("\n(click or Enter: show the whole text)", "dim"))
+
+    def toggle_paste(self) -> None:
+        """Show the whole text of a big paste, or its placeholder again."""
+        if self.shown is not None:
+            self.expanded = not self.expanded
+            self.update(self._content())
+
+    def on_click(self) -> None:
+        self.toggle_paste()
+
+    def key_enter(self) -> None:
+        self.toggle_paste()
 
 
 class ReplyBlock(Markdown):
@@ -279,15 +628,77 @@ class ReplyBlock(Markdown):
             self.add_class(status)
 
 
+class PastedRunBlock(RunBlock):
+    """The run of an input that held a big paste: drawn as it was typed (the paste as its
+    ``[pasted N lines]`` placeholder) until a click or Enter shows the whole text."""
+
+    def __init__(self, code: str, shown: str, kind: str = "python", title: str | None = None) -> None:
+        super().__init__(code, kind, title)
+        self.shown = shown
+        self.expanded = False
+
+    def _render_block(self) -> None:
+        if self.expanded:
+            super()._render_block()
+            return
+        code, kind = self.code, self.kind
+        self.code, self.kind = self.shown + "\n(click or Enter: show the whole text)", "text"
+        try:
+            super()._render_block()
+        finally:
+            self.code, self.kind = code, kind
+
+    def toggle_paste(self) -> None:
+        self.expanded = not self.expanded
+        self._render_block()
+
+    def on_click(self) -> None:
+        self.toggle_paste()  # RunBlock's own click (show the output) follows
+
+    def key_enter(self) -> None:
+        self.toggle_paste()
+        super().key_enter()
+
+
+def pasted_run(code: str, kind: str = "python", title: str | None = None) -> RunBlock:
+    """A run's block: a :class:`PastedRunBlock` when ``code`` was submitted with a big paste."""
+    shown = shown_for(code)
+    return PastedRunBlock(code, shown, kind, title) if shown is not None else RunBlock(code, kind, title)
+
+
 def tool_block(name: str, arguments: dict[str, object]) -> RunBlock:
     """The block of one tool call (not yet mounted)."""
     if name == "execute_code":
         title = "execute_code" + (" (reset)" if arguments.get("reset") else "")
-        return RunBlock(str(arguments.get("code", "")), title=title)
+        return pasted_run(str(arguments.get("code", "")), title=title)
     if name == "terminal":
         return RunBlock(str(arguments.get("command", "")), kind="shell", title="terminal")
     shown = ", ".join(f"{k}={v!r}"[:200] for k, v in arguments.items() if v not in (None, False))
     return RunBlock(f"{name}({shown})", kind="text")
+
+
+class PendingBlock(Static, can_focus=True):
+    """Input waiting for the running turn to end; Esc (or Delete) on it takes it out of the queue."""
+
+    DEFAULT_CSS = """
+    PendingBlock { color: $text-muted; padding: 0 1; border-left: thick $panel; height: auto; }
+    PendingBlock:focus { border-left: thick $warning; background: $boost; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,delete", "remove", "Remove from the queue")]
+
+    class Removed(Message):
+        def __init__(self, block: PendingBlock) -> None:
+            super().__init__()
+            self.block = block
+
+    def __init__(self, turn_id: str, text: str, what: str) -> None:
+        first = text.splitlines()[0] if text.strip() else text
+        more = " …" if len(first) > 120 or "\n" in text.strip() else ""
+        super().__init__(plain(f"⋯ pending {what}: {first[:120]}{more}  (Esc on it removes it)"))
+        self.turn_id = turn_id
+
+    def action_remove(self) -> None:
+        self.post_message(self.Removed(self))
 
 
 def note(text: str, level: str = "info") -> Static:
@@ -325,6 +736,8 @@ class ConversationPane(Vertical):
         self.chat = chat
         self._replies: dict[int, ReplyBlock] = {}
         self._tools: dict[str, RunBlock] = {}
+        self._pending: dict[str, PendingBlock] = {}
+        """Inputs queued behind the running turn, by turn id."""
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="transcript")
@@ -357,12 +770,65 @@ class ConversationPane(Vertical):
         """A tool call: its script or command highlighted, other tools as name and arguments."""
         return self._append_block(tool_block(name, arguments))
 
-    def extend(self, widgets: list[Static | Markdown]) -> None:
-        """Append many blocks in one mount (drawing a stored session)."""
+    _older: Callable[[int], list[Widget]] | None = None
+    _head: Widget | None = None
+    _paging = False
+    _watching = False
+
+    def extend(self, widgets: list[Widget], *, older: Callable[[int], list[Widget]] | None = None,
+               head: Widget | None = None) -> None:
+        """Append many blocks in one mount (drawing a stored session).
+
+        Args:
+            older: ``older(room)`` gives the blocks before these, a page at a time (at most
+                ``room``; none once there are no more): drawn when the transcript is scrolled
+                to its top, until it holds MAX_BLOCKS blocks.
+            head: a line drawn above them; older pages go below it.
+        """
         transcript = self.query_one("#transcript", VerticalScroll)
-        transcript.mount_all(widgets[-MAX_BLOCKS:])
+        self._older, self._head = older, head
+        transcript.mount_all(([head] if head is not None else []) + widgets[-MAX_BLOCKS:])
         self._prune(transcript)
-        transcript.scroll_end(animate=False)
+        transcript.anchor()  # the newest stays in view while replies render their Markdown
+        if older is not None:
+            if not self._watching:
+                self._watching = True
+                self.watch(transcript, "scroll_y", self._scrolled, init=False)
+            self.set_timer(PAGE_SETTLE, self._scrolled)  # a first page that does not fill the view
+
+    def _scrolled(self, _y: float | None = None) -> None:
+        """Scrolled to the top (or nothing to scroll yet): draw the next older page."""
+        transcript = self.query_one("#transcript", VerticalScroll)
+        if self._older is not None and not self._paging and transcript.scroll_y <= 0:
+            self._paging = True
+            self.run_worker(self._draw_older(transcript, transcript.max_scroll_y <= 0), group="older-page",
+                            exit_on_error=False)
+
+    async def _draw_older(self, transcript: VerticalScroll, short: bool) -> None:
+        """Draw the next older page above what is shown. The view stays where it was: on the
+        block that was at the top, or at the end when the transcript was ``short`` (all of it
+        in view)."""
+        older = self._older
+        blocks = older(MAX_BLOCKS - len(transcript.children)) if older is not None else []
+        if not blocks:
+            self._older = None
+            self._paging = False
+            return
+        anchor = None if short else next((c for c in transcript.children if c is not self._head), None)
+        head = self._head if self._head is not None and self._head.parent is transcript else None
+        try:
+            await (transcript.mount_all(blocks, after=head) if head is not None else transcript.mount_all(blocks, before=0))
+        finally:
+            self.call_after_refresh(self._keep_view, transcript, anchor)
+
+    def _keep_view(self, transcript: VerticalScroll, anchor: Widget | None) -> None:
+        self._paging = False
+        if anchor is None:
+            transcript.scroll_end(animate=False)
+            self.set_timer(PAGE_SETTLE, self._scrolled)  # still short (once its replies rendered)? the next
+        elif anchor.parent is transcript:
+            transcript.scroll_to_widget(anchor, animate=False, top=True, immediate=True)
+            self._scrolled()  # still at the top: the next one
 
     def _append_block(self, block: RunBlock) -> RunBlock:
         self._append(block)
@@ -389,7 +855,15 @@ class ConversationPane(Vertical):
         """Keep the newest line in view (a streaming reply grows)."""
         self.query_one("#transcript", VerticalScroll).scroll_end(animate=False)
 
+    async def drop_pending(self, turn_id: str) -> None:
+        """Remove the placeholder of a queued input (it was taken out of the queue)."""
+        block = self._pending.pop(turn_id, None)
+        if block is not None:
+            await block.remove()
+
     def action_clear(self) -> None:
+        self._pending.clear()
+        self._older = self._head = None
         self.query_one("#transcript", VerticalScroll).remove_children()
         self._replies.clear()
         self._tools.clear()
@@ -399,13 +873,18 @@ class ConversationPane(Vertical):
     async def show_event(self, event: AgentEvent) -> None:
         """Draw one agent event (they arrive in order, each after it was stored)."""
         if isinstance(event, TurnStarted):
+            pending = self._pending.pop(event.turn_id, None)
+            if pending is not None:  # it runs now: the placeholder goes
+                await pending.remove()
             if event.kind == "message" or event.origin != "user":  # typed Python and !cmd show as their run
                 self.add_message(event.text, event.origin)
             if self.busy_hint is not None:
                 self.set_hint(self.busy_hint)
         elif isinstance(event, TurnQueued):
-            what = "injected message" if event.origin == "injected" else "message"
-            self.add_note(f"⋯ {what} queued ({event.position} ahead): {event.text[:120]}")
+            what = "injected message" if event.origin == "injected" else \
+                "command" if event.text.startswith("!") else "input"
+            block = self._pending[event.turn_id] = PendingBlock(event.turn_id, event.text, what)
+            self._append(block)
         elif isinstance(event, ReplyText):
             block = self._replies.get(event.reply_id)
             if block is None:

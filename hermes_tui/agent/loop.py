@@ -185,6 +185,14 @@ class Agent:
         self._wake.set()
         return ahead
 
+    def remove_queued(self, turn_id: str) -> bool:
+        """Take a turn that has not started out of the queue; False if it is not waiting."""
+        for turn in self._queue:
+            if turn.id == turn_id and turn.step == "new":
+                self._queue.remove(turn)
+                return True
+        return False
+
     async def interrupt(self) -> bool:
         """End the running turn: a running script ends as interrupted, a streaming reply stops."""
         turn = self._current

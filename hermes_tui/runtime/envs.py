@@ -14,7 +14,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from hermes_tui.units import plural
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +96,8 @@ def build_child_env(
         if env[name] != value:
             redacted.append(name)
     if dropped_hermes:
-        log.debug("execute_code: dropped %s", plural(dropped_hermes, "non-allowlisted HERMES_* variable"))
+        # SPEC §3 names this line word for word: "dropped N non-allowlisted HERMES_* var(s)".
+        log.debug("execute_code: dropped %d non-allowlisted HERMES_* var(s)", dropped_hermes)
     if redacted:
         log.debug("execute_code: redacted URL credentials in %s", ", ".join(sorted(redacted)))
     if inject:
