@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -141,7 +142,11 @@ sys.exit(main(sys.argv[1:]))
 
 
 def resume(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", RESUME_PROBE, *argv], capture_output=True, text=True, timeout=60)
+    # Run from a folder outside the checkout: `python -c` puts the working directory first on
+    # sys.path, and the checkout's hermes_tui/ is not the installed package (widgets/ and
+    # themes/ are installed inside it).
+    return subprocess.run([sys.executable, "-c", RESUME_PROBE, *argv], capture_output=True, text=True, timeout=60,
+                          cwd=tempfile.gettempdir())
 
 
 @pytest.mark.parametrize("argv", [["--resume"], ["--resume", "latest"]], ids=" ".join)
