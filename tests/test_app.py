@@ -13,7 +13,7 @@ from hermes_tui.widgets.conversation import PromptInput, RunBlock, is_complete
 from hermes_tui.widgets.dialogs import ConfirmScreen, HelpScreen, VariablesScreen
 from hermes_tui.widgets.kernels import KernelsPane
 
-from conftest import make_config, pid_running, strict_config
+from conftest import pid_running, strict_config
 
 SIZE = (140, 40)
 

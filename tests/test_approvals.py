@@ -16,7 +16,7 @@ from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.rules import allowlist_path, load_allowlist
 
-from conftest import Approver, make_config, strict_config
+from conftest import Approver, strict_config
 
 
 async def make(home: Path, yaml_text: str = "", **kwargs) -> Runtime:

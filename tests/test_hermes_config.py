@@ -18,7 +18,6 @@ from hermes_tui.agent.providers import resolve_provider
 from hermes_tui.agent.workspace import Workspace
 from hermes_tui.config import load_config, parse_config
 from hermes_tui.hermes_keys import TURN_LIMIT_UNLIMITED, turn_limit
-from hermes_tui.runtime import Runtime
 
 from conftest import Approver, kernel_pids, pid_running
 from fake_models import FakeModelServer

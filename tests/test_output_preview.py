@@ -11,7 +11,6 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from hermes_tui import store as db
 from hermes_tui.app import HermesApp
 from hermes_tui.config import parse_config
 from hermes_tui.runtime.models import ExecResult, KernelRef
@@ -180,10 +179,16 @@ async def test_header_fits_the_pane_at_80_columns() -> None:
 
 # -- a stored session, a page at a time ------------------------------------------------------
 
-async def test_a_long_stored_session_draws_its_newest_page_then_older_ones_on_scrolling_up(tmp_path: Path) -> None:
-    make_session(tmp_path, 1200)
+
+def stored_session_app(home: Path, messages: int) -> HermesApp:
+    """The app opening a stored session of ``messages`` messages (as ``--resume`` does)."""
+    make_session(home, messages)
     config = parse_config("model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n")
-    app = HermesApp(config, cwd=str(tmp_path), home=tmp_path, session="big")
+    return HermesApp(config, cwd=str(home), home=home, session="big")
+
+
+async def test_a_long_stored_session_draws_its_newest_page_then_older_ones_on_scrolling_up(tmp_path: Path) -> None:
+    app = stored_session_app(tmp_path, 1200)
     async with app.run_test(size=(120, 40)) as pilot:
         transcript = app.query_one("#transcript")
         await wait_until(pilot, lambda: any(isinstance(b, ReplyBlock) and "reply 299" in b.text
@@ -209,9 +214,7 @@ async def test_a_long_stored_session_draws_its_newest_page_then_older_ones_on_sc
 
 
 async def test_a_stored_session_shorter_than_the_view_draws_all_of_it(tmp_path: Path) -> None:
-    make_session(tmp_path, 12)
-    config = parse_config("model:\n  provider: custom\n  default: m\n  base_url: http://127.0.0.1:9/v1\n")
-    app = HermesApp(config, cwd=str(tmp_path), home=tmp_path, session="big")
+    app = stored_session_app(tmp_path, 12)
     async with app.run_test(size=(120, 150)) as pilot:
         transcript = app.query_one("#transcript")
         # The first page (10 blocks) does not fill 150 rows: the rest follows without scrolling.

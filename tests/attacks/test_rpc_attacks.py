@@ -16,65 +16,16 @@ import json
 import os
 import resource
 import stat
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from conftest import wait_for
-from hostile import huge_line
+from hostile import HostWatch, huge_line
 
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.rpc import CHANNEL_THREADS, MAX_CONNECTIONS, MAX_REQUEST_BYTES
 
 MB = 1_000_000
-
-
-class HostWatch:
-    """Samples this process (the host) every 5 ms in a thread: peak RSS and thread count;
-    and the event loop's worst lag."""
-
-    def __init__(self) -> None:
-        self.page = os.sysconf("SC_PAGE_SIZE")
-        self.rss_before = self.peak_rss = self.rss()
-        self.threads_before = self.peak_threads = threading.active_count()
-        self.lag = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def rss(self) -> int:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * self.page
-
-    @property
-    def rss_growth(self) -> int:
-        return self.peak_rss - self.rss_before
-
-    @property
-    def thread_growth(self) -> int:
-        return self.peak_threads - self.threads_before
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.005):
-            self.peak_rss = max(self.peak_rss, self.rss())
-            self.peak_threads = max(self.peak_threads, threading.active_count())
-
-    async def _ticks(self) -> None:
-        while not self._stop.is_set():
-            started = time.perf_counter()
-            await asyncio.sleep(0.005)
-            self.lag = max(self.lag, time.perf_counter() - started - 0.005)
-
-    async def during(self, *work):
-        """Await ``work`` (awaitables, run together) while sampling; their results."""
-        self._thread.start()
-        ticker = asyncio.ensure_future(self._ticks())
-        try:
-            return await asyncio.gather(*work)
-        finally:
-            self._stop.set()
-            await ticker
-            self._thread.join()
 
 
 def output_json(result) -> dict:

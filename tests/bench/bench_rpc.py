@@ -22,8 +22,6 @@ import os
 import resource
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared hostile scripts
@@ -31,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shar
 from hermes_tui.config import parse_config  # noqa: E402
 from hermes_tui.runtime import Runtime  # noqa: E402
 from hermes_tui.runtime.rpc import MAX_REQUEST_BYTES  # noqa: E402
-from hostile import huge_line  # noqa: E402
+from hostile import HostWatch, huge_line  # noqa: E402
 
 CALLS = """
 import json, statistics, time
@@ -75,42 +73,6 @@ print(json.dumps({{"elapsed": time.perf_counter() - start, "outcomes": sorted(se
 """
 
 
-class Watch:
-    """Samples the host's RSS (every 2 ms, in a thread) and the event loop's lag."""
-
-    def __init__(self) -> None:
-        self.page = os.sysconf("SC_PAGE_SIZE")
-        self.baseline = self.rss()
-        self.peak = self.baseline
-        self.lag = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def rss(self) -> int:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * self.page
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.002):
-            self.peak = max(self.peak, self.rss())
-
-    async def _ticks(self) -> None:
-        while not self._stop.is_set():
-            started = time.perf_counter()
-            await asyncio.sleep(0.001)
-            self.lag = max(self.lag, time.perf_counter() - started - 0.001)
-
-    async def during(self, work: asyncio.Future) -> object:
-        self._thread.start()
-        ticker = asyncio.ensure_future(self._ticks())
-        try:
-            return await work
-        finally:
-            self._stop.set()
-            await ticker
-            self._thread.join()
-
-
 def cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -129,26 +91,26 @@ async def bench(calls: int, over_mb: int, huge: bool, flood: bool, folder: Path)
         if not huge:
             return
         await rt.execute_code("1", session="huge")
-        watch = Watch()
+        watch = HostWatch(every=0.002, tick=0.001)
         cpu_before = cpu()
-        result = await watch.during(asyncio.ensure_future(
+        (result,) = await watch.during(asyncio.ensure_future(
             rt.execute_code(huge_line(size), session="huge", timeout=600)))
         figures = json.loads(result.output)  # type: ignore[union-attr]
         print(f"a {size / (1 << 20):.0f} MiB request line: refused after {figures['elapsed']:.2f} s "
               f"({figures['sent'] / (1 << 20):.0f} MiB sent), host CPU {cpu() - cpu_before:.2f} s, "
-              f"host RSS growth (peak) {(watch.peak - watch.baseline) / 1e6:.1f} MB, "
+              f"host RSS growth (peak) {watch.rss_growth / 1e6:.1f} MB, "
               f"event-loop lag max {watch.lag * 1000:.1f} ms")
         print(f"  reply: {figures['reply'].strip()[:200]}")
 
         if flood:
             await rt.execute_code("1", session="flood")
-            watch = Watch()
+            watch = HostWatch(every=0.002, tick=0.001)
             cpu_before = cpu()
-            result = await watch.during(asyncio.ensure_future(rt.execute_code(
+            (result,) = await watch.during(asyncio.ensure_future(rt.execute_code(
                 FLOOD.format(mib=60, connections=16), session="flood", timeout=600)))
             figures = json.loads(result.output)  # type: ignore[union-attr]
             print(f"16 connections x 60 MiB: done after {figures['elapsed']:.2f} s, host CPU "
-                  f"{cpu() - cpu_before:.2f} s, host RSS growth (peak) {(watch.peak - watch.baseline) / 1e6:.1f} MB, "
+                  f"{cpu() - cpu_before:.2f} s, host RSS growth (peak) {watch.rss_growth / 1e6:.1f} MB, "
                   f"event-loop lag max {watch.lag * 1000:.1f} ms")
             print(f"  outcomes: {figures['outcomes']}")
 
