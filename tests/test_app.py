@@ -306,3 +306,18 @@ async def test_a_queued_input_shows_as_pending_and_esc_on_it_removes_it(hermes_h
         assert blocks(app)[0].status == "success" and blocks(app)[-1].code == "print('runs')"
         assert not app.query(PendingBlock)  # the one that ran lost its placeholder
         assert any("Removed from the queue" in str(n.render()) for n in app.query(".note"))
+
+
+async def test_a_running_block_shows_its_code_while_it_runs(hermes_home: Path, tmp_path: Path) -> None:
+    from rich.console import Group
+    from rich.syntax import Syntax
+
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "import time\ntime.sleep(2)\n")
+        await wait_until(pilot, lambda: blocks(app) and app.runtime.kernels() and
+                         app.runtime.kernels()[0].state == "busy")
+        content = blocks(app)[-1].content
+        parts = content.renderables if isinstance(content, Group) else [content]
+        shown = "\n".join(p.code if isinstance(p, Syntax) else str(p) for p in parts)
+        assert "time.sleep(2)" in shown and "running" in shown

@@ -488,8 +488,11 @@ class RunBlock(Static, can_focus=True):
         self.exec_id: str | None = None
         self.status = "running"
         self.summary = "running…"
+        self._drawable = False
+        """True from on_mount on (``is_mounted`` is still False while on_mount runs)."""
 
     def on_mount(self) -> None:
+        self._drawable = True
         self._render_block()
 
     def set_result(self, result: ExecResult) -> None:
@@ -521,7 +524,7 @@ class RunBlock(Static, can_focus=True):
         self._render_block()
 
     def _render_block(self) -> None:
-        if not self.is_mounted:
+        if not self._drawable:
             return  # drawn on mount (a stored session's blocks get their results before)
         from rich.syntax import Syntax  # Pygments loads on the first run, not at start-up
 
