@@ -227,9 +227,31 @@ async def test_a_stored_session_shorter_than_the_view_draws_all_of_it(tmp_path: 
 
 # -- the footer ------------------------------------------------------------------------------
 
-async def test_focus_changes_do_not_leak_footer_keys() -> None:
-    from textual.widgets._footer import FooterKey
+def footer_text(app: HermesApp) -> str:
+    from hermes_tui.widgets.footer import KeysFooter
 
+    return str(app.query_one(KeysFooter).render())
+
+
+async def test_footer_shows_the_keys_of_the_focused_pane_and_a_click_presses_one() -> None:
+    from hermes_tui.widgets.footer import KeysFooter
+
+    app = HermesApp(cwd=str(Path.cwd()))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        assert "Help" in footer_text(app) and "Interrupt" not in footer_text(app)
+        await pilot.press("f4")
+        await wait_until(pilot, lambda: "Interrupt" in footer_text(app))
+        assert "Kill" in footer_text(app)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: "Interrupt" not in footer_text(app))
+        footer = app.query_one(KeysFooter)
+        column = next(start for start, _end, key in footer._spans if key.description == "Kernels")
+        await pilot.click(KeysFooter, offset=(column + 1, 0))
+        await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "kernel-table")
+
+
+async def test_focus_changes_leave_no_widgets_behind() -> None:
     app = HermesApp(cwd=str(Path.cwd()))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -238,5 +260,5 @@ async def test_focus_changes_do_not_leak_footer_keys() -> None:
             await pilot.pause(0.02)
         await pilot.pause(0.3)
         gc.collect()
-        keys = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
-        assert len([k for k in keys if not k.is_attached]) < 20, len(keys)  # Textual's footer kept ~12 per change
+        gone = [o for o in gc.get_objects() if isinstance(o, Widget) and not o.is_attached]
+        assert len(gone) < 20, len(gone)  # Textual's footer left ~12 keys behind per change

@@ -26,7 +26,7 @@ from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
-from hermes_tui.widgets.footer import Footer as KeysFooter
+from hermes_tui.widgets.footer import KeysFooter
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.output import OutputPane
 from hermes_tui.widgets.safe import visible
@@ -155,7 +155,7 @@ class MainScreen(Screen[None]):
                 yield OutputPane(id="output")
                 yield KernelsPane(id="kernels")
 
-        yield KeysFooter()  # Textual's footer, without its leak
+        yield KeysFooter()  # one widget, not a dozen rebuilt per focus change (footer.py)
 
     @property
     def conversation(self) -> ConversationPane:
