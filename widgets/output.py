@@ -95,6 +95,12 @@ class OutputLog(Log):
         if at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
+    @classmethod
+    def _process_line(cls, line: str) -> str:
+        """A line as drawn: Textual's filter only replaces \\x00-\\x14, so ESC, DEL and the C1
+        controls would reach the terminal raw; every control is shown as an escape first."""
+        return super()._process_line(visible(line))
+
     # -- rows ------------------------------------------------------------------------------
 
     def _forget_rows(self, first: int) -> None:

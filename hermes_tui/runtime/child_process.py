@@ -23,6 +23,9 @@ from hermes_tui.runtime.reaper import REAPER
 
 KILL_GRACE = 5.0
 """Seconds between SIGTERM and SIGKILL of a process group (SPEC §2)."""
+INTERRUPT_REPEAT = 0.1
+"""Seconds between the SIGINTs of one interrupt during its grace: one that lands before the
+script has started (the kernel still reading it) is not the end of the interrupt."""
 
 EndedBy = Literal["timeout", "interrupt"] | None
 """Why a wait ended early (None: the process finished by itself)."""
@@ -159,29 +162,56 @@ async def wait_or_end(
     child: ChildProcess, outcome: asyncio.Future[CellOutcome], timeout: float,
     stop: asyncio.Future[Any] | None = None, *, before_end: Callable[[EndedBy], None] | None = None,
     interrupt_grace: float | None = None, on_interrupt: Callable[[], None] | None = None,
+    hard_stop: asyncio.Future[Any] | None = None,
 ) -> EndedBy:
     """Wait for ``outcome``; when ``timeout`` passes or ``stop`` is set first, end the group
     (SIGTERM, SIGKILL after :data:`KILL_GRACE`) and say which of the two it was.
 
     With ``interrupt_grace``, a ``stop`` first sends SIGINT to the group (``on_interrupt`` is
     told) and waits that long for the script to end by itself — then the process lives on;
-    only a script still running after the grace has its group ended. ``before_end`` is told
+    only a script still running after the grace has its group ended. SIGINT is sent again
+    every :data:`INTERRUPT_REPEAT` seconds of the grace (the kernel raises KeyboardInterrupt
+    once per script; a SIGINT that came before the script started is not lost). ``hard_stop``
+    set during the grace (a second interrupt) ends the group at once. ``before_end`` is told
     why just before the group is ended (so never when the interrupt sufficed)."""
     waiters: set[asyncio.Future[Any]] = {outcome} if stop is None else {outcome, stop}
     done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     if outcome in done:
         return None
     ended_by: EndedBy = "interrupt" if stop is not None and stop in done else "timeout"
+    grace = KILL_GRACE
     if ended_by == "interrupt" and interrupt_grace and child.interrupt():
         if on_interrupt is not None:
             on_interrupt()
-        finished, _ = await asyncio.wait({outcome}, timeout=interrupt_grace)
-        if outcome in finished:
+        if await _interrupt_grace(child, outcome, interrupt_grace, hard_stop):
             return ended_by
+        if hard_stop is not None and hard_stop.done():
+            grace = 0.0  # interrupted again: no SIGTERM grace either
     if before_end is not None:
         before_end(ended_by)
-    await child.terminate(KILL_GRACE)
+    await child.terminate(grace)
     return ended_by
+
+
+async def _interrupt_grace(child: ChildProcess, outcome: asyncio.Future[CellOutcome], grace: float,
+                           hard_stop: asyncio.Future[Any] | None) -> bool:
+    """Wait up to ``grace`` seconds for ``outcome``, repeating SIGINT meanwhile; True if it came."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    waiters: set[asyncio.Future[Any]] = {outcome} if hard_stop is None else {outcome, hard_stop}
+    while True:
+        left = deadline - loop.time()
+        if left <= 0:
+            return outcome.done()
+        done, _ = await asyncio.wait(waiters, timeout=min(INTERRUPT_REPEAT, left),
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if outcome in done:
+            return True
+        if done:  # interrupted again
+            return False
+        if not child.interrupt():  # the group is gone: its outcome is on the way
+            await asyncio.wait({outcome}, timeout=max(0.0, deadline - loop.time()))
+            return outcome.done()
 
 
 async def run_to_end(

@@ -33,6 +33,9 @@ from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, s
 log = logging.getLogger(__name__)
 
 INTERRUPT_NOTICE = "[execution interrupted — user sent a new message]"
+STOP_NOTICE = "[execution interrupted — stopped by the user]"
+"""Esc, Ctrl+C, /stop or the kernels pane's ``i`` (SPEC's notice is for a new message)."""
+SWITCH_NOTICE = "[execution interrupted — the user switched to another session]"
 DISPOSED_NOTICE = "[execution interrupted — session disposed]"
 STDERR_LABEL = "--- stderr ---\n"
 
@@ -45,8 +48,13 @@ class Running:
     session: str
     kernel: Kernel | None
     interrupt: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    hard: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    """Set by a second interrupt: the kernel is killed at once, the grace is not waited out."""
     killed: bool = False
     """The interrupt did not stop the script within the grace: its kernel was killed."""
+    kill_cause: str = "grace"
+    """Why it was killed: ``grace`` (the script did not stop), ``again`` (a second interrupt),
+    ``busy`` (the kernel was still answering a variables request: the script never started)."""
     display: bool = False
     """Show the value of a last bare expression, as the Python REPL does (typed input)."""
 
@@ -220,6 +228,8 @@ class Executor:
     async def _run_in_kernel(
         self, kernel: Kernel, code: str, exec_id: str, capture: HeadTailCapture, timeout: float, running: Running
     ) -> tuple[CellOutcome, EndedBy]:
+        if running.interrupt.done():  # interrupted before it was sent: it never runs, the kernel stays
+            return CellOutcome(capture.finish(), HeadTailCapture().finish(), None, None), "interrupt"
         try:
             future = await kernel.run(code, exec_id, capture, display=running.display)
         except KernelGone:
@@ -289,23 +299,37 @@ class Executor:
 
         def retire(ended_by: EndedBy) -> None:  # retired first, so the next result says why
             running.killed = True
-            self.pool.retire(kernel, "timed out" if ended_by == "timeout" else
-                             "did not stop within code_execution.interrupt_grace of an interrupt")
+            if ended_by == "timeout":
+                reason = "timed out"
+            elif running.hard.done():
+                running.kill_cause, reason = "again", "was killed by a second interrupt"
+            elif _answering(kernel):
+                running.kill_cause = "busy"
+                reason = "was still answering a request for its variables when its script was interrupted"
+            else:
+                reason = "did not stop within code_execution.interrupt_grace of an interrupt"
+            self.pool.retire(kernel, reason)
 
         # An interrupt is SIGINT first (KeyboardInterrupt in the script; the kernel and its
-        # namespace stay); only a script still running after the grace loses its kernel.
+        # namespace stay); only a script still running after the grace, or interrupted a
+        # second time, loses its kernel.
         return await wait_or_end(kernel, future, timeout, running.interrupt, before_end=retire,
                                  interrupt_grace=self.pool.config.interrupt_grace,
-                                 on_interrupt=lambda: self.pool.interrupting(kernel))
+                                 on_interrupt=lambda: self.pool.interrupting(kernel), hard_stop=running.hard)
 
     def interrupt(self, session: str, notice: str = INTERRUPT_NOTICE, *, with_subagents: bool = True) -> int:
-        """Stop every execution of ``session``; returns how many were running."""
+        """Stop every execution of ``session``; returns how many were running.
+
+        The first interrupt of an execution sends SIGINT (its kernel stays if the script stops
+        within the grace); a second one, during the grace, kills its kernel at once."""
         count = 0
         for running in list(self.running.values()):
             if running.session == session or (with_subagents and parent_session(running.session) == session):
                 if not running.interrupt.done():
                     running.interrupt.set_result(notice)
-                    count += 1
+                elif not running.hard.done():
+                    running.hard.set_result(None)
+                count += 1
         return count
 
     # -- results --------------------------------------------------------------------------
@@ -349,10 +373,16 @@ class Executor:
             notice = running.interrupt.result()
             error = "Execution interrupted: " + notice.strip("[]").split("— ", 1)[-1]
             if running.killed and lease is not None:
-                warnings.append(f"The script did not stop within code_execution.interrupt_grace "
-                                f"({self.pool.config.interrupt_grace:g}s) of the interrupt (it caught "
-                                "KeyboardInterrupt, or sat in code that ignores signals): its kernel was killed and "
-                                "its state is lost; the next call starts a fresh kernel.")
+                grace = f"code_execution.interrupt_grace ({self.pool.config.interrupt_grace:g}s)"
+                lost = "its kernel was killed and its state is lost; the next call starts a fresh kernel."
+                if running.kill_cause == "again":
+                    warnings.append(f"The script was interrupted a second time before it had stopped: {lost}")
+                elif running.kill_cause == "busy":
+                    warnings.append(f"The kernel was still answering a request for its variables (a slow __repr__?) "
+                                    f"and had not started the script within {grace} of the interrupt: {lost}")
+                else:
+                    warnings.append(f"The script did not stop within {grace} of the interrupt (it caught "
+                                    f"KeyboardInterrupt, or sat in code that ignores signals): {lost}")
         elif reply is not None:
             kind = reply.get("status")
             exit_code = int(reply.get("exit_code") or 0) if kind == "exit" else (0 if kind == "ok" else 1)
@@ -453,6 +483,12 @@ class Executor:
         record.update({k: v for k, v in rest.items() if k not in record})
         record.update(mode=key.mode, cwd=key.cwd, interpreter=key.interpreter, code=code, output=output)
         return record
+
+
+def _answering(kernel: Kernel) -> bool:
+    """The kernel has a names/variables request it has not answered yet (it runs those before
+    a script sent after them)."""
+    return any(not waiter.done() for waiter in getattr(kernel, "_inspections", {}).values())
 
 
 def _join(text: str, more: str) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import secrets
 import shutil
+import signal
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
+from hermes_tui.runtime.kernel import Kernel, KernelGone
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
@@ -229,9 +233,14 @@ class Runtime:
         """A snapshot of every live kernel."""
         return self._pool.infos() if self._pool else []
 
-    async def interrupt(self, session: str) -> int:
-        """End the running script(s) of ``session`` (status ``interrupted``); returns how many."""
-        return self._executor.interrupt(session, INTERRUPT_NOTICE) if self._executor else 0
+    async def interrupt(self, session: str, notice: str = INTERRUPT_NOTICE) -> int:
+        """End the running script(s) of ``session`` (status ``interrupted``, ``notice`` at the end
+        of the output: SPEC's for a new message, :data:`STOP_NOTICE` when the user stopped it);
+        returns how many.
+
+        Each gets SIGINT and keeps its kernel if it stops within ``interrupt_grace``; calling
+        this again during the grace kills the kernel at once (and counts the script again)."""
+        return self._executor.interrupt(session, notice) if self._executor else 0
 
     async def dispose_session(self, session: str) -> None:
         """End the session's kernels (and its sub-agents') now, stopping running scripts."""
@@ -260,36 +269,102 @@ class Runtime:
         budget = running.kernel.budget if running and running.kernel else None
         return budget.calls if budget is not None and budget.exec_id == exec_id else None
 
-    async def inspect_kernel(self, kernel_id: str) -> list[dict[str, object]]:
+    async def inspect_kernel(self, kernel_id: str, timeout: float = 5.0) -> list[dict[str, object]]:
         """The variables of an idle kernel: name, type, short repr, size, len.
 
-        Asked of the kernel without touching its namespace. Raises ``LookupError`` for an
-        unknown kernel and ``RuntimeError`` while it runs a script.
+        Asked of the kernel without touching its namespace; the script's ``__repr__`` and
+        ``__len__`` run, for about a second in all (the rest is listed by name and type). Raises
+        ``LookupError`` for an unknown kernel, ``RuntimeError`` while it runs a script or still
+        answers an earlier request, ``TimeoutError`` when it does not answer within ``timeout``
+        (it is then told to cut the walk short).
         """
+        kernel = self._idle_kernel(kernel_id)
+        async with kernel.lock:
+            return await self._ask(kernel, "inspect", timeout)
+
+    async def count_names(self, kernel_id: str, timeout: float = 2.0) -> int:
+        """How many names the user's code left in an idle kernel (what a reset would lose).
+
+        Cheap, and none of the script's code runs (no ``__repr__``). Raises as
+        :meth:`inspect_kernel` does."""
+        kernel = self._idle_kernel(kernel_id)
+        async with kernel.lock:
+            return len(await self._ask(kernel, "names", timeout))
+
+    async def kernel_names(self, session: str, timeout: float = 2.0) -> list[dict[str, object]] | None:
+        """The names in the session's kernel (its most recently used top-level one) with the
+        name of each one's type (``name``, ``type``), for completing names the user types; None
+        when it has no live kernel, runs a script, still answers an earlier request, or does not
+        answer within ``timeout``. Cheap: the namespace is not touched and none of the script's
+        code runs; a busy kernel is not asked at all."""
+        kernels = [k for k in self._pool.of_session(session, with_subagents=False) if k.alive] if self._pool else []
+        if not kernels:
+            return None
+        kernel = max(kernels, key=lambda k: k.last_used_monotonic)
+        if kernel.lock.locked() or kernel.state != "idle" or self._answering(kernel):
+            return None
+        try:
+            async with kernel.lock:
+                return await self._ask(kernel, "names", timeout)
+        except Exception:  # gone, or slow to answer: complete from builtins instead
+            return None
+
+    def _idle_kernel(self, kernel_id: str) -> Kernel:
         kernel = self._pool.get(kernel_id) if self._pool else None
         if kernel is None or not kernel.alive:
             raise LookupError(f"no live kernel {kernel_id}")
         if kernel.lock.locked():
             raise RuntimeError(f"kernel {kernel_id} is running a script; try again when it is idle")
-        async with kernel.lock:
-            return await kernel.inspect()
+        if self._answering(kernel):
+            raise RuntimeError(f"kernel {kernel_id} is still answering an earlier request; try again soon")
+        return kernel
 
-    async def kernel_names(self, session: str, timeout: float = 2.0) -> list[dict[str, object]] | None:
-        """The variables of the session's kernel (its most recently used top-level one), for
-        completing names the user types; None when it has no live kernel, runs a script, or does
-        not answer within ``timeout``. Asked like :meth:`inspect_kernel`: the namespace is
-        not touched and a busy kernel is not asked at all."""
-        kernels = [k for k in self._pool.of_session(session, with_subagents=False) if k.alive] if self._pool else []
-        if not kernels:
-            return None
-        kernel = max(kernels, key=lambda k: k.last_used_monotonic)
-        if kernel.lock.locked() or kernel.state != "idle":
-            return None
+    @staticmethod
+    def _answering(kernel: Kernel) -> bool:
+        """An earlier names/variables request of this kernel is not answered yet."""
+        return kernel.alive and any(not waiter.done() for waiter in kernel._inspections.values())
+
+    async def _ask(self, kernel: Kernel, op: str, timeout: float) -> list[dict[str, object]]:
+        """Send one ``names`` or ``inspect`` request (call with the kernel's lock held).
+
+        The request stays outstanding until the kernel answers (or ends), even when this
+        stops waiting: no second request is sent behind it, and a script sent meanwhile can
+        tell it is queued behind one. A variables walk given up on is told to stop (SIGINT to
+        the driver alone, while the lock is held: the driver ignores it between requests)."""
+        if self._answering(kernel):
+            raise RuntimeError(f"kernel {kernel.id} is still answering an earlier request; try again soon")
+        if not kernel.alive or kernel._ctrl_in < 0:
+            raise KernelGone(kernel.id)
+        request_id = secrets.token_hex(6)
+        waiter: asyncio.Future[list[dict[str, object]]] = kernel.loop.create_future()
+        inspections = kernel._inspections
+
+        def forget(_: object) -> None:
+            if inspections.get(request_id) is waiter:
+                del inspections[request_id]
+            kernel.exited.remove_done_callback(forget)
+            if not waiter.done():
+                waiter.cancel()
+
+        inspections[request_id] = waiter  # the kernel's reply (op "inspect", this id) resolves it
+        waiter.add_done_callback(forget)
+        kernel.exited.add_done_callback(forget)
         try:
-            async with kernel.lock:
-                return await kernel.inspect(timeout)
-        except Exception:  # gone, or slow to answer: complete from builtins instead
-            return None
+            await kernel._send((json.dumps({"op": op, "id": request_id}) + "\n").encode())
+        except OSError:
+            forget(None)
+            raise KernelGone(kernel.id) from None
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+        if waiter in done and not waiter.cancelled():
+            return waiter.result()
+        if waiter.cancelled():
+            raise KernelGone(kernel.id)
+        if op == "inspect" and kernel.pid:
+            try:
+                os.kill(kernel.pid, signal.SIGINT)
+            except OSError:
+                pass
+        raise TimeoutError(f"kernel {kernel.id} did not answer within {timeout:g}s")
 
     async def kernel_memory(self) -> dict[str, int]:
         """Resident memory in bytes of each live kernel (read off /proc in a thread)."""

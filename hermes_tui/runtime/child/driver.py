@@ -28,6 +28,17 @@ import types
 
 _KEEP_CELLS_IN_LINECACHE = 200
 _CO_COROUTINE = 0x0080
+_INSPECT_SECONDS = 1.0
+"""Time the variables view may spend in the script's __repr__/__len__/__sizeof__ in all."""
+_TYPE_QUALNAME = type.__dict__["__qualname__"].__get__
+"""A class's __qualname__ read straight from the type object: no metaclass code runs."""
+_HIDDEN_FILES = frozenset(
+    os.path.join(folder, name)
+    for folder in (os.path.dirname(__file__), os.path.dirname(os.path.abspath(__file__)),
+                   os.path.dirname(os.path.realpath(__file__)))
+    for name in (os.path.basename(__file__), "hermes_tools.py")
+)
+"""Frames of these files (the driver, the staged tool module) are not the user's code."""
 
 
 def _write_all(fd, data):
@@ -76,6 +87,9 @@ class Driver(object):
         self.cells = []
         self.loop = None
         self.interruptible = False
+        """A script runs: the next SIGINT raises KeyboardInterrupt in it (once)."""
+        self.inspecting = False
+        """The variables view is being gathered: the next SIGINT cuts it short (once)."""
         # Private copies of the output pipes: end markers always reach the host, and a
         # script that closes fd 1 or 2 gets them back for the next script.
         self.pipes = (os.dup(1), os.dup(2))
@@ -90,47 +104,113 @@ class Driver(object):
             line = self.requests.readline()
             if not line:
                 return 0
-            request = json.loads(line.decode("utf-8"))
-            if request.get("op") == "exec":
+            try:
+                request = json.loads(line.decode("utf-8"))
+                op = request.get("op")
+            except Exception:  # not the host's: ignored, the kernel serves on
+                continue
+            if op == "exec":
                 exit_code = self.run_cell(request)
                 if exit_code is not None:
                     return exit_code
-            elif request.get("op") == "inspect":
-                self.reply(op="inspect", id=request.get("id"), variables=self.inspect())
-
-    def inspect(self, limit=500):
-        """Names, types, short reprs and sizes of the namespace, without changing it."""
-        found = []
-        for name, value in list(self.module.__dict__.items()):
-            if name.startswith("__") or len(found) >= limit:
-                continue
-            kind = type(value)
-            try:
-                text = repr(value)
-            except Exception as exc:
-                text = "<repr failed: %s>" % type(exc).__name__
-            if len(text) > 120:
-                text = text[:117] + "..."
-            try:
-                size = sys.getsizeof(value)
-            except Exception:
-                size = None
-            length = None
-            if not isinstance(value, (type, types.ModuleType)):
+            elif op in ("inspect", "names"):
+                # Both answer as "inspect" (the host routes replies of that op by id).
                 try:
-                    length = len(value)
-                except Exception:
-                    length = None
-            found.append({"name": name, "type": "%s.%s" % (kind.__module__, kind.__qualname__)
-                          if kind.__module__ not in ("builtins",) else kind.__qualname__,
-                          "repr": text, "size": size, "len": length})
+                    found = self.names() if op == "names" else self.inspect()
+                except BaseException:  # never the kernel's end: an empty answer
+                    found = []
+                self.reply(op="inspect", id=request.get("id"), variables=found)
+
+    def _user_items(self):
+        """(name, value) of the user's names: no user code runs (a non-str key is skipped)."""
+        for name, value in list(self.module.__dict__.items()):
+            if type(name) is str and not name.startswith("__"):
+                yield name, value
+
+    def names(self, limit=20000):
+        """The user's names and the names of their types, for completion and counting: cheap,
+        and no code of the script runs (no repr, len or getsizeof; type(v), not v.__class__)."""
+        found = []
+        for name, value in self._user_items():
+            if len(found) >= limit:
+                break
+            found.append({"name": name, "type": _TYPE_QUALNAME(type(value))})
         found.sort(key=lambda item: item["name"])
         return found
 
+    def inspect(self, limit=500, seconds=_INSPECT_SECONDS):
+        """Names, types, short reprs and sizes of the namespace, without changing it.
+
+        The script's __repr__, __len__ and __sizeof__ run here: after ``seconds`` in all (or a
+        SIGINT from the host, which gave up waiting) the rest is listed by name and type only."""
+        found = []
+        try:
+            try:
+                self.inspecting = True
+                self._inspect_into(found, limit, time.monotonic() + seconds)
+            finally:
+                self.inspecting = False
+        except KeyboardInterrupt:  # raised once at most (see on_sigint): what was found so far
+            pass
+        names = set(item["name"] for item in found)
+        for name, value in self._user_items():  # cut short: the rest by name and type only
+            if len(found) >= limit:
+                break
+            if name not in names:
+                found.append({"name": name, "type": _TYPE_QUALNAME(type(value)), "repr": "<not shown: too slow>",
+                              "size": None, "len": None})
+        found.sort(key=lambda item: item["name"])
+        return found
+
+    def _inspect_into(self, found, limit, deadline):
+        def stop():  # out of time, or the host said so (a SIGINT a __repr__ may have swallowed)
+            return not self.inspecting or time.monotonic() > deadline
+
+        for name, value in self._user_items():
+            if len(found) >= limit or stop():
+                return
+            kind = type(value)
+            qualname = _TYPE_QUALNAME(kind)
+            try:
+                text = repr(value)
+                if type(text) is not str:
+                    text = "<repr failed>"
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # even SystemExit from a __repr__ is the script's, not the kernel's
+                text = "<repr failed: %s>" % _TYPE_QUALNAME(type(exc))
+            if len(text) > 120:
+                text = text[:117] + "..."
+            size = length = None
+            try:
+                if not stop():
+                    size = sys.getsizeof(value)
+                if not stop() and not issubclass(kind, (type, types.ModuleType)):
+                    length = len(value)
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
+                pass
+            try:
+                module = kind.__module__
+                if type(module) is not str:
+                    module = "?"
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
+                module = "?"
+            found.append({"name": name, "type": qualname if module == "builtins" else "%s.%s" % (module, qualname),
+                          "repr": text, "size": size, "len": length})
+
     def on_sigint(self, signum, frame):
         """SIGINT (the host's interrupt, like Ctrl+C): KeyboardInterrupt in the running script;
-        between scripts it is ignored, so the kernel and its namespace live on."""
-        if self.interruptible:
+        between scripts it is ignored, so the kernel and its namespace live on.
+
+        The host repeats SIGINT until the script ends (one may land before the script starts):
+        only the first one that lands in a script raises; the others are ignored, so cleanup
+        code of a script that caught it is not interrupted again by the same interrupt."""
+        if self.interruptible or self.inspecting:
+            self.interruptible = self.inspecting = False
             raise KeyboardInterrupt
 
     def run_cell(self, request):
@@ -225,11 +305,12 @@ class Driver(object):
 
     def _print_traceback(self, exc):
         # Hide the driver's own frames (where the script was started, and the SIGINT handler
-        # an interrupt comes from): the traceback shows only the user's code.
+        # an interrupt comes from) and those of the staged hermes_tools module (where a tool
+        # call waited): the traceback shows only the user's code.
         kept = []
         tb = exc.__traceback__
         while tb is not None:
-            if tb.tb_frame.f_code.co_filename != __file__:
+            if tb.tb_frame.f_code.co_filename not in _HIDDEN_FILES:
                 kept.append(tb)
             tb = tb.tb_next
         tb = None

@@ -11,7 +11,9 @@ commands there. Stdlib only, Python 3.8 syntax (it runs in the user's interprete
 import json
 import os
 import shlex
+import signal
 import socket
+import sys
 import threading
 import time
 
@@ -19,6 +21,43 @@ _CONFIG: dict  # declared apart: runtime/stub.py replaces the next line verbatim
 _CONFIG = {}  # replaced by the host when it stages this file
 
 _ALL_TOOLS = ("web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal")
+
+
+class _HeldSigint(object):
+    """SIGINT's handler while bytes read off the socket are being kept: it only notes that
+    the signal came; the handler it stands in for runs once they are kept."""
+
+    def __init__(self, previous):
+        self.previous = previous
+        self.came = False
+
+    def note(self, signum, frame):
+        self.came = True
+
+
+def _hold_sigint():
+    """In the main thread (the only one a KeyboardInterrupt is raised in), hold SIGINT's
+    handler back until :func:`_release_sigint`. Python runs signal handlers in the main thread
+    whichever thread the signal was delivered to, so swapping the handler holds it back (a
+    signal mask would not: the signal would go to another thread). Returns what to give to
+    _release_sigint (None: nothing held)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        return None
+    held = _HeldSigint(previous)
+    signal.signal(signal.SIGINT, held.note)  # one pending from before raises here: nothing read yet
+    return held
+
+
+def _release_sigint(held):
+    """Put SIGINT's handler back; if the signal came meanwhile, run it now (the bytes are kept)."""
+    if held is None:
+        return
+    signal.signal(signal.SIGINT, held.previous)  # one still pending is noted first
+    if held.came:
+        held.previous(signal.SIGINT, sys._getframe(1))
 
 
 class _Connection(object):
@@ -38,7 +77,6 @@ class _Connection(object):
         self.error = None  # set once the connection is gone: why
         self.refusal = None  # what the host said (a reply with no id) before closing it
         self.head = []  # pieces of a line not yet complete
-        self.tail = b""
         self.abandoned = set()  # ids of calls an interrupt gave up on: their late replies are dropped
 
     def wait(self, request_id):
@@ -69,52 +107,69 @@ class _Connection(object):
                 self.cond.notify_all()  # someone still waiting takes over the reading
 
     def _read_until(self, request_id):
-        while True:
-            line = self._next_line()
-            if line is None:
-                with self.cond:
-                    self.error = self.refusal or "hermes-tui closed the tool channel"
-                raise ConnectionError(self.error)
-            try:
-                reply = json.loads(line.decode("utf-8"))
-            except ValueError:
-                continue
-            if not isinstance(reply, dict):
-                continue
-            if reply.get("id") is None:  # said to the connection: why it is being closed
-                result = reply.get("result")
-                if isinstance(result, dict) and result.get("error"):
-                    self.refusal = str(result["error"])
-                continue
-            with self.cond:
-                if reply.get("id") == request_id:
-                    return reply.get("result")
-                if reply.get("id") in self.abandoned:
-                    self.abandoned.discard(reply.get("id"))
-                    continue
-                self.replies[reply.get("id")] = reply.get("result")
-                self.cond.notify_all()
+        """Read until this call's reply is in; every reply read is kept in ``replies`` first.
 
-    def _next_line(self):
-        """The next line the host sent (no newline), or None at the end; looks for the
-        newline only in bytes not searched yet."""
+        An interrupt (KeyboardInterrupt, main thread) lands only while waiting for bytes
+        (nothing taken off the socket yet) or once what was read is kept: never between
+        a read and its keeping, which would lose bytes and garble the next reply."""
         while True:
-            index = self.tail.find(b"\n")
-            if index >= 0:
-                line = b"".join(self.head + [self.tail[:index]])
-                self.head, self.tail = [], self.tail[index + 1:]
-                return line
-            try:
-                data = self.sock.recv(1 << 16)  # first: an exception here loses no one's bytes
+            with self.cond:
+                if request_id in self.replies:
+                    return self.replies.pop(request_id)
+            try:  # waits; consumes nothing, so an interrupt here loses no one's bytes
+                ready = self.sock.recv(1, socket.MSG_PEEK)
             except OSError as exc:
                 if exc.errno is None:  # e.g. a TimeoutError a signal handler raised: not the end
                     raise
-                data = b""
-            if not data:
-                return None
-            if self.tail:
-                self.head.append(self.tail)
-            self.tail = data
+                ready = b""
+            held = _hold_sigint()
+            try:
+                ended = not ready or not self._receive()
+            finally:
+                _release_sigint(held)
+            if ended:
+                with self.cond:
+                    if request_id in self.replies:
+                        return self.replies.pop(request_id)
+                    self.error = self.refusal or "hermes-tui closed the tool channel"
+                raise ConnectionError(self.error)
+
+    def _receive(self):
+        """Take the bytes waiting on the socket and keep every complete reply in them;
+        False at the end of the connection. Does not wait (the caller saw bytes ready)."""
+        try:
+            data = self.sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        self.head.append(data)
+        if b"\n" not in data:
+            return True
+        lines = b"".join(self.head).split(b"\n")
+        self.head = [lines.pop()] if lines[-1] else []
+        for line in lines:
+            self._keep(line)
+        return True
+
+    def _keep(self, line):
+        try:
+            reply = json.loads(line.decode("utf-8"))
+        except ValueError:
+            return
+        if not isinstance(reply, dict):
+            return
+        if reply.get("id") is None:  # said to the connection: why it is being closed
+            result = reply.get("result")
+            if isinstance(result, dict) and result.get("error"):
+                self.refusal = str(result["error"])
+            return
+        with self.cond:
+            if reply.get("id") in self.abandoned:
+                self.abandoned.discard(reply.get("id"))
+                return
+            self.replies[reply.get("id")] = reply.get("result")
+            self.cond.notify_all()
 
     def close(self):
         try:
