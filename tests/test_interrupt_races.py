@@ -179,7 +179,7 @@ async def test_no_request_is_sent_while_one_is_unanswered_and_the_variables_view
         await rt.count_names(kernel_id)
     with pytest.raises(RuntimeError):
         await rt.inspect_kernel(kernel_id)
-    assert await asyncio.to_thread(wait_for, lambda: not rt._answering(rt._pool.get(kernel_id)), 5)
+    assert await asyncio.to_thread(wait_for, lambda: not rt._pool.get(kernel_id).answering, 5)
     assert {item["name"] for item in await rt.kernel_names("s")} >= {"s", "keep", "Slow"}
     # Many slow values: the view comes back within about a second, every name listed.
     await rt.execute_code("\n".join(f"s{i} = Slow(0.5)" for i in range(8)), session="s")

@@ -303,7 +303,7 @@ class Executor:
                 reason = "timed out"
             elif running.hard.done():
                 running.kill_cause, reason = "again", "was killed by a second interrupt"
-            elif _answering(kernel):
+            elif kernel.answering:
                 running.kill_cause = "busy"
                 reason = "was still answering a request for its variables when its script was interrupted"
             else:
@@ -483,12 +483,6 @@ class Executor:
         record.update({k: v for k, v in rest.items() if k not in record})
         record.update(mode=key.mode, cwd=key.cwd, interpreter=key.interpreter, code=code, output=output)
         return record
-
-
-def _answering(kernel: Kernel) -> bool:
-    """The kernel has a names/variables request it has not answered yet (it runs those before
-    a script sent after them)."""
-    return any(not waiter.done() for waiter in getattr(kernel, "_inspections", {}).values())
 
 
 def _join(text: str, more: str) -> str:

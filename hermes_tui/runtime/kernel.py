@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,18 +179,50 @@ class Kernel(ChildProcess):
             if waiter is not None and not waiter.done():
                 waiter.set_result(message.get("variables") or [])
 
-    async def inspect(self, timeout: float = 5.0) -> list[dict[str, Any]]:
-        """The kernel's variables (name, type, repr, size, len); call only while it is idle."""
+    @property
+    def answering(self) -> bool:
+        """An earlier names/variables request is not answered yet."""
+        return self.alive and any(not waiter.done() for waiter in self._inspections.values())
+
+    async def ask(self, op: str, timeout: float) -> list[dict[str, Any]]:
+        """Send one ``names`` or ``inspect`` request (call with :attr:`lock` held, while idle).
+
+        The request stays outstanding until the kernel answers (or ends), even when this stops
+        waiting: no second request is sent behind it, and a script sent meanwhile can tell it
+        is queued behind one. A variables walk given up on is told to stop (SIGINT to the
+        driver alone, while the lock is held: the driver ignores it between requests)."""
+        if self.answering:
+            raise RuntimeError(f"kernel {self.id} is still answering an earlier request; try again soon")
         if not self.alive or self._ctrl_in < 0:
             raise KernelGone(self.id)
         request_id = secrets.token_hex(6)
         waiter: asyncio.Future[list[dict[str, Any]]] = self.loop.create_future()
-        self._inspections[request_id] = waiter
+        inspections = self._inspections
+
+        def forget(_: object) -> None:
+            if inspections.get(request_id) is waiter:
+                del inspections[request_id]
+            self.exited.remove_done_callback(forget)
+            if not waiter.done():
+                waiter.cancel()
+
+        inspections[request_id] = waiter  # the kernel's reply (op "inspect", this id) resolves it
+        waiter.add_done_callback(forget)
+        self.exited.add_done_callback(forget)
         try:
-            await self._send((json.dumps({"op": "inspect", "id": request_id}) + "\n").encode())
-            return await asyncio.wait_for(waiter, timeout)
-        finally:
-            self._inspections.pop(request_id, None)
+            await self._send((json.dumps({"op": op, "id": request_id}) + "\n").encode())
+        except OSError:
+            forget(None)
+            raise KernelGone(self.id) from None
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+        if waiter in done and not waiter.cancelled():
+            return waiter.result()
+        if waiter.cancelled():
+            raise KernelGone(self.id)
+        if op == "inspect" and self.pid:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGINT)
+        raise TimeoutError(f"kernel {self.id} did not answer within {timeout:g}s")
 
     def _on_exit(self, returncode: int | None) -> None:
         self.state = "dead"

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import secrets
 import shutil
-import signal
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -18,7 +15,7 @@ from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
-from hermes_tui.runtime.kernel import Kernel, KernelGone
+from hermes_tui.runtime.kernel import Kernel
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
@@ -280,7 +277,7 @@ class Runtime:
         """
         kernel = self._idle_kernel(kernel_id)
         async with kernel.lock:
-            return await self._ask(kernel, "inspect", timeout)
+            return await kernel.ask("inspect", timeout)
 
     async def count_names(self, kernel_id: str, timeout: float = 2.0) -> int:
         """How many names the user's code left in an idle kernel (what a reset would lose).
@@ -289,7 +286,7 @@ class Runtime:
         :meth:`inspect_kernel` does."""
         kernel = self._idle_kernel(kernel_id)
         async with kernel.lock:
-            return len(await self._ask(kernel, "names", timeout))
+            return len(await kernel.ask("names", timeout))
 
     async def kernel_names(self, session: str, timeout: float = 2.0) -> list[dict[str, object]] | None:
         """The names in the session's kernel (its most recently used top-level one) with the
@@ -301,11 +298,11 @@ class Runtime:
         if not kernels:
             return None
         kernel = max(kernels, key=lambda k: k.last_used_monotonic)
-        if kernel.lock.locked() or kernel.state != "idle" or self._answering(kernel):
+        if kernel.lock.locked() or kernel.state != "idle" or kernel.answering:
             return None
         try:
             async with kernel.lock:
-                return await self._ask(kernel, "names", timeout)
+                return await kernel.ask("names", timeout)
         except Exception:  # gone, or slow to answer: complete from builtins instead
             return None
 
@@ -315,56 +312,9 @@ class Runtime:
             raise LookupError(f"no live kernel {kernel_id}")
         if kernel.lock.locked():
             raise RuntimeError(f"kernel {kernel_id} is running a script; try again when it is idle")
-        if self._answering(kernel):
+        if kernel.answering:
             raise RuntimeError(f"kernel {kernel_id} is still answering an earlier request; try again soon")
         return kernel
-
-    @staticmethod
-    def _answering(kernel: Kernel) -> bool:
-        """An earlier names/variables request of this kernel is not answered yet."""
-        return kernel.alive and any(not waiter.done() for waiter in kernel._inspections.values())
-
-    async def _ask(self, kernel: Kernel, op: str, timeout: float) -> list[dict[str, object]]:
-        """Send one ``names`` or ``inspect`` request (call with the kernel's lock held).
-
-        The request stays outstanding until the kernel answers (or ends), even when this
-        stops waiting: no second request is sent behind it, and a script sent meanwhile can
-        tell it is queued behind one. A variables walk given up on is told to stop (SIGINT to
-        the driver alone, while the lock is held: the driver ignores it between requests)."""
-        if self._answering(kernel):
-            raise RuntimeError(f"kernel {kernel.id} is still answering an earlier request; try again soon")
-        if not kernel.alive or kernel._ctrl_in < 0:
-            raise KernelGone(kernel.id)
-        request_id = secrets.token_hex(6)
-        waiter: asyncio.Future[list[dict[str, object]]] = kernel.loop.create_future()
-        inspections = kernel._inspections
-
-        def forget(_: object) -> None:
-            if inspections.get(request_id) is waiter:
-                del inspections[request_id]
-            kernel.exited.remove_done_callback(forget)
-            if not waiter.done():
-                waiter.cancel()
-
-        inspections[request_id] = waiter  # the kernel's reply (op "inspect", this id) resolves it
-        waiter.add_done_callback(forget)
-        kernel.exited.add_done_callback(forget)
-        try:
-            await kernel._send((json.dumps({"op": op, "id": request_id}) + "\n").encode())
-        except OSError:
-            forget(None)
-            raise KernelGone(kernel.id) from None
-        done, _ = await asyncio.wait({waiter}, timeout=timeout)
-        if waiter in done and not waiter.cancelled():
-            return waiter.result()
-        if waiter.cancelled():
-            raise KernelGone(kernel.id)
-        if op == "inspect" and kernel.pid:
-            try:
-                os.kill(kernel.pid, signal.SIGINT)
-            except OSError:
-                pass
-        raise TimeoutError(f"kernel {kernel.id} did not answer within {timeout:g}s")
 
     async def kernel_memory(self) -> dict[str, int]:
         """Resident memory in bytes of each live kernel (read off /proc in a thread)."""
