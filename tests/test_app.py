@@ -218,6 +218,9 @@ async def test_esc_or_ctrl_c_interrupts_and_the_kernel_keeps_its_variables(herme
         await wait_until(pilot, lambda: len(blocks(app)) == 2 and app.runtime.kernels()[0].state == "busy")
         await pilot.press(key)
         await wait_until(pilot, lambda: blocks(app)[-1].status == "interrupted", timeout=10)
+        stopped = blocks(app)[-1].result
+        assert stopped.output.endswith("[execution interrupted — stopped by the user]\n")  # not "a new message"
+        assert stopped.error == "Execution interrupted: stopped by the user"
         await submit(pilot, app, "print(kept + 1)")
         await wait_until(pilot, lambda: len(blocks(app)) == 3 and blocks(app)[-1].status == "success")
         assert log_text(app).startswith("42")
@@ -321,3 +324,21 @@ async def test_a_running_block_shows_its_code_while_it_runs(hermes_home: Path, t
         parts = content.renderables if isinstance(content, Group) else [content]
         shown = "\n".join(p.code if isinstance(p, Syntax) else str(p) for p in parts)
         assert "time.sleep(2)" in shown and "running" in shown
+
+
+async def test_a_script_that_swallows_the_interrupt_is_killed_and_its_block_says_the_state_is_lost(
+        hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path, "code_execution:\n  interrupt_grace: 0.5\n")
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n        pass\n")
+        await wait_until(pilot, lambda: blocks(app) and app.runtime.kernels() and app.runtime.kernels()[0].state == "busy")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "interrupted", timeout=10)
+        await pilot.pause(0.1)
+        from rich.console import Console
+
+        console = Console(width=200, color_system=None)
+        with console.capture() as captured:
+            console.print(blocks(app)[-1].content)
+        shown = captured.get()
+        assert "state is lost" in shown and "⚠" in shown  # in the conversation, not only in the output pane

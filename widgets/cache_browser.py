@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import re
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, cast
 
+from rich.cells import cell_len
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import on, work
@@ -21,6 +26,7 @@ from hermes_tui.cache import CacheEntry, CacheError, delete_entry, load_record, 
 from hermes_tui.units import human_size, noun, parse_duration
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
+from hermes_tui.widgets.dialogs import HelpScreen
 from hermes_tui.widgets.entry_list import EntryList
 from hermes_tui.widgets.messages import OpenInEditor
 from hermes_tui.widgets.pager import Pager
@@ -31,6 +37,17 @@ COLUMNS = ("time", "status", "session", "kernel", "output", "id", "first line")
 WIDTHS = (19, 11, 16, 6, 9, 26, 70)
 MARKER_NOTE = ("This run printed {total:,} bytes. The result kept the first 20,000 and the last 30,000, "
                "with an OUTPUT TRUNCATED marker between them; below is the full output from {path}.")
+
+
+GLOBAL_KEYS = ("help", "theme", "quit")
+"""The ids of the app's keys that also work over the browser (its help lists them)."""
+
+
+def show_help(screen: Screen[None], page: str) -> None:
+    """F1: the help page of this screen (not the conversation's), with the app's keys that work here."""
+    keys = [(b.key, b.description) for b in getattr(screen.app, "BINDINGS", ())
+            if isinstance(b, Binding) and b.id in GLOBAL_KEYS]
+    screen.app.push_screen(HelpScreen.for_pane(page, keys))
 
 
 def parse_filter(text: str) -> tuple[str, dict[str, object]]:
@@ -105,12 +122,15 @@ class EntryScreen(Screen[None]):
         Binding("c", "copy_path", "Copy path", id="entry-copy"),
         Binding("e", "edit", "Open in $EDITOR", id="entry-edit"),
         Binding("D", "delete", "Delete", id="entry-delete"),
+        Binding("f1", "help", "Help", id="entry-help"),
     ]
 
     def __init__(self, entry: CacheEntry) -> None:
         super().__init__()
         self.entry = entry
         self.record: dict[str, object] = {}
+        self._output_copy: str | None = None
+        """The text file ``e`` wrote the record's output to (removed when the screen closes)."""
 
     def compose(self) -> ComposeResult:
         entry = self.entry
@@ -173,10 +193,54 @@ class EntryScreen(Screen[None]):
         self.notify(f"Copied {visible(path)}", markup=False)
 
     async def action_edit(self) -> None:
-        """Open the file in the user's editor, at the top line of the pager when it shows one."""
+        """Open the output in the user's editor at the top line on screen: the saved output
+        file (the pager's), or for an output kept in the record a text file of it (not the
+        record's JSON); the record itself only when it could not be read."""
         pagers = self.query(Pager)
-        line = await pagers.first().line_on_screen() if pagers else None
-        self.post_message(OpenInEditor(str(self.entry.output_file or self.entry.path), line))
+        if pagers:
+            line = await pagers.first().line_on_screen()
+            self.post_message(OpenInEditor(str(self.entry.output_file or self.entry.path), line))
+            return
+        output = self.record.get("output")
+        if not isinstance(output, str):
+            self.post_message(OpenInEditor(str(self.entry.path)))
+            return
+        try:
+            path = await asyncio.to_thread(self._write_output, output)
+        except OSError as exc:
+            self.notify(visible(f"Could not write the output to a file: {exc}"), severity="error", markup=False)
+            return
+        self.post_message(OpenInEditor(path, self._inline_line(output)))
+
+    def _write_output(self, output: str) -> str:
+        """The record's output in a private temporary text file (removed when the screen
+        closes). Blocking."""
+        if self._output_copy is None:
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.entry.id)[:80]
+            handle, self._output_copy = tempfile.mkstemp(prefix=f"hermes-output-{name}-", suffix=".txt")
+            os.close(handle)
+        Path(self._output_copy).write_text(output, encoding="utf-8", errors="replace")
+        return self._output_copy
+
+    def _inline_line(self, output: str) -> int:
+        """The 1-based line of ``output`` at the top of the scrolled view (long lines wrap)."""
+        view = self.query_one("#entry-inline", VerticalScroll)
+        width = max(1, self.query_one("#entry-output", Static).content_size.width)
+        top = int(view.scroll_y)
+        row = 0
+        for number, line in enumerate(output.split("\n"), 1):
+            row += max(1, -(-cell_len(line) // width))
+            if row > top:
+                return number
+        return 1
+
+    def on_unmount(self) -> None:
+        if self._output_copy is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._output_copy)
+
+    def action_help(self) -> None:
+        show_help(self, "pager")
 
     @work(exit_on_error=False)
     async def action_delete(self) -> None:
@@ -197,6 +261,7 @@ class CacheBrowser(Screen[None]):
         Binding("ctrl+s", "sort", "Sort", id="cache-sort"),
         Binding("ctrl+f", "focus_filter", "Filter", id="cache-filter"),
         Binding("ctrl+d", "delete", "Delete", id="cache-delete"),
+        Binding("f1", "help", "Help", id="cache-help"),
     ]
 
     def __init__(self, folder: Path) -> None:
@@ -286,6 +351,9 @@ class CacheBrowser(Screen[None]):
 
     def action_close(self) -> None:
         self.app.pop_screen()
+
+    def action_help(self) -> None:
+        show_help(self, "browser")
 
     @work(exit_on_error=False)
     async def action_delete(self) -> None:

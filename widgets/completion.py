@@ -104,7 +104,7 @@ class CompletionList(OptionList, can_focus=False):
 
     DEFAULT_CSS = """
     CompletionList { display: none; height: auto; max-height: 8; border: none; padding: 0;
-                     background: $panel; }
+                     background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     CompletionList.-active { display: block; }
     """
 

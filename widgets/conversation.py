@@ -18,6 +18,7 @@ import importlib.util
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import events
@@ -39,7 +40,7 @@ from hermes_tui.agent.events import (
     TurnStarted,
 )
 from hermes_tui.runtime.models import ExecResult
-from hermes_tui.units import plural
+from hermes_tui.units import human_size, plural
 from hermes_tui.widgets.completion import (
     Candidate,
     CompletionList,
@@ -406,12 +407,19 @@ class PromptInput(TextArea):
     # -- editing --------------------------------------------------------------------------
 
     def action_delete_left(self) -> None:
-        """Backspace; right after a paste's placeholder it deletes the whole placeholder."""
+        """Backspace; right after a paste's placeholder it deletes the whole placeholder. In
+        Python, in a line's leading spaces (an indent), it deletes back to the previous indent
+        level (a multiple of 4), as IPython does; elsewhere one character."""
         row, column = self.cursor_location
-        token = self.pastes.token_ending(self.document[row][:column]) if self.selection.is_empty else None
+        before = self.document[row][:column]
+        token = self.pastes.token_ending(before) if self.selection.is_empty else None
         if token:
             self.delete((row, column - len(token)), (row, column), maintain_selection_offset=False)
             self.move_cursor((row, column - len(token)))
+        elif self.selection.is_empty and not self.chat and not self.read_only and before and not before.strip(" "):
+            level = column - (column % INDENT or INDENT)
+            self.delete((row, level), (row, column), maintain_selection_offset=False)
+            self.move_cursor((row, level))
         else:
             super().action_delete_left()
         self._refresh_popup()
@@ -434,13 +442,17 @@ class PromptInput(TextArea):
         self.focus()
 
 
+INDENT = 4
+"""Spaces per indent level (auto-indent adds one; Backspace in an indent removes one)."""
+
+
 def next_indent(line: str) -> str:
     """The indentation of the line after ``line`` in Python, as the REPL gives it: one level
     deeper after a line ending in ``:``, the same otherwise (an empty line ends the block)."""
     if not line.strip():
         return ""
     indent = line[:len(line) - len(line.lstrip())]
-    return indent + "    " if line.rstrip().endswith(":") else indent
+    return indent + " " * INDENT if line.rstrip().endswith(":") else indent
 
 
 PREVIEW_LINES = 8
@@ -448,9 +460,12 @@ PREVIEW_CHARS = 1000
 """A run's output shows under its block up to this many lines and characters."""
 
 
-def output_preview(output: str) -> Text | None:
+def output_preview(output: str, cut: bool = False, saved: bool = True, total: int = 0) -> Text | None:
     """The first lines of a run's output (None when it printed nothing), and how much more
-    there is. Output is data: a Text, never markup, with control characters visible."""
+    there is, and where to read the rest: the output pane, or for an output that was ``cut``
+    (the result holds its head and tail only) the saved file in the pager (``saved``: the
+    whole output, ``total`` bytes, was written to a file). Output is data: a Text, never markup, with control
+    characters visible."""
     output = output.rstrip("\n")
     if not output.strip():
         return None
@@ -458,7 +473,12 @@ def output_preview(output: str) -> Text | None:
     head = head[:PREVIEW_CHARS]
     preview = plain(head)
     more_lines = output.count("\n") - head.count("\n")
-    if len(head) < len(output):
+    if cut:
+        size = f" ({human_size(total)})" if total else ""
+        where = (f"output cut · the whole output{size} is saved: c (or F9) opens it in the pager" if saved
+                 else f"output cut · the whole output{size} was not saved: Enter or click shows its head and tail")
+        preview.append(f"\n… {where}", "dim italic")
+    elif len(head) < len(output):
         count, unit = (more_lines, "line") if more_lines else (len(output) - len(head), "character")
         more = f"{count:,} more {unit}" + ("s" if count != 1 else "")
         preview.append(f"\n… {more} · Enter or click: the whole output in the output pane", "dim italic")
@@ -540,7 +560,12 @@ class RunBlock(Static, can_focus=True):
             parts.append(Syntax(visible(self.code), "bash" if self.kind == "shell" else "python",
                                 background_color="default", word_wrap=True, theme=code_theme(self)))
         parts.append(Text.assemble((f"{mark} ", colour), plain(self.summary, "dim")))
-        if self.result is not None and (preview := output_preview(self.result.output)) is not None:
+        result = self.result
+        if result is not None and result.warning:  # e.g. the kernel was killed and its state is lost
+            parts.append(Text.assemble(("⚠ ", "bold yellow"), plain(result.warning, "yellow")))
+        if result is not None and (preview := output_preview(
+                result.output, cut=result.stdout_truncated, saved=result.stdout_spill_path is not None,
+                total=result.stdout_bytes_total)) is not None:
             parts.append(preview)
         self.update(Group(*parts))
 
@@ -709,6 +734,80 @@ def note(text: str, level: str = "info") -> Static:
     return Static(plain(text), classes=f"note {level}")
 
 
+class Transcript(VerticalScroll):
+    """The scrolled blocks. When the view is at the bottom it stays there as the blocks grow
+    (a run's result and warnings, a reply's Markdown); scrolled up, it stays where the user
+    put it, until scrolled to the bottom again. Nor does it move while a block of it has the
+    focus (the user reads it, or opens it with Enter). Short content stays at the top."""
+
+    _following = True
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._following = new_value >= self.max_scroll_y
+
+    def watch_virtual_size(self) -> None:  # the blocks grew (or shrank)
+        self._follow()
+
+    def on_resize(self) -> None:  # the view did (the input grew, the terminal was resized)
+        self._follow()
+
+    def _follow(self) -> None:
+        focused = self.screen.focused if self.is_attached else None
+        if self._following and not (focused is not None and self in focused.ancestors):
+            self.scroll_end(animate=False, immediate=True)
+
+
+HINT_LINES = 2
+"""Rows the hint above the input may take."""
+
+
+def wrapped_rows(text: str, width: int) -> int:
+    """Rows ``text`` takes wrapped at words to ``width`` cells (a longer word is folded)."""
+    rows, used = 1, 0
+    for word in text.split(" "):
+        size = cell_len(word)
+        if used == 0:
+            used = size
+        elif used + 1 + size <= width:
+            used += 1 + size
+        else:
+            rows, used = rows + 1, size
+        while used > width:
+            rows, used = rows + 1, used - width
+    return rows
+
+
+def fit_hint(text: str, width: int, rows: int = HINT_LINES) -> str:
+    """``text`` shortened to ``rows`` rows of ``width``: its `` · ``-separated parts are dropped
+    from the end (no word is cut), the first one always kept."""
+    parts = text.split(" · ")
+    for count in range(len(parts), 1, -1):
+        shown = " · ".join(parts[:count])
+        if wrapped_rows(shown, width) <= rows:
+            return shown
+    return parts[0]
+
+
+class Hint(Label):
+    """The line above the input: it shortens to the pane's width (:func:`fit_hint`)."""
+
+    def __init__(self, text: str, **kwargs: Any) -> None:
+        super().__init__(plain(text), **kwargs)  # it may name the model, or say why it failed
+        self.text = text
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        width = self.content_size.width
+        self.update(plain(fit_hint(self.text, width) if width > 0 else self.text))
+
+
 class ConversationPane(Vertical):
     """Transcript of runs and notes, and the input."""
 
@@ -722,6 +821,8 @@ class ConversationPane(Vertical):
     ConversationPane .note.error { color: $error; }
     ConversationPane #hint { color: $text-muted; width: 1fr; height: auto; max-height: 2; padding: 0 1; }
     ConversationPane PromptInput { height: auto; min-height: 3; max-height: 12; }
+    /* One row per candidate: a long description ends in an ellipsis instead of wrapping
+       (at 80x24 wrapped descriptions left room for four commands). */
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+l", "clear", "Clear", id="conversation-clear")]
@@ -743,8 +844,8 @@ class ConversationPane(Vertical):
         """Inputs queued behind the running turn, by turn id."""
 
     def compose(self) -> ComposeResult:
-        yield VerticalScroll(id="transcript")
-        yield Label(plain(self.label), id="hint")  # it may name the model, or say why it failed
+        yield Transcript(id="transcript")
+        yield Hint(self.label, id="hint")
         prompt = PromptInput.code_editor(language=prompt_language(), id="prompt", show_line_numbers=False, theme="css")
         assert isinstance(prompt, PromptInput)  # code_editor is a classmethod: it makes a PromptInput
         prompt.chat = self.chat
@@ -852,7 +953,7 @@ class ConversationPane(Vertical):
 
     def set_hint(self, text: str) -> None:
         """The line above the input (what typing does now)."""
-        self.query_one("#hint", Label).update(plain(text))
+        self.query_one("#hint", Hint).show(text)
 
     def follow(self) -> None:
         """Keep the newest line in view (a streaming reply grows)."""
@@ -914,7 +1015,16 @@ class ConversationPane(Vertical):
     def show_tool_result(self, block: RunBlock, result: dict[str, object]) -> None:
         """A direct tool call's outcome on its block, and its output (capped) as a note."""
         block.set_tool_result(result)
-        output = str(result.get("output") or result.get("content") or "")
-        if output:
-            half = MAX_NOTE_CHARS // 2
-            self.add_note(output if len(output) <= MAX_NOTE_CHARS else output[:half] + "\n…\n" + output[-half:])
+        output = tool_output_note(result)
+        if output is not None:
+            self._append(output)
+
+
+def tool_output_note(result: dict[str, object]) -> Static | None:
+    """The note under a direct tool call's block: its output, capped to its head and tail
+    (None when it printed nothing). Drawn live and when a stored session is drawn again."""
+    output = str(result.get("output") or result.get("content") or "")
+    if not output:
+        return None
+    half = MAX_NOTE_CHARS // 2
+    return note(output if len(output) <= MAX_NOTE_CHARS else output[:half] + "\n…\n" + output[-half:])

@@ -18,6 +18,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
@@ -127,9 +128,21 @@ def line_at(path: Path, offset: int, anchor: tuple[int, int] = (0, 1),
     return line + newlines if offset >= start else max(1, line - newlines)
 
 
+class PagerBody(Static):
+    """The lines on screen. When its height changes (the prompt closes, the terminal is
+    resized) the pager draws again: the lines it drew were for the old height."""
+
+    def on_resize(self) -> None:
+        for pager in self.ancestors:
+            if isinstance(pager, Pager):
+                pager.redraw()
+                break
+
+
 class Pager(Widget, can_focus=True):
     """Shows ``path`` from a byte offset. Keys: arrows/PgUp/PgDn, g/G start/end, : line,
-    # byte offset, / ? search forward/backward, n N next/previous, Esc cancels a scan."""
+    # byte offset, / ? search forward/backward, n N next/previous, Esc cancels a scan or a
+    prompt (with neither, Esc is left to the screen: back)."""
 
     DEFAULT_CSS = """
     Pager { height: 1fr; }
@@ -140,6 +153,9 @@ class Pager(Widget, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # First, so that the footer shows it first (visible at 80 columns). With no scan or
+        # prompt to cancel, Esc is not the pager's: it goes on to the screen (back).
+        Binding("escape", "cancel", "Back", id="pager-cancel"),
         Binding("down,j", "move(1)", "Down", show=False, id="pager-down"),
         Binding("up,k", "move(-1)", "Up", show=False, id="pager-up"),
         Binding("pagedown,space", "page(1)", "Page down", show=False, id="pager-pgdn"),
@@ -152,7 +168,6 @@ class Pager(Widget, can_focus=True):
         Binding("question_mark", "ask('search-back')", "Search back", id="pager-search-back"),
         Binding("n", "again(True)", "Next", id="pager-next"),
         Binding("N", "again(False)", "Previous", id="pager-prev"),
-        Binding("escape", "cancel", "Cancel", show=False, id="pager-cancel"),
     ]
 
     class Problem(Message):
@@ -181,10 +196,12 @@ class Pager(Widget, can_focus=True):
         self._count_cancel = threading.Event()
         self._asking = ""
         self._cancel = threading.Event()
+        self._shown = False
+        """A block was read and drawn (until then there is nothing to draw again)."""
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(id="pager-body")
+            yield PagerBody(id="pager-body")
             yield Input(id="pager-prompt")
             yield Label("", id="pager-status")
 
@@ -215,6 +232,7 @@ class Pager(Widget, can_focus=True):
     def _loaded(self, start: int, data: bytes, size: int, offset: int, then_end: bool) -> None:
         self.problem = None
         self.block_start, self.block, self.file_size = start, data, size
+        self._shown = True
         if then_end:
             end = size - 1 if self.block.endswith(b"\n") else size
             self.position = self._back_lines(self._line_start(max(0, end)), max(0, self._height() - 1))
@@ -329,6 +347,11 @@ class Pager(Widget, can_focus=True):
         self._set_status(f"{line} · byte {self.position:,} of {self.file_size:,} ({percent}%)"
                          + (f" · {self.status}" if self.status else ""))
 
+    def redraw(self) -> None:
+        """Draw the view again (for a new height), once there is one to draw."""
+        if self._shown and not self.problem:
+            self._draw()
+
     def _set_status(self, text: str) -> None:
         self.query_one("#pager-status", Label).update(plain(text))  # it quotes paths and searches
 
@@ -409,11 +432,17 @@ class Pager(Widget, can_focus=True):
             self.search(needle, forward if same_direction else not forward)
 
     def action_cancel(self) -> None:
-        self._cancel.set()
+        """Esc: close the prompt, or cancel a scan; with neither, the screen's Esc (back)."""
         prompt = self.query_one("#pager-prompt", Input)
+        scanning = any(w.node is self and w.group == "pager-scan" and not w.is_finished for w in self.workers)
         if prompt.has_class("visible"):
+            self._cancel.set()
             prompt.remove_class("visible")
             self.focus()
+        elif scanning:
+            self._cancel.set()
+        else:
+            raise SkipAction()
 
     @work(exclusive=True, group="pager-scan", thread=True, exit_on_error=False)
     def search(self, needle: bytes, forward: bool) -> None:

@@ -18,7 +18,17 @@ from textual.widgets import Static
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.units import plural
-from hermes_tui.widgets.conversation import MAX_BLOCKS, ConversationPane, MessageBlock, ReplyBlock, RunBlock, note, tool_block
+from hermes_tui.agent.loop import SHELL_PREFIX
+from hermes_tui.widgets.conversation import (
+    MAX_BLOCKS,
+    ConversationPane,
+    MessageBlock,
+    ReplyBlock,
+    RunBlock,
+    note,
+    tool_block,
+    tool_output_note,
+)
 from hermes_tui.widgets.safe import plain
 
 FIRST_PAGE_BLOCKS = 10
@@ -86,7 +96,8 @@ class SessionPages:
         turn = message["turn_id"]
         blocks: list[Widget] = []
         if message["role"] == "user":
-            blocks.append(MessageBlock(message["content"] or "", message["origin"] or "user"))
+            if not self._typed(index):  # typed Python and !cmd show as their run, as live
+                blocks.append(MessageBlock(message["content"] or "", message["origin"] or "user"))
         elif message["role"] == "assistant":
             if message["content"]:
                 reply = ReplyBlock(message["content"])
@@ -94,13 +105,49 @@ class SessionPages:
                     reply.add_class(message["status"])
                 blocks.append(reply)
             for call in message["tool_calls"] or ():
-                blocks.append(_call_block(call, self.loaded.stored.tool_calls.get(call["id"]), call["id"] in self.pending))
+                blocks.extend(_call_blocks(call, self.loaded.stored.tool_calls.get(call["id"]), call["id"] in self.pending))
         following = messages[index + 1]["turn_id"] if index + 1 < len(messages) else None
         if turn in self.interrupted and following != turn:
             blocks.append(note("⚠ This turn was interrupted: the app stopped while it ran."
                                + (" Its pending approval is asked again now." if any(
                                    p.turn_id == turn for p in self.loaded.pending) else ""), "warning"))
         return blocks
+
+
+    def _typed(self, index: int) -> bool:
+        """True when user message ``index`` was typed Python or a ``!cmd`` with no model: the
+        turn stored it as an assistant message (no text) calling execute_code or terminal
+        with exactly what was typed. Drawn live as that call's run alone, with no message."""
+        message = self.messages[index]
+        if (message["origin"] or "user") != "user" or index + 1 >= len(self.messages):
+            return False
+        answer = self.messages[index + 1]
+        calls = answer["tool_calls"] or ()
+        if answer["turn_id"] != message["turn_id"] or answer["role"] != "assistant" or answer["content"] \
+                or len(calls) != 1:
+            return False
+        try:
+            name = calls[0]["function"]["name"]
+            arguments = json.loads(calls[0]["function"]["arguments"] or "{}")
+        except (KeyError, TypeError, json.JSONDecodeError):
+            return False
+        if not isinstance(arguments, dict):
+            return False
+        text = message["content"] or ""
+        if name == "terminal":
+            return text == SHELL_PREFIX + str(arguments.get("command"))
+        return name == "execute_code" and text == arguments.get("code")
+
+
+def _call_blocks(call: dict[str, Any], row: dict[str, Any] | None, pending: bool) -> list[Widget]:
+    """A call's block, and the note of its output for a direct tool call (as drawn live)."""
+    block = _call_block(call, row, pending)
+    result = row.get("result") if row else None
+    if block.result is None and not pending and isinstance(result, dict):
+        output = tool_output_note(result)
+        if output is not None:
+            return [block, output]
+    return [block]
 
 
 def _call_block(call: dict[str, Any], row: dict[str, Any] | None, pending: bool) -> RunBlock:
