@@ -11,8 +11,10 @@ or the network.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import subprocess
+import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -24,18 +26,20 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from hermes_tui import __version__
+from hermes_tui import __version__, attention
+from hermes_tui.attention import LONG_TURN_SECONDS
 from hermes_tui import store as db
-from hermes_tui.agent.events import TurnKind
+from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnKind, TurnStarted
 from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
 from hermes_tui.agent.workspace import Workspace
-from hermes_tui.commands import PALETTE, parse_command
+from hermes_tui.commands import PALETTE, command_argument, parse_command
 from hermes_tui.config import Config
 from hermes_tui.editor import editor_argv, editor_command
 from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime import KernelDied, KernelStarted, KernelStateChanged
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+from hermes_tui.runtime.executor import STOP_NOTICE, SWITCH_NOTICE
 from hermes_tui.runtime.hardening import spawn
 from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
@@ -77,12 +81,15 @@ class HermesApp(App[None]):
         self, config: Config | None = None, *, session: str | None = None, cwd: str | None = None,
         home: Path | None = None, host_env: dict[str, str] | None = None, provider: ProviderSettings | None = None,
         model_flags: dict[str, str | None] | None = None, provider_problem: str | None = None,
+        max_cost: float | None = None,
     ) -> None:
         """Args:
             session: the session to open (stored ones are continued); a new id if None.
             provider: the model (default: resolved from the config and ``model_flags``).
             provider_problem: why the configured model cannot be used, when the caller resolved
                 it already (the app then runs without a model and says why).
+            max_cost: the session's cost ceiling in US dollars (``--max-cost``; wins over the config
+                and over a ceiling ``/budget`` stored with the session).
         """
         super().__init__()
         self.config = config or Config()
@@ -90,6 +97,7 @@ class HermesApp(App[None]):
         self.cwd = cwd or os.getcwd()
         self.home = home or hermes_home()
         self.settings = provider
+        self.host_env = host_env
         if provider is None and provider_problem is None:
             try:
                 self.settings = resolve_provider(self.config, self.home, host_env, **(model_flags or {}))
@@ -97,10 +105,12 @@ class HermesApp(App[None]):
                 provider_problem = str(exc)
         self.provider_problem = provider_problem
         self.workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
-                                   settings=self.settings, provider_problem=provider_problem, host_env=host_env)
+                                   settings=self.settings, provider_problem=provider_problem, host_env=host_env,
+                                   max_cost=max_cost)
         self.runtime = self.workspace.runtime
         self._session_ready = asyncio.Event()
         self._config_noticed = False
+        self._turn_started: dict[str, float] = {}
         self.main = MainScreen(self.settings, provider_problem)
 
     @property
@@ -143,8 +153,12 @@ class HermesApp(App[None]):
         self._session_ready.clear()
         self.session = self.main.session = session_id
         self._update_topbar()
-        opened = await self.workspace.open(
-            session_id, lambda event: self.main.post_message(MainScreen.AgentUpdate(event, session_id)))
+        def listener(event: AgentEvent) -> None:
+            self._watch_turn(event)
+            self.main.post_message(MainScreen.AgentUpdate(event, session_id))
+
+        opened = await self.workspace.open(session_id, listener)
+        self.main.set_usage(opened.agent.totals if opened.agent.settings is not None else None)
         prompt = self.main.query_one(PromptInput)
         if not prompt.input_history.loaded and self.workspace.store is not None:  # earlier sessions' inputs: Up, Ctrl+R
             prompt.input_history.load(await self.workspace.store.call(db.load_inputs))
@@ -169,7 +183,7 @@ class HermesApp(App[None]):
     @work(group="session-switch", exclusive=True, exit_on_error=False)
     async def switch_session(self, session_id: str | None) -> None:
         """Leave this session (its kernels idle on) and open another, or a new one."""
-        await self.runtime.interrupt(self.session)
+        await self.runtime.interrupt(self.session, SWITCH_NOTICE)
         await self.workspace.close_session()
         self.main.conversation.action_clear()
         self.open_session(session_id or db.new_session_id())
@@ -204,11 +218,36 @@ class HermesApp(App[None]):
         Called from the runtime's tasks, so it only posts messages."""
         answer: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         self.main.post_message(MainScreen.ApprovalNeeded(request, answer))
+        self.call_attention("An approval is waiting")
         try:
             return await answer
         except asyncio.CancelledError:
             self.main.post_message(MainScreen.ApprovalWithdrawn(request.id))
             raise
+
+    # -- attention ------------------------------------------------------------------------
+
+    def _watch_turn(self, event: AgentEvent) -> None:
+        """A long turn that ends while the terminal is not focused calls the user back."""
+        if isinstance(event, TurnStarted):
+            self._turn_started[event.turn_id] = time.monotonic()
+        elif isinstance(event, TurnEnded):
+            started = self._turn_started.pop(event.turn_id, None)
+            if started is not None and time.monotonic() - started > LONG_TURN_SECONDS:
+                self.call_attention(f"The turn ended ({event.status})")
+
+    def call_attention(self, what: str) -> None:
+        """Bell and desktop notification (:mod:`hermes_tui.attention`), only when the terminal
+        is not focused and ``ui.notify`` is on."""
+        if self.app_focus or not self.config.ui.notify:
+            return
+        self.write_to_terminal(attention.sequence("hermes-tui", f"{what} in session {self.session}",
+                                                  attention.dialect()))
+
+    def write_to_terminal(self, text: str) -> None:
+        """Raw text to the terminal (escape sequences the app composed itself; never data)."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(text)
 
     # -- the input ------------------------------------------------------------------------
 
@@ -230,6 +269,10 @@ class HermesApp(App[None]):
             command = parse_command(text[1:])
             if isinstance(command, str):
                 self.main.conversation.add_note(command)
+            elif command.takes_argument:
+                outcome = getattr(self, f"action_{command.action}")(command_argument(text[1:]))
+                if inspect.isawaitable(outcome):  # a worker action returns its Worker: not awaited
+                    await outcome
             else:
                 await self.run_action(command.action)
         elif text.startswith("!"):
@@ -272,7 +315,7 @@ class HermesApp(App[None]):
     @on(PromptInput.StopRequested)
     async def action_stop(self) -> None:
         """Stop the running turn (a running script is interrupted, a reply is cut)."""
-        if self.agent is not None and await self.agent.interrupt():
+        if self.agent is not None and await self.agent.interrupt(STOP_NOTICE):
             self.notify("Stopped the running turn.")
 
     def action_new_session(self) -> None:
@@ -303,7 +346,7 @@ class HermesApp(App[None]):
             self.end_kernel(kernel_id, event.action)
         elif event.action == "interrupt":
             session = self.runtime.session_of(kernel_id)
-            count = await self.runtime.interrupt(session) if session else 0
+            count = await self.runtime.interrupt(session, STOP_NOTICE) if session else 0
             self.notify(f"Interrupted {plural(count, 'running script')}." if count else "Nothing is running there.")
         elif event.action == "variables":
             self.show_variables(kernel_id)
@@ -347,7 +390,7 @@ class HermesApp(App[None]):
             if state != "idle":
                 return None
             try:
-                total += len(await self.runtime.inspect_kernel(kernel_id))
+                total += await self.runtime.count_names(kernel_id)  # names only: no user code runs
             except LookupError:
                 continue  # it ended meanwhile
             except Exception:  # busy by now, or no answer in time: ask without a count
@@ -380,6 +423,111 @@ class HermesApp(App[None]):
             self.switch_session(None)
         elif chosen and chosen != self.session:
             self.switch_session(chosen)
+
+    # -- usage, budget and the model -----------------------------------------------------
+
+    @work(group="usage", exclusive=True, exit_on_error=False)
+    async def action_usage(self) -> None:
+        """``/usage``: tokens and cost of this session, per turn and per model."""
+        await self._session_ready.wait()
+        assert self.workspace.store is not None and self.agent is not None
+        rows = await self.workspace.store.call(db.usage_rows, self.session)
+        from hermes_tui.widgets.usage import UsageScreen
+
+        await self.push_screen(UsageScreen(self.session, rows, self.agent.totals))
+
+    async def action_budget(self, argument: str = "") -> None:
+        """``/budget``: show the ceilings; ``/budget 5.00`` sets the session's, ``/budget turn 1.00``
+        the turn's, ``/budget off`` removes the session's."""
+        from hermes_tui.agent.budget import parse_amount
+
+        await self._session_ready.wait()
+        agent = self.agent
+        assert agent is not None
+        note = self.main.conversation.add_note
+        if agent.settings is None:
+            note("No model is configured: nothing is spent, so there is no budget to set.")
+            return
+        words = argument.split()
+        turn = bool(words) and words[0].lower() == "turn"
+        amount = " ".join(words[1:] if turn else words)
+        if not amount:
+            if turn:
+                note("/budget turn needs an amount in US dollars, like /budget turn 1.00 (or /budget turn off).")
+            else:
+                note(agent.budget.describe(agent.totals.cost_usd, agent.totals.unpriced_calls))
+            return
+        if amount.lower() in ("off", "none"):
+            await agent.set_budget(None, turn=turn)
+            note(f"The {'turn' if turn else 'session'} has no cost ceiling now.")
+            return
+        value = parse_amount(amount)
+        if isinstance(value, str):
+            note(value)
+            return
+        await agent.set_budget(value, turn=turn)
+        from hermes_tui.agent.usage import dollars
+
+        if turn:
+            note(f"Each turn may cost up to {dollars(value)} now (for this session).")
+        else:
+            note(f"This session may cost up to {dollars(value)} now ({dollars(agent.totals.cost_usd)} spent). "
+                 "/retry goes on with a turn the ceiling stopped.")
+
+    @work(group="model", exclusive=True, exit_on_error=False)
+    async def action_model(self, argument: str = "") -> None:
+        """``/model``: the picker; ``/model NAME`` or ``/model PROVIDER:NAME`` switches directly."""
+        from hermes_tui.agent.catalog import PROVIDERS
+        from hermes_tui.agent.choices import parse_choice
+
+        await self._session_ready.wait()
+        note = self.main.conversation.add_note
+        if argument.strip():
+            known = {p.name for p in PROVIDERS} | set(self.config.providers) | {"custom"}
+            parsed = parse_choice(argument, self.settings, known)
+            if isinstance(parsed, str):
+                note(parsed)
+                return
+            await self._use_model(*parsed)
+            return
+        chosen = await self.push_screen_wait(await self._model_picker())
+        if chosen is not None and not chosen.current:
+            await self._use_model(chosen.provider, chosen.model)
+
+    async def _model_picker(self) -> Screen[object]:
+        from hermes_tui.agent import choices
+        from hermes_tui.widgets.model_picker import ModelPicker
+
+        configured = choices.configured_choices(self.config, self.settings)
+        listed: list[choices.ModelChoice] = []
+        why = None
+        if self.agent is not None and self.agent.provider is not None and self.settings is not None:
+            self.notify("Asking the provider for its models…")
+            listed, why = await choices.endpoint_choices(self.agent.provider, self.settings)
+        every = choices.merge(configured, listed)
+        known = {self.settings.name: self.settings} if self.settings else {}
+        await asyncio.to_thread(choices.describe, every, known)
+        return ModelPicker(every, why)
+
+    async def _use_model(self, provider: str | None, model: str) -> None:
+        """Resolve the choice as --provider/--model are resolved, and use it from the next call."""
+        note = self.main.conversation.add_note
+        try:
+            settings = resolve_provider(self.config, self.home, self.host_env, provider=provider, model=model)
+        except ProviderError as exc:
+            note(f"Cannot use that model: {exc}")
+            return
+        if settings is None or self.agent is None:
+            note("Cannot use that model: no provider is configured (set model.provider in config.yaml).")
+            return
+        await self.agent.use_model(settings)
+        self.settings = self.workspace.settings = settings
+        self.provider_problem = None
+        self._update_topbar()
+        self.main.set_usage(self.agent.totals)
+        note(f"Model: {settings.label} from the next model call.")
+        for problem in settings.withheld:
+            note(problem, "warning")
 
     def action_open_cache(self) -> None:
         from hermes_tui.widgets.cache_browser import CacheBrowser

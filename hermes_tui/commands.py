@@ -1,7 +1,9 @@
 """The input's slash commands: their names, what each does, and how a typed line is read.
 
 Each command names an action of the app (``/stop`` runs ``action_stop``), so the command
-list, the help and the error for an unknown command all come from one table.
+list, the help and the error for an unknown command all come from one table. A command that
+takes words after its name (``/budget 5.00``, ``/model NAME``) gets them as the action's one
+argument.
 """
 
 from __future__ import annotations
@@ -16,12 +18,18 @@ class SlashCommand:
     name: str
     action: str
     help: str
+    takes_argument: bool = False
+    """The words after the name are passed to the action (as one string, maybe empty)."""
 
 
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("stop", "stop", "stop the running turn"),
     SlashCommand("retry", "retry", "send the conversation again after a failed request"),
     SlashCommand("sessions", "sessions", "pick a stored session"),
+    SlashCommand("model", "model", "pick the model (or /model NAME, /model PROVIDER:NAME)", takes_argument=True),
+    SlashCommand("usage", "usage", "tokens and cost, per turn and per model"),
+    SlashCommand("budget", "budget", "the cost ceiling: /budget 5.00, /budget turn 1.00, /budget off",
+                 takes_argument=True),
     SlashCommand("new", "new_session", "start a new session"),
     SlashCommand("reset", "reset_session", "start a fresh kernel (F5)"),
     SlashCommand("kernels", "focus_pane('kernels')", "focus the kernels pane"),
@@ -39,6 +47,8 @@ PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Help", "Keys and commands of the focused pane", "help"),
     ("Output browser", "Every saved output in $HERMES_HOME/cache/exec", "open_cache"),
     ("Sessions", "Continue a stored conversation", "sessions"),
+    ("Model", "Pick the model the conversation talks to", "model"),
+    ("Usage", "Tokens and cost of this session, per turn and per model", "usage"),
     ("New session", "Start a new conversation", "new_session"),
 )
 """The app's entries in the command palette (Ctrl+P): title, help, action."""
@@ -52,4 +62,12 @@ def parse_command(text: str) -> SlashCommand | str:
     command = _BY_NAME.get(ALIASES.get(name, name))
     if command is None:
         return f"Unknown command /{name}. Commands: " + " ".join(f"/{c.name}" for c in COMMANDS)
+    if not command.takes_argument and len(words) > 1:
+        return f"/{command.name} takes nothing after it ({command.help})."
     return command
+
+
+def command_argument(text: str) -> str:
+    """The words after the command's name in ``text`` (what follows ``/``), stripped."""
+    parts = text.strip().split(None, 1)
+    return parts[1].strip() if len(parts) > 1 else ""

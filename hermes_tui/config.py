@@ -203,6 +203,18 @@ def _truthy(value: Any) -> Any:
 KeyCommand = str | list[str]
 
 
+class PricingConfig(_Section):
+    """``model.pricing`` (or a provider entry's ``pricing``): US dollars per million tokens,
+    used instead of the price table's."""
+
+    input_per_mtok: Annotated[float, Field(ge=0)]
+    output_per_mtok: Annotated[float, Field(ge=0)]
+    cache_read_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    """Cached input read (default: the input price)."""
+    cache_write_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    """Input written to the cache (default: the input price)."""
+
+
 class _Endpoint(_Section):
     """What the model section and a provider entry read alike: header maps (values as text,
     empty ones dropped) and yes/no words for booleans, as Hermes Agent reads them."""
@@ -238,7 +250,9 @@ class ModelConfig(_Endpoint):
     max_retries: Annotated[int, Field(ge=0, le=10)] = 2
     """Retries of a request that failed on the network, with 429 or 5xx (the SDK's backoff)."""
     context_length: Annotated[int, Field(gt=0)] | None = None
-    """The model's context window in tokens (when the price table does not know it)."""
+    """The model's context window in tokens (``context_window`` is read as this); default: the price table's."""
+    pricing: PricingConfig | None = None
+    """Prices to use instead of the price table's (a cost the provider reports still wins)."""
     streaming: bool = True
     """``false``: ask for whole replies instead of a stream."""
     default_headers: Headers = Field(default_factory=dict, repr=False)
@@ -253,6 +267,7 @@ class ModelConfig(_Endpoint):
         data = _first_alias(data, "base_url", "api_base")
         data = _first_alias(data, "api_key", "api")
         data = _first_alias(data, "key_env", "api_key_env")
+        data = _first_alias(data, "context_length", "context_window")
         if isinstance(data, dict) and data.get("extra_headers") is not None:
             extra, default = _headers(data.pop("extra_headers")), _headers(data.get("default_headers"))
             # Both maps are merged (extra_headers wins); a value that is not a map is left for the
@@ -287,6 +302,10 @@ class ProviderConfig(_Endpoint):
     request_timeout_seconds: Seconds | None = None
     """Seconds one request may take (default 600)."""
     context_length: Annotated[int, Field(gt=0)] | None = None
+    pricing: PricingConfig | None = None
+    """Prices for this provider's models, instead of the price table's."""
+    models: list[str] = Field(default_factory=list)
+    """Models offered in the ``/model`` picker (besides what the endpoint lists)."""
     enabled: bool = True
     """``false`` hides the entry (also a built-in provider's)."""
     tool_format: Literal["native", "hermes"] | None = None
@@ -297,7 +316,16 @@ class ProviderConfig(_Endpoint):
         data = _first_alias(data, "base_url", "url", "api")
         data = _first_alias(data, "key_env", "api_key_env")
         data = _first_alias(data, "model", "default_model")
+        data = _first_alias(data, "context_length", "context_window")
         return _first_alias(data, "api_mode", "transport")
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _model_names(cls, value: Any) -> Any:
+        # Hermes Agent writes this as a list of names or a map of name -> details.
+        if value is None:
+            return []
+        return list(value) if isinstance(value, dict) else value
 
     @field_validator("request_timeout_seconds", mode="before")
     @classmethod
@@ -339,6 +367,14 @@ class AgentConfig(_Section):
     """Replaces the built-in system prompt."""
     max_context_chars: Annotated[int, Field(ge=1000)] = 400_000
     """Characters of conversation sent to the model; the oldest whole turns are left out beyond it."""
+    max_context_tokens: Annotated[int, Field(ge=1000)] | None = None
+    """Tokens of conversation sent to the model (counted as the provider counts them, once
+    it has answered); the oldest whole turns are left out beyond it."""
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    """A session's hard cost ceiling in US dollars: past it the turn ends with status budget
+    (``/budget`` raises it for the session, ``--max-cost`` sets it for a run)."""
+    max_turn_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    """One turn's hard cost ceiling in US dollars."""
 
     @model_validator(mode="before")
     @classmethod
@@ -351,6 +387,19 @@ class AgentConfig(_Section):
             if limit is not None:
                 data["max_steps"] = limit
         return data
+
+
+class UIConfig(_Section):
+    """``ui``: the app's manners."""
+
+    notify: bool = True
+    """Ring the bell and send a desktop notification (OSC 9 / OSC 777) when an approval waits
+    or a long turn ends while the terminal is not focused."""
+
+    @field_validator("notify", mode="before")
+    @classmethod
+    def _read_yes_no(cls, value: Any) -> Any:
+        return _truthy(value)
 
 
 class Config(_Section):
@@ -368,6 +417,7 @@ class Config(_Section):
     fallback_providers: list[FallbackConfig] = Field(default_factory=list)
     """Tried in order on a connection error, 429 or 5xx (``fallback_model`` is appended)."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    ui: UIConfig = Field(default_factory=UIConfig)
     source: Path | None = Field(default=None, exclude=True)
     """The file this was read from (None for built-in defaults)."""
     notices: list[str] = Field(default_factory=list, exclude=True, repr=False)

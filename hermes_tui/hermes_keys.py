@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 OUR_SECTIONS = ("code_execution", "terminal", "approvals", "command_allowlist", "web", "cache", "model",
-                "providers", "fallback_providers", "agent")
+                "providers", "fallback_providers", "agent", "ui")
 """The top-level sections hermes-tui reads: unknown keys under them get a notice."""
 
 READ_AS_OURS = frozenset({"custom_providers", "fallback_model", "max_turns", "provider", "base_url", "api_base",

@@ -65,7 +65,23 @@ CREATE INDEX IF NOT EXISTS approvals_session ON approvals(session_id, status);
 CREATE TABLE IF NOT EXISTS input_history (
     id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, text TEXT NOT NULL, created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id TEXT, message_id INTEGER, provider TEXT, model TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0, cost_usd REAL, cost_source TEXT NOT NULL DEFAULT 'unknown',
+    estimated INTEGER NOT NULL DEFAULT 0, latency_s REAL, created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_session ON usage(session_id, id);
 """
+
+ADDED_COLUMNS = (
+    ("messages", "reasoning", "TEXT"),
+    ("sessions", "max_cost_usd", "REAL"),
+)
+"""Columns added after the first release: added to an older database when it is opened."""
 
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -104,10 +120,18 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
         db.execute("PRAGMA foreign_keys=ON")
         db.executescript(SCHEMA)
+        _add_columns(db)
     except BaseException:
         db.close()  # a file that is not a database must not keep a handle open
         raise
     return db
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    for table, column, kind in ADDED_COLUMNS:
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def _check_regular(path: Path) -> None:
@@ -134,6 +158,14 @@ class SessionInfo:
     messages: int = 0
     interrupted: bool = False
     """A turn was still running when the app stopped."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+    """What the priced model calls cost (None: none was priced)."""
+    unpriced_calls: int = 0
+    """Model calls whose price is unknown (their cost is not in ``cost_usd``)."""
+    max_cost_usd: float | None = None
+    """The cost ceiling ``/budget`` set for this session."""
 
 
 @dataclass
@@ -148,6 +180,8 @@ class StoredSession:
     turns: list[dict[str, Any]] = field(default_factory=list)
     pending_approvals: list[dict[str, Any]] = field(default_factory=list)
     """Approvals asked and never answered (the app stopped while they waited)."""
+    usage: list[dict[str, Any]] = field(default_factory=list)
+    """Rows of ``usage``: one per model call, oldest first."""
 
 
 class SessionStore:
@@ -270,10 +304,42 @@ def add_message(db: sqlite3.Connection, session_id: str, turn_id: str | None, ro
 
 
 def update_message(db: sqlite3.Connection, message_id: int, content: str | None, status: str,
-                   tool_calls: list[dict[str, Any]] | None = None) -> None:
+                   tool_calls: list[dict[str, Any]] | None = None, reasoning: str | None = None) -> None:
     """Replace a message's content (a streaming reply grows) and status."""
-    db.execute("UPDATE messages SET content = ?, status = ?, tool_calls = COALESCE(?, tool_calls) WHERE id = ?",
-               (content, status, json.dumps(tool_calls) if tool_calls else None, message_id))
+    db.execute("UPDATE messages SET content = ?, status = ?, tool_calls = COALESCE(?, tool_calls), "
+               "reasoning = COALESCE(?, reasoning) WHERE id = ?",
+               (content, status, json.dumps(tool_calls) if tool_calls else None, reasoning or None, message_id))
+
+
+USAGE_FIELDS = ("provider", "model", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                "reasoning_tokens", "cost_usd", "cost_source", "estimated", "latency_s")
+
+
+def add_usage(db: sqlite3.Connection, session_id: str, turn_id: str | None, message_id: int | None,
+              usage: dict[str, Any]) -> None:
+    """Record one model call's usage (the fields of :data:`USAGE_FIELDS`) with its reply."""
+    defaults = {"cost_source": "unknown", "cost_usd": None, "latency_s": None, "provider": None, "model": None}
+    values = [usage.get(name, defaults.get(name, 0)) for name in USAGE_FIELDS]
+    db.execute(f"INSERT INTO usage (session_id, turn_id, message_id, {', '.join(USAGE_FIELDS)}, created_at) "
+               f"VALUES (?, ?, ?, {', '.join('?' * len(USAGE_FIELDS))}, ?)",
+               (session_id, turn_id, message_id, *values, time.time()))
+
+
+def usage_rows(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """Every model call of a session with its turn's first words (for ``/usage``), oldest first."""
+    return [dict(row) for row in db.execute(
+        "SELECT u.*, t.text AS turn_text, t.started_at AS turn_started FROM usage u LEFT JOIN turns t ON t.id = u.turn_id "
+        "WHERE u.session_id = ? ORDER BY u.id", (session_id,))]
+
+
+def set_session_model(db: sqlite3.Connection, session_id: str, provider: str | None, model: str | None) -> None:
+    """The model the session talks to from now on (``/model``)."""
+    db.execute("UPDATE sessions SET provider = ?, model = ? WHERE id = ?", (provider, model, session_id))
+
+
+def set_session_budget(db: sqlite3.Connection, session_id: str, max_cost_usd: float | None) -> None:
+    """The session's cost ceiling (``/budget``), kept across ``--resume``."""
+    db.execute("UPDATE sessions SET max_cost_usd = ? WHERE id = ?", (max_cost_usd, session_id))
 
 
 def delete_message(db: sqlite3.Connection, message_id: int) -> None:
@@ -328,7 +394,19 @@ def _info(row: sqlite3.Row) -> SessionInfo:
         provider=row["provider"], model=row["model"], cwd=row["cwd"],
         messages=row["messages"] if "messages" in keys else 0,
         interrupted=bool(row["running"]) if "running" in keys else False,
+        tokens_in=row["tokens_in"] or 0 if "tokens_in" in keys else 0,
+        tokens_out=row["tokens_out"] or 0 if "tokens_out" in keys else 0,
+        cost_usd=row["cost_usd"] if "cost_usd" in keys else None,
+        unpriced_calls=row["unpriced"] or 0 if "unpriced" in keys else 0,
+        max_cost_usd=row["max_cost_usd"] if "max_cost_usd" in keys else None,
     )
+
+
+USAGE_TOTALS = ("(SELECT SUM(input_tokens) FROM usage u WHERE u.session_id = s.id) AS tokens_in, "
+                "(SELECT SUM(output_tokens) FROM usage u WHERE u.session_id = s.id) AS tokens_out, "
+                "(SELECT SUM(cost_usd) FROM usage u WHERE u.session_id = s.id) AS cost_usd, "
+                "(SELECT COUNT(*) FROM usage u WHERE u.session_id = s.id AND u.cost_usd IS NULL) AS unpriced")
+"""SQL (over ``sessions s``): a session's token and cost totals."""
 
 
 HAS_MESSAGES = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
@@ -340,8 +418,8 @@ def list_sessions(db: sqlite3.Connection, limit: int = 200) -> list[SessionInfo]
     """Sessions that hold at least one message, most recently used first."""
     rows = db.execute(
         "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages, "
-        "(SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND t.status = 'running') AS running "
-        f"FROM sessions s WHERE {HAS_MESSAGES} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?", (limit,)).fetchall()
+        "(SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND t.status = 'running') AS running, "
+        f"{USAGE_TOTALS} FROM sessions s WHERE {HAS_MESSAGES} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?", (limit,)).fetchall()
     return [_info(row) for row in rows]
 
 
@@ -362,10 +440,11 @@ def find_session(db: sqlite3.Connection, wanted: str) -> str | None:
 
 def load_session(db: sqlite3.Connection, session_id: str) -> StoredSession | None:
     """The whole session, or None if there is no such session."""
-    row = db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    row = db.execute(f"SELECT s.*, {USAGE_TOTALS} FROM sessions s WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         return None
     stored = StoredSession(info=_info(row))
+    stored.usage = [dict(u) for u in db.execute("SELECT * FROM usage WHERE session_id = ? ORDER BY id", (session_id,))]
     for message in db.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)):
         item = dict(message)
         item["tool_calls"] = json.loads(item["tool_calls"]) if item["tool_calls"] else None
@@ -401,19 +480,32 @@ def delete_session_if_empty(db: sqlite3.Connection, session_id: str) -> bool:
 
 
 def delete_session(db: sqlite3.Connection, session_id: str) -> bool:
-    """Remove a session and everything in it."""
+    """Remove a session and everything in it (what was typed in it too)."""
     db.execute("DELETE FROM approvals WHERE session_id = ?", (session_id,))
+    db.execute("DELETE FROM input_history WHERE session_id = ?", (session_id,))
     return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
 
 INPUT_HISTORY_LIMIT = 10_000
 """Inputs kept in ``input_history`` (the newest)."""
+INPUT_MAX_CHARS = 16_384
+"""A longer input (a big paste) is not kept in the history: it ran, it is in its session."""
+INPUT_LOAD_CHARS = 4_000_000
+"""Characters of history the app holds at most (the newest inputs)."""
+
+
+def worth_keeping(text: str) -> bool:
+    """False for an input the history does not keep: blank, over :data:`INPUT_MAX_CHARS`, or
+    typed with a leading space."""
+    return bool(text.strip()) and not text.startswith(" ") and len(text) <= INPUT_MAX_CHARS
 
 
 def add_input(db: sqlite3.Connection, session_id: str | None, text: str, limit: int = INPUT_HISTORY_LIMIT) -> bool:
-    """Keep a submitted input (whole, however many lines); a blank one or a repeat of the newest
-    is not kept again. The oldest beyond ``limit`` are dropped. True if it was added."""
-    if not text.strip():
+    """Keep a submitted input (whole, however many lines); a blank one, a repeat of the newest,
+    one longer than :data:`INPUT_MAX_CHARS` and one typed with a leading space (as shells'
+    ``ignorespace``: a way to keep a secret out of the history) are not kept. The oldest beyond
+    ``limit`` are dropped. True if it was added."""
+    if not worth_keeping(text):
         return False
     newest = db.execute("SELECT text FROM input_history ORDER BY id DESC LIMIT 1").fetchone()
     if newest is not None and newest["text"] == text:
@@ -426,6 +518,13 @@ def add_input(db: sqlite3.Connection, session_id: str | None, text: str, limit: 
 
 
 def load_inputs(db: sqlite3.Connection, limit: int = INPUT_HISTORY_LIMIT) -> list[str]:
-    """The newest ``limit`` inputs of every session, oldest first."""
-    rows = db.execute("SELECT text FROM input_history ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-    return [row["text"] for row in reversed(rows)]
+    """The newest ``limit`` inputs of every session (at most :data:`INPUT_LOAD_CHARS`
+    characters in all), oldest first."""
+    kept: list[str] = []
+    total = 0
+    for row in db.execute("SELECT text FROM input_history ORDER BY id DESC LIMIT ?", (limit,)):
+        total += len(row["text"])
+        if total > INPUT_LOAD_CHARS:
+            break
+        kept.append(row["text"])
+    return kept[::-1]

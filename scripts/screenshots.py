@@ -83,7 +83,7 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.press("enter")
         await pilot.pause(1.0)
         save("pager")
-    shots.append(await shoot_conversation(out))
+    shots.extend(await shoot_conversation(out))
     return shots
 
 
@@ -103,8 +103,9 @@ REPLY = """Found them. The **TODO** markers in the project:
 Next step: I can open `app.py` and fix the retry, if you want."""
 
 
-async def shoot_conversation(out: Path) -> Path:
-    """The conversation with a model: a scripted server on 127.0.0.1 answers."""
+async def shoot_conversation(out: Path) -> list[Path]:
+    """The conversation with a model (a scripted server on 127.0.0.1 answers, reporting its
+    usage), then its /usage breakdown."""
     import sys
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -117,10 +118,14 @@ async def shoot_conversation(out: Path) -> Path:
     project = Path(tempfile.mkdtemp(prefix="demo-project-"))
     (project / "app.py").write_text("import os\n\n# TODO: cache the config\n\n\ndef run():\n    # TODO: retry on timeout\n")
     replies = [{"text": "I'll search the project for TODOs.",
-                "tool_calls": [{"name": "execute_code", "arguments": {"code": ANALYSIS}}]},
-               {"text": REPLY, "chunk": 12}]
+                "tool_calls": [{"name": "execute_code", "arguments": {"code": ANALYSIS}}],
+                "usage": {"prompt_tokens": 4210, "completion_tokens": 164}},
+               {"text": REPLY, "chunk": 12,
+                "usage": {"prompt_tokens": 4702, "completion_tokens": 121, "prompt_tokens_details": {"cached_tokens": 4096}}}]
     with FakeModelServer(replies) as server:
-        config = parse_config(f"model:\n  provider: custom\n  default: hermes-4-70b\n  base_url: {server.url}\n")
+        config = parse_config(f"model:\n  provider: custom\n  default: hermes-4-70b\n  base_url: {server.url}\n"
+                              "  context_window: 32768\n  pricing:\n    input_per_mtok: 0.13\n"
+                              "    output_per_mtok: 0.40\n    cache_read_per_mtok: 0.05\n")
         app = HermesApp(config, cwd=str(project), session="20261129-101500-demo")
         async with app.run_test(size=SIZE) as pilot:
             prompt = app.query_one(PromptInput)
@@ -133,7 +138,15 @@ async def shoot_conversation(out: Path) -> Path:
             await pilot.pause(1.2)
             prompt.cursor_blink = False
             app.save_screenshot(filename="conversation.svg", path=str(out))
-    return out / "conversation.svg"
+            prompt.insert("/usage")
+            await pilot.press("enter")
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if app.screen.__class__.__name__ == "UsageScreen":
+                    break
+            await pilot.pause(0.3)
+            app.save_screenshot(filename="usage.svg", path=str(out))
+    return [out / "conversation.svg", out / "usage.svg"]
 
 
 def main() -> None:

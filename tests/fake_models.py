@@ -5,8 +5,15 @@ Each request takes the next scripted reply. A reply is a dict:
 ``text`` (streamed in ``chunk``-character pieces), ``tool_calls`` ([{name, arguments}] —
 arguments a dict, or a string sent as-is), ``status`` + ``error`` (an HTTP error instead),
 ``delay`` (seconds between chunks), ``hang`` (seconds to wait before answering), ``redirect``
-(a URL: answered with 307 and that Location). A request that does not ask for a stream gets
-the whole reply as one JSON body. With no
+(a URL: answered with 307 and that Location), ``reasoning`` (streamed as DeepSeek's
+``reasoning_content`` or an Anthropic thinking block), ``usage`` (the counts reported, in the
+OpenAI shape: ``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details.cached_tokens``,
+``cost``; for Anthropic ``input_tokens``, ``output_tokens``, ``cache_read_input_tokens``,
+``cache_creation_input_tokens``; default :data:`DEFAULT_USAGE`) and ``usage_mode``: how an
+OpenAI stream reports it — ``asked`` (the default: a last chunk with no choices, only when the
+request asks with ``stream_options.include_usage``, as OpenAI does), ``last_chunk`` (on the
+final chunk, asked or not) or ``never``. A request that does not ask for a stream gets the
+whole reply as one JSON body (with ``usage`` unless ``usage_mode`` is ``never``). With no
 reply left it answers "(no more scripted replies)". Every request body is kept in
 ``requests``.
 
@@ -24,6 +31,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+DEFAULT_USAGE = {"prompt_tokens": 1200, "completion_tokens": 80}
+"""Counts a reply reports when its script gives none (OpenAI shape)."""
+
+
+def openai_usage(reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply's usage in the OpenAI shape (``total_tokens`` added)."""
+    usage = dict(reply.get("usage") or DEFAULT_USAGE)
+    usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+    return usage
+
+
+def anthropic_usage(reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply's usage in Anthropic's shape (from the OpenAI one when given so)."""
+    usage = dict(reply.get("usage") or DEFAULT_USAGE)
+    if "input_tokens" in usage or "output_tokens" in usage:
+        return usage
+    return {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)}
+
+
 class FakeModelServer:
     """Serve scripted replies on 127.0.0.1 (a real socket, a real HTTP server)."""
 
@@ -31,6 +57,8 @@ class FakeModelServer:
         self.replies: deque[dict[str, Any]] = deque(replies or [])
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.models: list[str] | None = None
+        """What ``GET /models`` lists (None: 404, as servers without a model list answer)."""
         self.lock = threading.Lock()
         server = self
 
@@ -39,6 +67,18 @@ class FakeModelServer:
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                if not self.path.rstrip("/").endswith("/models") or server.models is None:
+                    self.send_error(404)
+                    return
+                payload = json.dumps({"object": "list", "data": [
+                    {"id": name, "object": "model", "created": 0, "owned_by": "fake"} for name in server.models]}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
@@ -73,7 +113,8 @@ class FakeModelServer:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
-                events = anthropic_events(reply) if anthropic else openai_events(reply)
+                asked = bool((body.get("stream_options") or {}).get("include_usage"))
+                events = anthropic_events(reply) if anthropic else openai_events(reply, asked)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
@@ -117,16 +158,21 @@ def _arguments(call: dict[str, Any]) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def openai_events(reply: dict[str, Any]) -> list[str]:
-    """One reply as chat.completion.chunk SSE events."""
+def openai_events(reply: dict[str, Any], asked: bool = False) -> list[str]:
+    """One reply as chat.completion.chunk SSE events (``asked``: the request asked for usage)."""
     size = int(reply.get("chunk", 4))
+    mode = reply.get("usage_mode", "asked")
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None,
+              choices: bool = True) -> str:
+        body: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+                                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if choices else []}
+        if usage is not None:
+            body["usage"] = usage
         return f"data: {json.dumps(body)}\n\n"
 
     events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": None, "reasoning_content": piece}) for piece in _pieces(reply.get("reasoning", ""), size)]
     events += [chunk({"content": piece}) for piece in _pieces(reply.get("text", ""), size)]
     for index, call in enumerate(reply.get("tool_calls", [])):
         arguments = _arguments(call)
@@ -134,7 +180,10 @@ def openai_events(reply: dict[str, Any]) -> list[str]:
                                              "type": "function", "function": {"name": call["name"], "arguments": ""}}]}))
         events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
                    for piece in _pieces(arguments, 7)]
-    events.append(chunk({}, "tool_calls" if reply.get("tool_calls") else "stop"))
+    finish = "tool_calls" if reply.get("tool_calls") else "stop"
+    events.append(chunk({}, finish, openai_usage(reply) if mode == "last_chunk" else None))
+    if mode == "asked" and asked:
+        events.append(chunk({}, usage=openai_usage(reply), choices=False))
     events.append("data: [DONE]\n\n")
     return events
 
@@ -145,20 +194,27 @@ def openai_completion(reply: dict[str, Any]) -> dict[str, Any]:
               "function": {"name": call["name"], "arguments": _arguments(call)}}
              for index, call in enumerate(reply.get("tool_calls", []))]
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("text", "")}
+    if reply.get("reasoning"):
+        message["reasoning_content"] = reply["reasoning"]
     if calls:
         message["tool_calls"] = calls
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "fake",
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "fake",
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+    if reply.get("usage_mode") != "never":
+        body["usage"] = openai_usage(reply)
+    return body
 
 
 def anthropic_message(reply: dict[str, Any]) -> dict[str, Any]:
     """One reply as a whole Anthropic message body (``stream: false``)."""
-    content: list[dict[str, Any]] = [{"type": "text", "text": reply["text"]}] if reply.get("text") else []
+    content: list[dict[str, Any]] = [{"type": "thinking", "thinking": reply["reasoning"], "signature": "s"}] \
+        if reply.get("reasoning") else []
+    content += [{"type": "text", "text": reply["text"]}] if reply.get("text") else []
     content += [{"type": "tool_use", "id": call.get("id", f"toolu_{index}"), "name": call["name"],
                  "input": json.loads(_arguments(call))} for index, call in enumerate(reply.get("tool_calls", []))]
     return {"id": "msg_1", "type": "message", "role": "assistant", "model": "fake", "content": content,
             "stop_reason": "tool_use" if reply.get("tool_calls") else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 5}}
+            "usage": anthropic_usage(reply)}
 
 
 def anthropic_events(reply: dict[str, Any]) -> list[str]:
@@ -168,16 +224,25 @@ def anthropic_events(reply: dict[str, Any]) -> list[str]:
     def event(kind: str, body: dict[str, Any]) -> str:
         return f"event: {kind}\ndata: {json.dumps({'type': kind, **body})}\n\n"
 
+    usage = anthropic_usage(reply)
     events = [event("message_start", {"message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": "fake", "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 0}}})]
+        "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}})]
     index = 0
-    if reply.get("text"):
-        events.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
-        events += [event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": piece}})
-                   for piece in _pieces(reply["text"], size)]
+    if reply.get("reasoning"):
+        events.append(event("content_block_start", {"index": 0, "content_block": {
+            "type": "thinking", "thinking": "", "signature": ""}}))
+        events += [event("content_block_delta", {"index": 0, "delta": {"type": "thinking_delta", "thinking": piece}})
+                   for piece in _pieces(reply["reasoning"], size)]
+        events.append(event("content_block_delta", {"index": 0, "delta": {"type": "signature_delta", "signature": "s"}}))
         events.append(event("content_block_stop", {"index": 0}))
         index = 1
+    if reply.get("text"):
+        events.append(event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}}))
+        events += [event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": piece}})
+                   for piece in _pieces(reply["text"], size)]
+        events.append(event("content_block_stop", {"index": index}))
+        index += 1
     for offset, call in enumerate(reply.get("tool_calls", [])):
         at = index + offset
         events.append(event("content_block_start", {"index": at, "content_block": {
@@ -187,7 +252,7 @@ def anthropic_events(reply: dict[str, Any]) -> list[str]:
         events.append(event("content_block_stop", {"index": at}))
     stop = "tool_use" if reply.get("tool_calls") else "end_turn"
     events.append(event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None},
-                                          "usage": {"output_tokens": 5}}))
+                                          "usage": {"output_tokens": usage.get("output_tokens", 0)}}))
     events.append(event("message_stop", {}))
     return events
 

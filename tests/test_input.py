@@ -381,3 +381,20 @@ async def test_a_big_pasted_message_is_sent_whole_and_collapsed(hermes_home: Pat
             message.focus()
             await pilot.press("enter")
             assert "line 25: [b]not markup[/b]" in str(message.render())
+
+
+def test_history_keeps_no_leading_space_input_nor_huge_ones_and_forgets_a_deleted_session(hermes_home: Path) -> None:
+    conn = db.connect(db.sessions_db_path(hermes_home))
+    try:
+        db.create_session(conn, "s1", None, None, None)
+        assert not db.add_input(conn, "s1", " token = 'sk-secret'")  # a leading space: kept out, as in shells
+        assert not db.add_input(conn, "s1", "x" * (db.INPUT_MAX_CHARS + 1))
+        assert db.add_input(conn, "s1", "kept = 1")
+        assert db.add_input(conn, None, "elsewhere = 2")
+        assert db.load_inputs(conn) == ["kept = 1", "elsewhere = 2"]
+        db.delete_session(conn, "s1")
+        assert db.load_inputs(conn) == ["elsewhere = 2"]
+    finally:
+        conn.close()
+    history = InputHistory()
+    assert not history.add(" secret = 1") and history.entries == []

@@ -126,6 +126,8 @@ async def test_an_interrupt_during_a_tool_call_keeps_the_tool_channel_in_step(ru
     await rt.interrupt("s")
     result = await asyncio.wait_for(task, 10)
     assert result.status == "interrupted" and result.warning is None
+    assert "hermes_tools.py" not in result.output and "_next_line" not in result.output  # no staging frames
+    assert "<cell 1>" in result.output
     # The next call on the same connection gets its own reply, not the late one of the interrupted call.
     after = await rt.execute_code("from hermes_tools import read_file\nprint(x, read_file('nothing-here')['error'][:40])",
                                   session="s", cwd=tmp_path)

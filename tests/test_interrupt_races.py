@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.runtime import Runtime
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from conftest import wait_for
 
 NOTICE = "[execution interrupted — user sent a new message]\n"
@@ -200,27 +199,6 @@ async def test_a_variables_request_given_up_on_is_cut_short(runtime_factory) -> 
     started = time.monotonic()
     result = await asyncio.wait_for(rt.execute_code("print(keep)", session="s"), 5)
     assert result.output == "42\n" and time.monotonic() - started < 2
-
-
-# -- interrupt tracebacks ------------------------------------------------------------------
-
-async def test_an_interrupted_tool_call_shows_no_hermes_tools_frames(runtime_factory, tmp_path: Path) -> None:
-    asked: list[ApprovalRequest] = []
-
-    async def never(request: ApprovalRequest) -> ApprovalDecision:
-        asked.append(request)
-        await asyncio.sleep(3600)
-        raise AssertionError("unreachable")
-
-    rt = await runtime_factory("approvals:\n  mode: strict\n  timeout: 600\n", approver=never)
-    code = "from hermes_tools import terminal\nx = 'kept'\nterminal('echo waits for an answer')"
-    task = asyncio.create_task(rt.execute_code(code, session="s", cwd=tmp_path))
-    assert await asyncio.to_thread(wait_for, lambda: bool(asked), 10)
-    await rt.interrupt("s")
-    result = await asyncio.wait_for(task, 10)
-    assert result.status == "interrupted" and result.output.endswith("KeyboardInterrupt\n" + NOTICE)
-    assert "hermes_tools.py" not in result.output and "_next_line" not in result.output
-    assert "<cell 1>" in result.output
 
 
 # -- the tool channel under an interrupt ----------------------------------------------------

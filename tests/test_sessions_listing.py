@@ -111,7 +111,7 @@ def test_sessions_command_skips_sessions_without_messages(used_and_empty: Path) 
     listed = run_cli("sessions")
     assert listed.returncode == 0, listed.stderr
     assert "20261129-100000-used" in listed.stdout and "empty" not in listed.stdout
-    assert "   1 msg   list files" in listed.stdout  # one message: "msg", the column kept
+    assert "   1 msg        0 tok          -  list files" in listed.stdout  # one message: "msg", the column kept; no model call: "-"
     as_json = run_cli("sessions", "--json")
     assert as_json.returncode == 0, as_json.stderr
     rows = [json.loads(line) for line in as_json.stdout.splitlines()]

@@ -116,7 +116,8 @@ def test_kernels_pane(snap_compare) -> None:
 
 
 def test_model_conversation(snap_compare, tmp_path) -> None:
-    """A streamed Markdown reply after a user's message and an injected one (a real model server)."""
+    """A streamed Markdown reply after a user's message and an injected one (a real model server);
+    the top bar's context gauge and cost from the usage the server reports."""
     from fake_models import FakeModelServer
 
     from hermes_tui.widgets.conversation import ReplyBlock
@@ -125,7 +126,8 @@ def test_model_conversation(snap_compare, tmp_path) -> None:
              "```sh\ngit worktree add ../hotfix main\n```\n\n| command | keeps index |\n|---|---|\n"
              "| stash | yes |\n| worktree | n/a |")
     with FakeModelServer([{"text": reply, "chunk": 9}, {"text": "Injected check: nothing to do."}]) as server:
-        config = make_config(f"model:\n  provider: custom\n  default: fake-model\n  base_url: {server.url}\n")
+        config = make_config(f"model:\n  provider: custom\n  default: fake-model\n  base_url: {server.url}\n"
+                             "  context_window: 4000\n  pricing:\n    input_per_mtok: 3\n    output_per_mtok: 15\n")
         app = HermesApp(config, cwd="/home/user/project", home=tmp_path, session="20261129-120000-snap")
 
         async def converse(pilot) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from hermes_tui.store import worth_keeping
 from hermes_tui.widgets.safe import plain, visible
 
 HISTORY_LIMIT = 10_000
@@ -47,9 +48,10 @@ class InputHistory:
         self.reset()
 
     def add(self, text: str) -> bool:
-        """Record a submitted input; False for a blank one or a repeat of the newest."""
+        """Record a submitted input; False for a repeat of the newest or one the history does
+        not keep (:func:`hermes_tui.store.worth_keeping`: blank, huge, or a leading space)."""
         self.reset()
-        if not text.strip() or (self.entries and self.entries[-1] == text):
+        if not worth_keeping(text) or (self.entries and self.entries[-1] == text):
             return False
         self.entries.append(text)
         del self.entries[:-self.limit]

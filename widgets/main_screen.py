@@ -20,8 +20,9 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
-from hermes_tui.agent.events import AgentEvent, ToolFinished
+from hermes_tui.agent.events import AgentEvent, ToolFinished, UsageUpdated
 from hermes_tui.agent.providers import ProviderSettings
+from hermes_tui.agent.usage import Totals, dollars, tokens
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
 from hermes_tui.runtime.models import KernelInfo
@@ -47,15 +48,43 @@ def short_model(label: str) -> str:
     return (parts[1] if len(parts) > 1 else parts[0]).rsplit("/", 1)[-1]
 
 
+def gauge_style(fraction: float) -> str:
+    """The context gauge's colour: green, then yellow past half, red past 80 %."""
+    return "bold red" if fraction >= 0.8 else "bold yellow" if fraction >= 0.5 else "bold green"
+
+
+def usage_text(totals: Totals, short: bool = False) -> Text:
+    """``ctx 12% · 8.1k tok · $0.04 of $5.00``: the context filled, the session's tokens and cost
+    (``?`` for calls with no known price), the ceiling when there is one."""
+    parts: list[Text] = []
+    fraction = totals.context_fraction
+    if fraction is not None:
+        parts.append(Text.assemble("" if short else "ctx ", (f"{fraction:.0%}", gauge_style(fraction))))
+    elif totals.context_tokens:
+        parts.append(Text(("" if short else "ctx ") + tokens(totals.context_tokens)))
+    if not short:
+        parts.append(Text(f"{tokens(totals.tokens_in + totals.tokens_out)} tok"))
+    cost = totals.cost
+    if totals.max_cost_usd is not None:
+        cost += f" of {dollars(totals.max_cost_usd)}"
+    parts.append(Text(cost))
+    return Text(" · ").join(parts)
+
+
 def topbar_line(width: int, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
-                yolo: bool) -> Text:
+                yolo: bool, usage: Totals | None = None) -> Text:
     """The top bar's text for ``width`` cells: it shortens instead of being cut mid-word. The
     working dir goes first, then the model's label shortens, then the app's name and the
-    words around the session; the approvals mode and the YOLO badge always stay."""
+    words around the session; the usage (context, tokens, cost), the approvals mode and the
+    YOLO badge always stay (the usage shortens to the gauge and the cost)."""
     # Session names, model names and paths are data: assembled as Text, never markup.
     label = visible(model) if model else "no model"
     short, session, cwd = visible(short_model(label)) if model else label, visible(session), visible(cwd)
     tail = Text(f"approvals {approvals}")
+    if usage is not None:
+        full = usage_text(usage) + Text(" · ") + tail
+        brief = usage_text(usage, short=True) + Text(" · ") + tail
+        tail = full if width >= 100 else brief
     if yolo:
         tail.append(" ").append(" YOLO: approvals off ", "reverse bold red")
     brand = ("hermes-tui", "bold")
@@ -83,7 +112,7 @@ class TopBar(Widget):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.parts: dict[str, object] = {"version": "", "session": "", "model": None, "cwd": "",
-                                         "approvals": "", "yolo": False}
+                                         "approvals": "", "yolo": False, "usage": None}
 
     def render(self) -> Text:
         width = self.content_size.width or 10_000  # not laid out yet: the whole line
@@ -166,8 +195,14 @@ class MainScreen(Screen[None]):
         """The line at the top: version, session, model, working dir, approvals mode (it
         shortens to fit the screen: :func:`topbar_line`)."""
         topbar = self.query_one(TopBar)
-        topbar.parts = {"version": version, "session": session, "model": model, "cwd": cwd,
+        topbar.parts = {**topbar.parts, "version": version, "session": session, "model": model, "cwd": cwd,
                         "approvals": approvals, "yolo": yolo}
+        topbar.refresh()
+
+    def set_usage(self, totals: Totals | None) -> None:
+        """The session's usage in the top bar (None: none shown, as with no model)."""
+        topbar = self.query_one(TopBar)
+        topbar.parts = {**topbar.parts, "usage": totals}
         topbar.refresh()
 
     # -- what the engine and the agent say ------------------------------------------------
@@ -177,6 +212,9 @@ class MainScreen(Screen[None]):
         if message.session != self.session:
             return  # a late event of the session the app just left
         event = message.event
+        if isinstance(event, UsageUpdated):
+            self.set_usage(event.totals)
+            return
         await self.conversation.show_event(event)
         if isinstance(event, ToolFinished) and event.exec_result is not None:
             self.query_one(OutputPane).finish(event.exec_result)
@@ -258,23 +296,46 @@ class MainScreen(Screen[None]):
         target = self.query_one({"conversation": PromptInput, "output": "#output-log"}.get(pane, "#kernel-table"))
         if self.maximized is not None and self.maximized is not target and self.maximized not in target.ancestors:
             self.minimize()
-        target.focus()
+        # Now, not after the messages already queued (Widget.focus defers): the rest of a burst
+        # of keys that was forwarded to the input must reach the input, not the old pane.
+        self.set_focus(target)
+        if self.focused is not target:  # not focusable this instant (being laid out): as before
+            target.focus()
 
     def on_key(self, event: events.Key) -> None:
         """A printable key typed while no text field has focus (a run was clicked, say) goes to
-        the input, unless the focused pane binds it (``r`` in the kernels pane, ``o`` in the output)."""
+        the input, unless the focused pane binds it (``r`` in the kernels pane, ``o`` in the output).
+
+        The rule for a burst (fast typing): the first key that is forwarded moves the focus to
+        the input at once, so every key after it goes to the input too, pane keys included
+        (``print("wow")`` typed into the output pane keeps its ``w`` and ``o``). A pane key
+        pressed first, or on its own, is the pane's."""
         focused = self.focused
-        if not event.is_printable or not event.character or isinstance(focused, (TextArea, Input)):
+        if not event.is_printable or not event.character:
+            return
+        prompt = self.query_one(PromptInput)
+        if focused is prompt and not prompt.read_only:
+            # The input takes every printable key it is sent: this one was sent to the pane
+            # that had the focus before an earlier key of the same burst moved it here.
+            self._forward(event, prompt)
+            return
+        if isinstance(focused, (TextArea, Input)):
             return
         bound = self.active_bindings
         handlers = [node for node in ((focused, *focused.ancestors) if focused else ())
                     if any(hasattr(node, f"key_{name}") or hasattr(node, f"_key_{name}") for name in event.name_aliases)]
         if handlers or any(key in bound for key in event.aliases):
             return
+        self.focus_pane("conversation")  # at once: the next keys of a burst go to the input
+        self._forward(event, prompt)
+
+    @staticmethod
+    def _forward(event: events.Key, prompt: PromptInput) -> None:
+        """Type the printable ``event`` into the input (and keep it from any pane's binding)."""
         event.stop()
         event.prevent_default()
-        self.focus_pane("conversation")
-        self.query_one(PromptInput).insert(event.character)
+        prompt.last_key_at = time.monotonic()
+        prompt.insert(event.character or "")
 
     def toggle_maximize(self) -> None:
         """Maximise the focused pane, or bring the layout back."""

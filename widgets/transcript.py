@@ -15,10 +15,10 @@ from typing import Any, cast
 from textual.widget import Widget
 from textual.widgets import Static
 
+from hermes_tui.agent.events import SHELL_PREFIX
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.units import plural
-from hermes_tui.agent.loop import SHELL_PREFIX
 from hermes_tui.widgets.conversation import (
     MAX_BLOCKS,
     ConversationPane,

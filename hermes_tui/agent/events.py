@@ -10,12 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hermes_tui.agent.usage import CallUsage, Totals
 from hermes_tui.runtime.models import ExecResult, Origin
 
+SHELL_PREFIX = "!"
+"""How a ``!cmd`` turn is stored and shown: the text the user typed."""
 TurnKind = Literal["message", "python", "shell"]
 """A message to the model, Python typed with no model, or a ``!cmd`` typed by the user."""
-TurnStatus = Literal["done", "interrupted", "error", "stopped"]
-"""How a turn ended; ``stopped``: agent.max_steps or too many malformed calls."""
+TurnStatus = Literal["done", "interrupted", "error", "stopped", "budget"]
+"""How a turn ended; ``stopped``: agent.max_steps or too many malformed calls; ``budget``: the
+next model call would have passed a cost ceiling (the turn can be retried after ``/budget``)."""
 ReplyStatus = Literal["done", "interrupted", "error", "streaming"]
 ToolStatus = Literal["success", "error", "timeout", "interrupted", "blocked", "invalid"]
 NoticeLevel = Literal["info", "warning", "error"]
@@ -78,6 +82,15 @@ class ToolFinished(AgentEvent):
 class Notice(AgentEvent):
     text: str
     level: NoticeLevel = "error"
+
+
+@dataclass
+class UsageUpdated(AgentEvent):
+    """A model call's usage was stored (``call`` is None when only a limit or the model changed)."""
+
+    call: CallUsage | None
+    totals: Totals
+    """The session's totals now (and the context the last call filled)."""
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes_tui.agent.hermes_format import format_call, system_prompt_tools, tool_response
 from hermes_tui.agent.tools import ToolCall
+from hermes_tui.agent.usage import CHARS_PER_TOKEN
 from hermes_tui.units import plural
 
 Message = dict[str, Any]
@@ -25,13 +26,27 @@ class History:
 
     Args:
         max_chars: content (and serialised tool calls) kept at most; older whole turns go.
+        max_tokens: tokens kept at most (``agent.max_context_tokens``), counted at the rate the
+            provider counted the last request (1 token per 4 characters until it has answered).
     """
 
-    def __init__(self, max_chars: int = 400_000) -> None:
+    def __init__(self, max_chars: int = 400_000, max_tokens: int | None = None) -> None:
         self.messages: list[Message] = []
         self.max_chars = max_chars
+        self.max_tokens = max_tokens
+        self.tokens_per_char = 1 / CHARS_PER_TOKEN
+        """How many tokens a character of this conversation is, as the provider last counted."""
         self.omitted = 0
         """Older messages left out to keep within the budget."""
+
+    def calibrate(self, tokens: int, chars: int) -> None:
+        """The provider counted ``tokens`` for a request of ``chars`` characters."""
+        if tokens > 0 and chars > 0:
+            self.tokens_per_char = tokens / chars
+
+    def tokens_for(self, chars: int) -> int:
+        """Tokens ``chars`` characters of this conversation come to (rounded up)."""
+        return int(-(-chars * self.tokens_per_char // 1))
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -52,8 +67,11 @@ class History:
             calls = message.get("tool_calls")
             return len(message.get("content") or "") + (len(json.dumps(calls)) if calls else 0)
 
+        limit = self.max_chars
+        if self.max_tokens is not None:
+            limit = min(limit, int(self.max_tokens / self.tokens_per_char))
         total = sum(size(m) for m in self.messages)
-        while total > self.max_chars:
+        while total > limit:
             cut = next((i for i, m in enumerate(self.messages) if i > 0 and m["role"] == "user"), None)
             if cut is None:
                 break
@@ -67,8 +85,9 @@ class History:
         """System prompt, messages and tools as the provider is sent them."""
         if self.omitted:
             are = "is" if self.omitted == 1 else "are"
+            setting = "agent.max_context_tokens" if self.max_tokens is not None else "agent.max_context_chars"
             system += (f"\n\n({plural(self.omitted, 'earlier message')} of this conversation {are} left out to "
-                       "stay within agent.max_context_chars.)")
+                       f"stay within {setting}.)")
         if not hermes:
             messages = []
             for m in self.messages:

@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tui import store as db
 from hermes_tui.agent.approvals import ApprovalRecorder, ask_again
+from hermes_tui.agent.budget import MAX_OUTPUT_ESTIMATE, MIN_OUTPUT_ESTIMATE, Budget
 from hermes_tui.agent.events import (
     Listener,
+    SHELL_PREFIX,
     Notice,
     ReplyDone,
     ReplyStatus,
@@ -41,12 +43,14 @@ from hermes_tui.agent.events import (
     TurnQueued,
     TurnStarted,
     TurnStatus,
+    UsageUpdated,
 )
 from hermes_tui.agent.hermes_format import HermesStreamParser, new_call_id
 from hermes_tui.agent.history import History
 from hermes_tui.agent.providers import Provider, ProviderError, ProviderSettings, make_provider
 from hermes_tui.agent.restore import LoadedSession, PendingCall, load_session
 from hermes_tui.agent.tools import InvalidCall, ToolCall, declarations, validate_call
+from hermes_tui.agent.usage import CallUsage, Totals, context_window, estimate_cost, request_chars, warm_prices
 from hermes_tui.runtime.executor import INTERRUPT_NOTICE
 from hermes_tui.runtime.models import ExecResult, Origin
 from hermes_tui.units import plural
@@ -64,8 +68,6 @@ SYSTEM_PROMPT = (
 )
 MAX_RESULT_CHARS = 100_000
 """A tool result longer than this reaches the model cut head and tail (the full one is stored)."""
-SHELL_PREFIX = "!"
-"""How a ``!cmd`` turn is stored and shown: the text the user typed."""
 NOT_RUN = {"error": "not run: the turn was interrupted"}
 
 
@@ -79,6 +81,10 @@ class _Turn:
     step: str = "new"
     """new, retry (send the history again) or resume (answer what was pending)."""
     interrupted: bool = False
+    spent: float = 0.0
+    """What this turn's priced model calls cost (``agent.max_turn_cost_usd``)."""
+    notice: str = INTERRUPT_NOTICE
+    """How an interrupted script of this turn ends (why it was interrupted)."""
     task: asyncio.Future[Any] | None = None
     """The model's stream or a top-level tool call now running (cancelled on interrupt)."""
 
@@ -101,13 +107,15 @@ class Agent:
         system_prompt: replaces the built-in one.
         approvals: records this session's approvals (the runtime's approver); None when the
             runtime's approver records nothing.
+        budget: the cost ceilings (``agent.max_cost_usd``, ``max_turn_cost_usd``, ``--max-cost``).
+        max_context_tokens: tokens of conversation sent at most (``agent.max_context_tokens``).
     """
 
     def __init__(
         self, runtime: Runtime, store: db.SessionStore, session_id: str, *, settings: ProviderSettings | None,
         listener: Listener, cwd: str, max_steps: int = 30, max_invalid: int = 3, system_prompt: str | None = None,
         provider: Provider | None = None, max_context_chars: int = 400_000,
-        approvals: ApprovalRecorder | None = None,
+        approvals: ApprovalRecorder | None = None, budget: Budget | None = None, max_context_tokens: int | None = None,
     ) -> None:
         self.runtime = runtime
         self.store = store
@@ -119,8 +127,13 @@ class Agent:
         self.max_steps = max_steps
         self.max_invalid = max_invalid
         self.approvals = approvals
-        self.history = History(max_context_chars)
+        self.history = History(max_context_chars, max_context_tokens)
         """What the model is sent (the newest turns within ``max_context_chars``; all is stored)."""
+        self.budget = budget or Budget()
+        self.totals = Totals(max_cost_usd=self.budget.max_cost_usd)
+        """What this session's model calls used and cost (kept across ``--resume``)."""
+        self._largest_output = 0
+        self._retired: list[Provider] = []
         self.tools: list[dict[str, Any]] = []
         """The tools declared to the model (built in :meth:`open`)."""
         self._system = system_prompt or SYSTEM_PROMPT
@@ -138,6 +151,9 @@ class Agent:
         if self.provider is not None and not self.tools:
             # In a thread: building the schemas imports every tool (httpx, the HTML parser).
             self.tools = await asyncio.to_thread(declarations)
+        if self.settings is not None:  # the price table, read once off the loop
+            await asyncio.to_thread(warm_prices)
+            self.totals.context_window = await asyncio.to_thread(self._context_window, self.settings)
         await self.store.call(db.create_session, self.session_id, self.settings.name if self.settings else None,
                               self.settings.model if self.settings else None, self.cwd)
         if self.approvals is not None:
@@ -153,8 +169,35 @@ class Agent:
             self._worker = None
         if self.approvals is not None:
             self.approvals.detach(self.session_id)
+        for provider in [*self._retired, *([self.provider] if self.provider else [])]:
+            await provider.aclose()
+
+    @staticmethod
+    def _context_window(settings: ProviderSettings) -> int | None:
+        return context_window(settings.model, settings.name, settings.base_url, settings.context_length)
+
+    async def use_model(self, settings: ProviderSettings) -> None:
+        """Talk to ``settings`` from the next model call on (``/model``); recorded in the session."""
         if self.provider is not None:
-            await self.provider.aclose()
+            self._retired.append(self.provider)  # a running call finishes on it; closed with the agent
+        self.settings = settings
+        self.provider = make_provider(settings)
+        if not self.tools:
+            self.tools = await asyncio.to_thread(declarations)
+        await asyncio.to_thread(warm_prices)
+        self.totals.context_window = await asyncio.to_thread(self._context_window, settings)
+        await self.store.call(db.set_session_model, self.session_id, settings.name, settings.model)
+        self.listener(UsageUpdated("", None, self.totals))
+
+    async def set_budget(self, max_cost_usd: float | None, *, turn: bool = False) -> None:
+        """Change a ceiling for this session (``/budget``): the session's is stored with it."""
+        if turn:
+            self.budget.max_turn_cost_usd = max_cost_usd
+        else:
+            self.budget.max_cost_usd = self.totals.max_cost_usd = max_cost_usd
+            self.budget.session_setting = "/budget"
+            await self.store.call(db.set_session_budget, self.session_id, max_cost_usd)
+        self.listener(UsageUpdated("", None, self.totals))
 
     @property
     def busy(self) -> bool:
@@ -193,13 +236,20 @@ class Agent:
                 return True
         return False
 
-    async def interrupt(self) -> bool:
-        """End the running turn: a running script ends as interrupted, a streaming reply stops."""
+    async def interrupt(self, notice: str = INTERRUPT_NOTICE) -> bool:
+        """End the running turn: a running script ends as interrupted (``notice`` closes its
+        output: SPEC's for a new message, :data:`STOP_NOTICE` for Esc), a streaming reply stops."""
         turn = self._current
-        if turn is None or turn.interrupted:
+        if turn is None:
             return False
+        again = turn.interrupted
         turn.interrupted = True
-        await self.runtime.interrupt(self.session_id)  # a script ends with SPEC's notice
+        turn.notice = notice
+        # Forwarded every time: a script that started after the first Esc (its start was being
+        # stored) still gets it, and a second Esc during the grace ends it at once.
+        await self.runtime.interrupt(self.session_id, notice)
+        if again:
+            return False
         if turn.task is not None and not turn.task.done():
             turn.task.cancel()  # the model's stream, or a top-level command (its process group is killed)
         return True
@@ -242,7 +292,7 @@ class Agent:
                 status = "error"
             finally:
                 self._current = None
-            if status == "error":
+            if status in ("error", "budget"):
                 self._last_failed = turn
             await self.store.call(db.end_turn, turn.id, status)
             self.listener(TurnEnded(turn.id, status))
@@ -273,6 +323,10 @@ class Agent:
         for _ in range(self.max_steps):
             if turn.interrupted:
                 return "interrupted"
+            refused = self._over_budget(turn)
+            if refused is not None:
+                self.listener(Notice(turn.id, refused, "warning"))
+                return "budget"
             reply = await self._reply(turn)
             if reply is None:
                 return "interrupted" if turn.interrupted else "error"
@@ -291,6 +345,39 @@ class Agent:
                                       "stopped. Say 'continue' to go on, or raise agent.max_steps.", "warning"))
         return "stopped"
 
+    def _over_budget(self, turn: _Turn) -> str | None:
+        """Why the next model call may not be made (a ceiling would be passed), or None."""
+        if not self.budget.active or self.settings is None:
+            return None
+        system, messages, tools = self.history.request(self._system, self.tools, self.settings.tool_format == "hermes")
+        sent = self.history.tokens_for(request_chars(system, messages, tools))
+        output = min(max(self._largest_output, MIN_OUTPUT_ESTIMATE), MAX_OUTPUT_ESTIMATE)
+        estimate = estimate_cost(sent, output, self.settings.model, self.settings.name, self.settings.base_url,
+                                 self.settings.pricing)
+        if estimate is None:
+            if not self.budget.warned_unpriced:
+                self.budget.warned_unpriced = True
+                self.listener(Notice(turn.id, f"No price is known for {self.settings.model}, so the cost ceiling "
+                                              "cannot be held: set model.pricing (input_per_mtok, output_per_mtok) "
+                                              "to enforce it.", "warning"))
+            return None
+        return self.budget.refuse(self.totals.cost_usd, turn.spent, estimate)
+
+    async def _account(self, turn: _Turn, reply_id: int, usage: CallUsage, sent_chars: int) -> None:
+        """Store a call's usage with its reply, count it, and tell the front end."""
+        await self.store.call(db.add_usage, self.session_id, turn.id, reply_id, {
+            "provider": usage.provider, "model": usage.model, "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens, "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens, "reasoning_tokens": usage.reasoning_tokens,
+            "cost_usd": usage.cost_usd, "cost_source": usage.cost_source, "estimated": int(usage.estimated),
+            "latency_s": usage.latency_s})
+        self.totals.add(usage)
+        turn.spent += usage.cost_usd or 0.0
+        self._largest_output = max(self._largest_output, usage.output_tokens)
+        if not usage.estimated:
+            self.history.calibrate(usage.input_tokens, sent_chars)
+        self.listener(UsageUpdated(turn.id, usage, self.totals))
+
     async def _reply(self, turn: _Turn) -> tuple[int, str, list[ToolCall]] | None:
         """One model call, streamed into a stored reply; None if it failed or was interrupted."""
         assert self.provider is not None and self.settings is not None
@@ -303,6 +390,7 @@ class Agent:
             stream.add(parser.feed(piece) if parser else piece)
 
         system, messages, tools = self.history.request(self._system, self.tools, hermes)
+        sent_chars = request_chars(system, messages, tools)
         status: ReplyStatus = "done"
         error, result = None, None
         try:
@@ -317,7 +405,10 @@ class Agent:
         text = stream.text
         if status == "interrupted":
             text = (text + "\n\n" if text else "") + "*[interrupted]*"
-        await stream.close(text, status, [c.as_openai() for c in calls] or None)
+        await stream.close(text, status, [c.as_openai() for c in calls] or None,
+                           result.reasoning if result is not None else None)
+        if result is not None and result.usage is not None:
+            await self._account(turn, reply_id, result.usage, sent_chars)
         if result is not None and result.note:
             self.listener(Notice(turn.id, result.note, "warning"))  # e.g. which fallback provider answered
         if error is not None:
@@ -355,6 +446,9 @@ class Agent:
         return invalid
 
     async def _execute(self, turn: _Turn, call: ToolCall, args: dict[str, Any]) -> None:
+        if turn.interrupted:  # interrupted while the call's start was being stored: it never runs
+            await self._finish_call(turn, call, NOT_RUN, "interrupted")
+            return
         if call.name == "execute_code":
             result = await self.runtime.execute_code(args["code"], reset=args["reset"], session=self.session_id,
                                                      cwd=self.cwd, origin=turn.origin, call_id=call.id,
@@ -369,7 +463,7 @@ class Agent:
                 typed=turn.kind == "shell")))
             status = "error" if outcome.get("error") else "success"
         except _Interrupted:
-            outcome = {"output": "", "exit_code": -1, "status": "interrupted", "error": INTERRUPT_NOTICE}
+            outcome = {"output": "", "exit_code": -1, "status": "interrupted", "error": turn.notice}
             status = "interrupted"
         await self._finish_call(turn, call, outcome, status)
 
@@ -394,6 +488,12 @@ class Agent:
         loaded = await load_session(self.store, self.session_id)
         if loaded is None:
             return None
+        for row in loaded.stored.usage:  # what was spent before: budgets and the top bar go on from it
+            self.totals.add(CallUsage.from_row(row))
+            self._largest_output = max(self._largest_output, row["output_tokens"])
+        if loaded.stored.info.max_cost_usd is not None and self.budget.session_setting != "--max-cost":
+            self.budget.max_cost_usd = self.totals.max_cost_usd = loaded.stored.info.max_cost_usd
+            self.budget.session_setting = "/budget"
         self.history.replace(list(loaded.history))
         self._pending = list(loaded.pending)
         return loaded
@@ -476,13 +576,14 @@ class _StreamedText:
             self.agent.listener(ReplyText(self.turn_id, self.reply_id, snapshot[self._shown:]))
             self._shown = len(snapshot)
 
-    async def close(self, text: str, status: ReplyStatus, tool_calls: list[dict[str, Any]] | None) -> None:
+    async def close(self, text: str, status: ReplyStatus, tool_calls: list[dict[str, Any]] | None,
+                    reasoning: str | None = None) -> None:
         if self._flushing is not None:
             await asyncio.shield(self._flushing)
         if not text and not tool_calls and status != "done":  # failed before a word: nothing to keep
             await self.agent.store.call(db.delete_message, self.reply_id)
             return
-        await self.agent.store.call(db.update_message, self.reply_id, text, status, tool_calls)
+        await self.agent.store.call(db.update_message, self.reply_id, text, status, tool_calls, reasoning)
         if text.startswith(self.text[: self._shown]) and len(text) > self._shown:
             self.agent.listener(ReplyText(self.turn_id, self.reply_id, text[self._shown:]))
         self.agent.listener(ReplyDone(self.turn_id, self.reply_id, text, status))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 from hermes_tui.agent.keys import ProviderError, origin
 from hermes_tui.agent.resolve import ProviderSettings, resolve_provider
 from hermes_tui.agent.tools import ToolCall
+from hermes_tui.agent.usage import CallUsage, from_anthropic, from_openai, price, request_chars, tokens_for_chars
 
 __all__ = ["Provider", "ProviderError", "ProviderSettings", "Reply", "make_provider", "resolve_provider"]
 
@@ -83,6 +85,10 @@ class Reply:
     finish_reason: str | None = None
     note: str | None = None
     """Said in the conversation with the reply (e.g. which fallback provider answered)."""
+    usage: CallUsage | None = None
+    """Tokens, cost and time of the call (estimated when the server reported none)."""
+    reasoning: str = ""
+    """The model's reasoning, when the provider returns it (kept for exports, not sent back)."""
 
 
 TextSink = Callable[[str], Awaitable[None]]
@@ -110,7 +116,10 @@ class Provider:
                 with self._failures():
                     client = self._get_client()
                     client.api_key = self._key_now = key
-                    return await self._send(client, system, messages, tools, on_text)
+                    started = time.monotonic()
+                    reply = await self._send(client, system, messages, tools, on_text)
+                    self._account(reply, time.monotonic() - started, system, messages, tools)
+                    return reply
             except ProviderError as exc:
                 if attempt == 1 and command is not None and exc.status == 401 and not exc.streamed:
                     command.forget()  # a token revoked before it expired: fetch a new one, once
@@ -122,6 +131,17 @@ class Provider:
                     on_text: TextSink) -> Reply:
         raise NotImplementedError
 
+    def _account(self, reply: Reply, latency: float, system: str, messages: list[dict[str, Any]],
+                 tools: list[dict[str, Any]]) -> None:
+        """Give the reply its usage: the server's counts, or an estimate marked as one; priced."""
+        usage = reply.usage
+        if usage is None:
+            sent = request_chars(system, messages, tools)
+            said = len(reply.text) + len(reply.reasoning) + sum(len(c.name) + len(c.arguments) for c in reply.calls)
+            usage = reply.usage = CallUsage(tokens_for_chars(sent), tokens_for_chars(said), estimated=True)
+        usage.latency_s = latency
+        price(usage, self.settings.model, self.settings.name, self.settings.base_url, self.settings.pricing)
+
     def _get_client(self) -> Any:
         raise NotImplementedError
 
@@ -129,6 +149,21 @@ class Provider:
         """Close the HTTP client."""
         if self._client is not None:
             await self._client.close()
+
+    async def list_models(self, limit: int = 1000) -> list[str]:
+        """The model ids the endpoint lists (``GET /models``), held to its origin like every
+        request; raises :class:`ProviderError` when it cannot say."""
+        key = await self._key()
+        ids: list[str] = []
+        with self._failures():
+            client = self._get_client()
+            client.api_key = self._key_now = key
+            async for model in client.models.list():
+                if isinstance(getattr(model, "id", None), str):
+                    ids.append(model.id)
+                if len(ids) >= limit:
+                    break
+        return ids
 
     async def _key(self) -> str:
         if self.settings.key_command is not None:
@@ -254,20 +289,27 @@ class OpenAIProvider(Provider):
             request["extra_body"] = self.settings.extra_body
         if not self.settings.streaming:
             response = await client.chat.completions.create(**request)
+            usage = from_openai(getattr(response, "usage", None))
             if not response.choices:
-                return Reply("", [], None)
+                return Reply("", [], None, usage=usage)
             choice = response.choices[0]
             text = choice.message.content or ""
             if text:
                 await on_text(text)
             found = [ToolCall(c.id or new_call_id(), c.function.name or "", c.function.arguments or "")
                      for c in choice.message.tool_calls or () if getattr(c, "function", None) is not None]
-            return Reply(text, found, choice.finish_reason)
+            return Reply(text, found, choice.finish_reason, usage=usage, reasoning=_reasoning_of(choice.message))
+        # Ask for the usage: servers that honour it send it in a last chunk with no choices;
+        # some put it on the last chunk anyway, and some never send it (then it is estimated).
+        request["stream_options"] = {"include_usage": True}
         parts: list[str] = []
+        thoughts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         finish = None
+        usage = None
         stream = await client.chat.completions.create(**request)
         async for chunk in stream:
+            usage = from_openai(getattr(chunk, "usage", None)) or usage
             if not chunk.choices:
                 continue
             choice = chunk.choices[0]
@@ -275,6 +317,9 @@ class OpenAIProvider(Provider):
             delta = choice.delta
             if delta is None:
                 continue
+            thought = _reasoning_of(delta)
+            if thought:
+                thoughts.append(thought)
             if delta.content:
                 parts.append(delta.content)
                 await on_text(delta.content)
@@ -285,7 +330,19 @@ class OpenAIProvider(Provider):
                     slot["name"] += piece.function.name or ""
                     slot["arguments"] += piece.function.arguments or ""
         found = [ToolCall(c["id"] or new_call_id(), c["name"], c["arguments"]) for _, c in sorted(calls.items())]
-        return Reply("".join(parts), found, finish)
+        return Reply("".join(parts), found, finish, usage=usage, reasoning="".join(thoughts))
+
+
+def _reasoning_of(message: Any) -> str:
+    """Reasoning text an OpenAI-compatible server returns beside the content: DeepSeek's and
+    vLLM's ``reasoning_content``, OpenRouter's and others' ``reasoning``."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if value is None:
+            value = (getattr(message, "model_extra", None) or {}).get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 # -- Anthropic -----------------------------------------------------------------------------
@@ -363,7 +420,9 @@ class AnthropicProvider(Provider):
                 final = await stream.get_final_message()
         calls = [ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
                  for block in final.content if block.type == "tool_use"]
-        return Reply("".join(text), calls, final.stop_reason)
+        thinking = "".join(getattr(block, "thinking", "") or "" for block in final.content if block.type == "thinking")
+        return Reply("".join(text), calls, final.stop_reason, usage=from_anthropic(getattr(final, "usage", None)),
+                     reasoning=thinking)
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from hermes_tui.agent.keys import (
     shown_url,
     usable,
 )
+from hermes_tui.agent.usage import Pricing
 from hermes_tui.config import provider_key
 
 DEFAULT_TIMEOUT = 600.0
@@ -65,6 +66,11 @@ class ProviderSettings:
     extra_body: dict[str, Any] = field(default_factory=dict, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     context_length: int | None = None
+    """The context window ``model.context_window`` (``context_length``) gives, if it does."""
+    pricing: Pricing | None = None
+    """Prices ``pricing`` gives instead of the price table's."""
+    models: list[str] = field(default_factory=list)
+    """Other models the config offers for this provider (``providers.<name>.models``)."""
     streaming: bool = True
     fallbacks: list[ProviderSettings] = field(default_factory=list)
     """Tried in order when this one cannot answer (``fallback_providers``)."""
@@ -271,7 +277,8 @@ def _settings_for(config: Any, environment: Environment, choice: _Choice, model_
         extra_body=dict(entry.extra_body) if entry else {},
         timeout=(entry.request_timeout_seconds if entry and entry.request_timeout_seconds else DEFAULT_TIMEOUT),
         context_length=(settings.context_length if choice.main else None) or (entry.context_length if entry else None),
-        streaming=settings.streaming)
+        pricing=_pricing((settings.pricing if choice.main else None) or (entry.pricing if entry else None)),
+        models=list(entry.models) if entry else [], streaming=settings.streaming)
     configured_model_url = environment.expand(settings.base_url, "model.base_url") if settings.base_url else None
     sources: list[_Secrets] = []
     if not choice.main and choice.why.startswith("auto:") and (settings.api_key or settings.key_env
@@ -291,6 +298,14 @@ def _settings_for(config: Any, environment: Environment, choice: _Choice, model_
             if choice.main else f"providers.{name}.base_url with its api_key / key_env / key_cmd")
     _apply_secrets(resolved, environment, sources, spec, hint)
     return resolved
+
+
+def _pricing(configured: Any) -> Pricing | None:
+    """``pricing`` of the config as prices per million tokens."""
+    if configured is None:
+        return None
+    return Pricing(configured.input_per_mtok, configured.output_per_mtok, configured.cache_read_per_mtok,
+                   configured.cache_write_per_mtok)
 
 
 def _entry_url(entry: Any, environment: Environment) -> str | None:
@@ -440,7 +455,8 @@ def _fallback(config: Any, environment: Environment, entry: Any, index: int) -> 
         key_source="", why=setting, tool_format=_tool_format(config, filed), max_retries=config.model.max_retries,
         extra_body=dict(filed.extra_body) if filed else {},
         timeout=filed.request_timeout_seconds if filed and filed.request_timeout_seconds else DEFAULT_TIMEOUT,
-        context_length=filed.context_length if filed else None, streaming=config.model.streaming)
+        context_length=filed.context_length if filed else None, pricing=_pricing(filed.pricing if filed else None),
+        models=list(filed.models) if filed else [], streaming=config.model.streaming)
     sources = [_entry_secrets(entry, setting, _entry_url(entry, environment))]
     if filed is not None:
         sources.append(_entry_secrets(filed, f"providers.{choice.name}", _entry_url(filed, environment)))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hermes_tui import store as db
 from hermes_tui.agent.approvals import ApprovalRecorder
+from hermes_tui.agent.budget import Budget
 from hermes_tui.agent.events import Listener, NoticeLevel
 from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.providers import ProviderSettings
@@ -48,17 +49,20 @@ class Workspace:
         settings: the model, or None (typed input runs as Python).
         provider_problem: why the configured model cannot be used, if it cannot.
         host_env: the environment kernels are derived from (default ``os.environ``).
+        max_cost: the session's cost ceiling for this run (``--max-cost``), over the config's.
     """
 
     def __init__(
         self, config: Config, *, home: Path, cwd: str, ask: Approver, settings: ProviderSettings | None,
         provider_problem: str | None = None, host_env: Mapping[str, str] | None = None,
+        max_cost: float | None = None,
     ) -> None:
         self.config = config
         self.home = home
         self.cwd = cwd
         self.settings = settings
         self.provider_problem = provider_problem
+        self.max_cost = max_cost
         self.approvals = ApprovalRecorder(ask)
         self.runtime = Runtime(config, home=home, host_env=dict(host_env) if host_env is not None else None,
                                approver=self.approvals)
@@ -83,7 +87,7 @@ class Workspace:
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd, listener=listener,
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
             system_prompt=self.config.agent.system_prompt, max_context_chars=self.config.agent.max_context_chars,
-            approvals=self.approvals,
+            approvals=self.approvals, budget=self.budget(), max_context_tokens=self.config.agent.max_context_tokens,
         )
         loaded = await agent.load()  # None for a new session
         self._created = session_id if loaded is None else None  # before the row exists: a cut-short open is cleaned too
@@ -94,6 +98,14 @@ class Workspace:
         elif self.settings is not None:
             notes += provider_notes(self.settings)
         return OpenedSession(agent, loaded, notes)
+
+    def budget(self) -> Budget:
+        """The cost ceilings a session opens with: ``--max-cost``, else ``agent.max_cost_usd``
+        (a ceiling ``/budget`` stored with a session replaces the config's when it is loaded)."""
+        agent = self.config.agent
+        if self.max_cost is not None:
+            return Budget(self.max_cost, agent.max_turn_cost_usd, session_setting="--max-cost")
+        return Budget(agent.max_cost_usd, agent.max_turn_cost_usd)
 
     async def listen_for_injected(self, agent: Agent) -> str | None:
         """Let ``hermes-tui inject`` reach ``agent`` (as injected turns); None when listening,

@@ -45,6 +45,15 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _dollars(text: str) -> float:
+    from hermes_tui.agent.budget import parse_amount
+
+    value = parse_amount(text)
+    if isinstance(value, str):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: a cost ceiling in US dollars above 0, like 5.00")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for ``hermes-tui`` and its subcommands."""
     parser = argparse.ArgumentParser(
@@ -66,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "custom, or a providers: name")
     parser.add_argument("--model", help="the model name (overrides model.default)")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (overrides model.base_url)")
+    parser.add_argument("--max-cost", type=_dollars, metavar="USD",
+                        help="the session's hard cost ceiling in US dollars (overrides agent.max_cost_usd)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser(

@@ -43,5 +43,5 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
     from hermes_tui.app import HermesApp
 
-    HermesApp(config, session=session, provider=provider, provider_problem=problem).run()
+    HermesApp(config, session=session, provider=provider, provider_problem=problem, max_cost=args.max_cost).run()
     return EXIT_OK

@@ -97,7 +97,8 @@ def export_command(args: argparse.Namespace) -> int:
             raise UsageError(f"export: session {session_id} in {db.sessions_db_path()} holds a damaged row "
                              f"({exc}); it cannot be exported") from None
     assert stored is not None
-    text = json.dumps(to_sharegpt(stored), ensure_ascii=False, indent=2) + "\n"
+    # One record per line (JSONL), as Hermes Agent writes trajectories and its tools read them.
+    text = json.dumps(to_sharegpt(stored), ensure_ascii=False) + "\n"
     if args.output:
         path = Path(args.output)
         try:
@@ -113,6 +114,16 @@ def export_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def session_cost(info: db.SessionInfo) -> str:
+    """A session's cost as listed: ``$0.42``, ``?`` (no call priced), ``$0.42+?`` (some not),
+    ``-`` (no model call)."""
+    from hermes_tui.agent.usage import dollars
+
+    if info.cost_usd is None:
+        return "?" if info.unpriced_calls else "-"
+    return dollars(info.cost_usd) + ("+?" if info.unpriced_calls else "")
+
+
 def sessions_command(args: argparse.Namespace) -> int:
     try:
         with _database() as conn:
@@ -120,6 +131,8 @@ def sessions_command(args: argparse.Namespace) -> int:
     except NoSessions:
         print("no sessions stored yet", file=sys.stderr)
         return EXIT_OK
+    from hermes_tui.agent.usage import tokens
+
     for info in sessions:
         if args.json:
             print(json.dumps(info.__dict__, ensure_ascii=False))
@@ -128,5 +141,6 @@ def sessions_command(args: argparse.Namespace) -> int:
             flag = "  interrupted" if info.interrupted else ""
             # A title is the first line of a turn, and an injected turn is anyone's text.
             count = f"{info.messages:>4} {noun(info.messages, 'msg'):<4}"
-            print(f"{shown(info.id)}  {when}  {count}  {shown(info.title or '(empty)')}{flag}")
+            used = f"{tokens(info.tokens_in + info.tokens_out):>6} tok  {session_cost(info):>9}"
+            print(f"{shown(info.id)}  {when}  {count}  {used}  {shown(info.title or '(empty)')}{flag}")
     return EXIT_OK

@@ -9,6 +9,8 @@ Figures, against the scripted model server on 127.0.0.1 (real HTTP, real SSE, re
 - a whole turn (model -> execute_code -> model -> reply) over M turns, and the part that is
   not the model or the script (storing, events);
 - host memory after M turns (it grows only with the stored history the model is sent);
+- usage accounting per model call: pricing the reply (the price table) and storing its usage
+  row and telling the screen (compare the turn figures with a checkout before usage existed);
 - opening a stored session of 2,000 messages in the app (--resume): load and draw.
 """
 
@@ -80,6 +82,8 @@ async def main(turns: int, tokens: int) -> None:
 
             agent._reply = timed_reply  # noqa: SLF001
             await agent.open()
+            accounting: dict[str, list[float]] = {"price": [], "store": []}
+            timed_account(agent, accounting)
 
             server.add({"text": "tok " * tokens, "chunk": 4})
             ended.clear()
@@ -110,11 +114,43 @@ async def main(turns: int, tokens: int) -> None:
                   f"{statistics.median(times) * 1000:.1f} ms, p90 {times[int(len(times) * 0.9)] * 1000:.1f} ms, "
                   f"min {times[0] * 1000:.1f} ms")
             print(f"host peak RSS growth over the turns: {(rss_after - rss_before) / 1024:.1f} MB")
+            for what, spent in accounting.items():
+                if spent:
+                    print(f"usage accounting, {what} per model call: median {statistics.median(spent) * 1000:.3f} ms, "
+                          f"max {max(spent) * 1000:.3f} ms ({len(spent)} calls)")
             await agent.aclose()
         store.close()
     size = (home / "tui" / "sessions.db").stat().st_size
     print(f"sessions.db after {turns + 1} turns: {size / 1024:.0f} KiB")
     shutil.rmtree(home, ignore_errors=True)
+
+
+def timed_account(agent, accounting: dict[str, list[float]]) -> None:
+    """Time the usage accounting of each call, where it exists (a checkout from before usage
+    was accounted has neither hook: nothing is printed)."""
+    provider = agent.provider
+    if hasattr(provider, "_account"):
+        pricing = provider._account  # noqa: SLF001
+
+        def priced(*args):
+            started = time.perf_counter()
+            try:
+                return pricing(*args)
+            finally:
+                accounting["price"].append(time.perf_counter() - started)
+
+        provider._account = priced  # noqa: SLF001
+    if hasattr(agent, "_account"):
+        storing = agent._account  # noqa: SLF001
+
+        async def stored(*args):
+            started = time.perf_counter()
+            try:
+                return await storing(*args)
+            finally:
+                accounting["store"].append(time.perf_counter() - started)
+
+        agent._account = stored  # noqa: SLF001
 
 
 async def resume_bench(messages: int) -> None:
