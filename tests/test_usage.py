@@ -149,7 +149,7 @@ async def test_anthropic_cache_tokens_are_added_to_input_and_priced_from_the_tab
 
 
 async def test_a_cost_the_provider_reports_wins_and_an_unknown_price_stays_unknown(open_session) -> None:
-    with FakeModelServer([{"text": "a", "usage": {"prompt_tokens": 10, "completion_tokens": 2, "cost": 0.0421}},
+    with FakeModelServer([{"text": "a", "usage": {"prompt_tokens": 10000, "completion_tokens": 2000, "cost": 0.0421}},
                           {"text": "b", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}]) as server:
         s = await open_session(server, PRICES)
         await s.turn("one")
@@ -258,3 +258,34 @@ async def test_sessions_json_and_listing_give_tokens_and_cost(open_session, herm
     exported = subprocess.run([sys.executable, "-m", "hermes_tui", "export", "latest"], capture_output=True,
                               text=True, env=env, cwd=tmp_path, timeout=30).stdout
     assert json.loads(exported)["tokens_in"] == 1000
+
+
+# -- what an untrusted endpoint may report -----------------------------------------------------
+
+async def test_impossible_counts_and_costs_are_not_believed(open_session) -> None:
+    replies = [{"text": "a", "usage": {"prompt_tokens": 1e30, "completion_tokens": 10}},
+               {"text": "b", "usage": {"prompt_tokens": 1000, "completion_tokens": 10, "cost": 1e30}}]
+    with FakeModelServer(replies) as server:
+        s = await open_session(server, PRICES, budget=Budget(5.0))
+        assert await s.turn("one") == "done"
+        assert await s.turn("two") == "done"
+        rows = await s.usage()
+    assert rows[0]["estimated"] == 1 and rows[0]["input_tokens"] < 100_000  # estimated, not 1e30
+    assert rows[1]["cost_source"] == "config" and rows[1]["cost_usd"] == pytest.approx((1000 * 2 + 10 * 10) / 1e6)
+    assert s.agent.totals.cost_usd < 1  # the session is not locked out by a forged cost
+    assert from_openai({"prompt_tokens": float("inf"), "completion_tokens": 1}) is None
+    assert from_openai({"prompt_tokens": 10, "completion_tokens": float("nan")}) is None
+    assert from_anthropic({"input_tokens": 10 ** 12, "output_tokens": 1}) is None
+
+
+def test_budget_advice_always_helps() -> None:
+    from hermes_tui.agent.budget import suggest
+
+    turn = Budget(None, 0.05).refuse(0.0, 0.0, 0.1162)
+    assert turn is not None and "/retry starts" not in turn  # nothing spent this turn: /retry cannot help
+    amount = float(turn.split("/budget turn ")[1].split()[0])
+    assert amount >= 0.1162
+    session = Budget(0.50).refuse(0.42, 0.0, 0.24)
+    assert session is not None and float(session.split("/budget ")[1].split()[0]) >= 0.66
+    assert float(suggest(1.0)) == 2.0
+    assert "at most" in str(parse_amount("1e308"))

@@ -48,6 +48,12 @@ def short_model(label: str) -> str:
     return (parts[1] if len(parts) > 1 else parts[0]).rsplit("/", 1)[-1]
 
 
+def model_hints(settings: ProviderSettings) -> tuple[str, str]:
+    """The line under the conversation with a model: idle, and while a turn runs."""
+    return (f"{settings.label} · Enter sends · Ctrl+J new line · !cmd · /help",
+            f"… {settings.model} is working · a new message interrupts · /help")
+
+
 def gauge_style(fraction: float) -> str:
     """The context gauge's colour: green, then yellow past half, red past 80 %."""
     return "bold red" if fraction >= 0.8 else "bold yellow" if fraction >= 0.5 else "bold green"
@@ -146,11 +152,13 @@ class MainScreen(Screen[None]):
             self.answer = answer
 
     class ApprovalWithdrawn(Message):
-        """The gate stopped waiting (approvals.timeout): close that dialog."""
+        """The gate stopped waiting (approvals.timeout), or the request was answered elsewhere
+        (``hermes-tui approve``): close that dialog and say why."""
 
-        def __init__(self, request_id: str) -> None:
+        def __init__(self, request_id: str, note: str = "No answer in time: the request was denied.") -> None:
             super().__init__()
             self.request_id = request_id
+            self.note = note
 
     AUTO_FOCUS = "#prompt"
 
@@ -159,12 +167,10 @@ class MainScreen(Screen[None]):
         super().__init__(classes="chat" if settings is not None else None)
         self.chat = settings is not None
         if settings is not None:
-            self.hint = f"{settings.label} · Enter sends · Ctrl+J new line · !cmd · /help"
-        elif provider_problem:
-            self.hint = f"Model not usable ({provider_problem}) — input runs Python"
+            self.hint, self.busy_hint = model_hints(settings)
         else:
-            self.hint = INPUT_HINT
-        self.busy_hint = f"… {settings.model} is working · a new message interrupts · /help" if settings else None
+            self.hint = f"Model not usable ({provider_problem}) — input runs Python" if provider_problem else INPUT_HINT
+            self.busy_hint = None
         self.session = ""
         """The session whose events are drawn (late events of another one are dropped)."""
         self._approval_lock = asyncio.Lock()
@@ -198,6 +204,13 @@ class MainScreen(Screen[None]):
         topbar.parts = {**topbar.parts, "version": version, "session": session, "model": model, "cwd": cwd,
                         "approvals": approvals, "yolo": yolo}
         topbar.refresh()
+
+    def set_model(self, settings: ProviderSettings) -> None:
+        """The model changed (``/model``): the hints under the conversation name the new one."""
+        self.hint, self.busy_hint = model_hints(settings)
+        conversation = self.conversation
+        conversation.label, conversation.busy_hint = self.hint, self.busy_hint
+        conversation.set_hint(self.hint)
 
     def set_usage(self, totals: Totals | None) -> None:
         """The session's usage in the top bar (None: none shown, as with no model)."""
@@ -286,7 +299,7 @@ class MainScreen(Screen[None]):
         screen = self._dialogs.get(message.request_id)
         if screen is not None and screen.is_current:
             screen.dismiss(None)
-            self.notify("No answer in time: the request was denied.", severity="warning")
+            self.notify(visible(message.note), severity="warning", markup=False)
 
     # -- panes ----------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ class ModelPicker(Dialog["ModelChoice | None"]):
 
     DEFAULT_CSS = """
     ModelPicker > #dialog { width: 90%; height: 80%; padding: 0 1; }
-    ModelPicker OptionList { height: 1fr; }
+    ModelPicker OptionList { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Keep the model", id="model-close"),
                                               Binding("down", "move(1)", show=False),

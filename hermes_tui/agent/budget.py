@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 from hermes_tui.agent.usage import dollars
 
 MIN_OUTPUT_ESTIMATE = 2048
 """Output tokens a call is assumed to produce at least, for the estimate."""
 MAX_OUTPUT_ESTIMATE = 32_768
+MAX_CEILING = 1_000_000.0
+"""The largest ceiling ``/budget`` and ``--max-cost`` take (US dollars)."""
 
 
 @dataclass
@@ -32,6 +36,7 @@ class Budget:
     """For one turn (``agent.max_turn_cost_usd``)."""
     session_setting: str = "agent.max_cost_usd"
     """Where the session ceiling came from, to name it in the notice."""
+    turn_setting: str = "agent.max_turn_cost_usd"
     warned_unpriced: bool = False
 
     @property
@@ -44,12 +49,15 @@ class Budget:
             return (f"Budget reached: this session has spent {dollars(session_spent)} of its "
                     f"{dollars(self.max_cost_usd)} ({self.session_setting}), and the next model call could cost up "
                     f"to {dollars(estimate)}. The session is saved. To go on: /budget "
-                    f"{suggest(self.max_cost_usd)} raises the ceiling for this session, then /retry.")
+                    f"{suggest(self.max_cost_usd, session_spent + estimate)} raises the ceiling for this session, "
+                    "then /retry.")
         if self.max_turn_cost_usd is not None and turn_spent + estimate > self.max_turn_cost_usd:
+            retry = "/retry starts the turn's count again, or " if turn_spent > 0 and estimate <= self.max_turn_cost_usd \
+                else ""
             return (f"Budget reached: this turn has spent {dollars(turn_spent)} of its "
-                    f"{dollars(self.max_turn_cost_usd)} (agent.max_turn_cost_usd), and the next model call could "
-                    f"cost up to {dollars(estimate)}. The session is saved. To go on: /retry starts the turn's count "
-                    f"again, or /budget turn {suggest(self.max_turn_cost_usd)} raises the ceiling.")
+                    f"{dollars(self.max_turn_cost_usd)} ({self.turn_setting}), and the next model call could "
+                    f"cost up to {dollars(estimate)}. The session is saved. To go on: {retry}/budget turn "
+                    f"{suggest(self.max_turn_cost_usd, estimate)} raises the ceiling, then /retry.")
         return None
 
     def describe(self, session_spent: float, unpriced_calls: int) -> str:
@@ -66,10 +74,11 @@ class Budget:
         return " ".join(parts)
 
 
-def suggest(ceiling: float) -> str:
-    """A raised ceiling to suggest: double, rounded up to a plain figure."""
-    doubled = ceiling * 2
-    return f"{doubled:.2f}" if doubled < 100 else f"{doubled:.0f}"
+def suggest(ceiling: float, needed: float = 0.0) -> str:
+    """A raised ceiling to suggest: double, or enough for what is needed if that is more,
+    rounded up to a plain figure."""
+    raised = max(ceiling * 2, needed * 1.25)
+    return f"{math.ceil(raised * 100) / 100:.2f}" if raised < 100 else f"{math.ceil(raised):.0f}"
 
 
 def parse_amount(text: str) -> float | str:
@@ -81,4 +90,6 @@ def parse_amount(text: str) -> float | str:
         return f"/budget needs an amount in US dollars, like /budget 5.00 (got {text.strip()!r})."
     if not value > 0 or value != value or value == float("inf"):
         return f"/budget needs an amount above 0, like /budget 5.00 (got {text.strip()!r}); /budget off removes it."
+    if value > MAX_CEILING:
+        return f"/budget takes at most {MAX_CEILING:,.0f} US dollars (got {text.strip()!r}); /budget off removes it."
     return value

@@ -65,13 +65,18 @@ def configured_choices(config: Any, current: ProviderSettings | None) -> list[Mo
 async def endpoint_choices(provider: Provider, settings: ProviderSettings) -> tuple[list[ModelChoice], str | None]:
     """The models the current endpoint lists, and why there are none when it cannot say."""
     try:
-        ids = await asyncio.wait_for(provider.list_models(MAX_CHOICES), LIST_TIMEOUT)
+        ids = await asyncio.wait_for(provider.list_models(MAX_CHOICES + 1), LIST_TIMEOUT)
     except asyncio.TimeoutError:
         return [], f"{settings.name} did not list its models within {LIST_TIMEOUT:.0f} s"
     except ProviderError as exc:
         return [], f"{settings.name} did not list its models: {exc.short or exc}"
+    note = None
+    if len(ids) > MAX_CHOICES:
+        ids = ids[:MAX_CHOICES]
+        note = (f"{settings.name} lists more than {MAX_CHOICES:,} models: the first {MAX_CHOICES:,} are here; "
+                "/model NAME picks any other")
     return [ModelChoice(settings.name, model_id, model_id == settings.model, source="endpoint")
-            for model_id in ids], None
+            for model_id in ids], note
 
 
 def describe(choices: list[ModelChoice], settings_by_provider: dict[str, ProviderSettings]) -> None:
@@ -79,7 +84,7 @@ def describe(choices: list[ModelChoice], settings_by_provider: dict[str, Provide
     for choice in choices:
         settings = settings_by_provider.get(choice.provider)
         base_url = settings.base_url if settings else None
-        configured = settings.pricing if settings else None
+        configured = settings.pricing if settings and choice.model == settings.model else None
         choice.pricing = configured or table_prices(choice.model, choice.provider, base_url)
         choice.context_window = context_window(choice.model, choice.provider, base_url,
                                                settings.context_length if settings and choice.current else None)

@@ -276,8 +276,12 @@ def _settings_for(config: Any, environment: Environment, choice: _Choice, model_
         key_source="", why=choice.why, tool_format=_tool_format(config, entry), max_retries=settings.max_retries,
         extra_body=dict(entry.extra_body) if entry else {},
         timeout=(entry.request_timeout_seconds if entry and entry.request_timeout_seconds else DEFAULT_TIMEOUT),
-        context_length=(settings.context_length if choice.main else None) or (entry.context_length if entry else None),
-        pricing=_pricing((settings.pricing if choice.main else None) or (entry.pricing if entry else None)),
+        # model.context_window and model.pricing describe model.default: not another model
+        # picked with --model or /model.
+        context_length=(settings.context_length if choice.main and _same_model(model_name, settings.default) else None)
+        or (entry.context_length if entry else None),
+        pricing=_pricing((settings.pricing if choice.main and _same_model(model_name, settings.default) else None)
+                         or (entry.pricing if entry else None)),
         models=list(entry.models) if entry else [], streaming=settings.streaming)
     configured_model_url = environment.expand(settings.base_url, "model.base_url") if settings.base_url else None
     sources: list[_Secrets] = []
@@ -298,6 +302,10 @@ def _settings_for(config: Any, environment: Environment, choice: _Choice, model_
             if choice.main else f"providers.{name}.base_url with its api_key / key_env / key_cmd")
     _apply_secrets(resolved, environment, sources, spec, hint)
     return resolved
+
+
+def _same_model(model: str | None, configured: str | None) -> bool:
+    return configured is None or model == configured
 
 
 def _pricing(configured: Any) -> Pricing | None:

@@ -108,8 +108,23 @@ def request_chars(system: str, messages: list[dict[str, Any]], tools: list[dict[
 # -- reading what providers report -----------------------------------------------------------
 
 
+MAX_TOKENS = 100_000_000
+"""More tokens than any model takes or gives in one call: a count above it is not believed."""
+MAX_PRICE_PER_MTOK = 1000.0
+"""US dollars per million tokens no model costs: a reported cost above this rate is not believed."""
+
+
+class _Impossible(ValueError):
+    """A count a server cannot mean (not finite, or beyond :data:`MAX_TOKENS`)."""
+
+
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
+    """A reported count: 0 when absent or not a number; :class:`_Impossible` when it cannot be."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return 0
+    if value != value or value in (float("inf"), float("-inf")) or value > MAX_TOKENS:
+        raise _Impossible(value)
+    return int(value) if value > 0 else 0
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -126,9 +141,17 @@ def _field(obj: Any, name: str) -> Any:
 
 def from_openai(usage: Any) -> CallUsage | None:
     """OpenAI-compatible ``usage`` (chat completions): prompt, completion, cached and
-    reasoning tokens; DeepSeek's cache hits; OpenRouter's ``cost``. None when absent."""
+    reasoning tokens; DeepSeek's cache hits; OpenRouter's ``cost``. None when absent or when a
+    count cannot be true (then the call is estimated)."""
     if usage is None:
         return None
+    try:
+        return _openai(usage)
+    except _Impossible:
+        return None
+
+
+def _openai(usage: Any) -> CallUsage | None:
     prompt = _int(_field(usage, "prompt_tokens"))
     completion = _int(_field(usage, "completion_tokens"))
     details = _field(usage, "prompt_tokens_details")
@@ -138,16 +161,24 @@ def from_openai(usage: Any) -> CallUsage | None:
     cost = _field(usage, "cost")
     if not (prompt or completion):
         return None
+    believable = isinstance(cost, (int, float)) and not isinstance(cost, bool) and \
+        0 <= cost <= (prompt + completion) * MAX_PRICE_PER_MTOK / 1_000_000  # NaN fails both
     return CallUsage(prompt, completion, min(cached, prompt), min(written, prompt), reasoning,
-                     reported_cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool)
-                     and cost >= 0 else None)
+                     reported_cost=float(cost) if believable else None)
 
 
 def from_anthropic(usage: Any) -> CallUsage | None:
     """Anthropic's message ``usage``: its ``input_tokens`` leaves out the cache reads and
-    writes, which are added here."""
+    writes, which are added here. None when absent or impossible."""
     if usage is None:
         return None
+    try:
+        return _anthropic(usage)
+    except _Impossible:
+        return None
+
+
+def _anthropic(usage: Any) -> CallUsage | None:
     read = _int(_field(usage, "cache_read_input_tokens"))
     write = _int(_field(usage, "cache_creation_input_tokens"))
     plain = _int(_field(usage, "input_tokens"))
