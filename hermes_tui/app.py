@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import os
 import subprocess
+import textwrap
 import time
 from collections.abc import Iterable
 from functools import partial
@@ -111,6 +112,8 @@ class HermesApp(App[None]):
         self._session_ready = asyncio.Event()
         self._config_noticed = False
         self._turn_started: dict[str, float] = {}
+        self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
+        """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
         self.main = MainScreen(self.settings, provider_problem)
 
     @property
@@ -173,7 +176,7 @@ class HermesApp(App[None]):
             from hermes_tui.widgets.transcript import draw_session
 
             draw_session(conversation, opened.loaded)
-        problem = await self.workspace.listen_for_injected(opened.agent)
+        problem = await self.workspace.listen_for_injected(opened.agent, self.answer_from_shell)
         if problem:
             conversation.add_note(problem, "warning")
         self._session_ready.set()
@@ -217,6 +220,7 @@ class HermesApp(App[None]):
         """How this front end asks: the main screen's dialog (one at a time; the others wait).
         Called from the runtime's tasks, so it only posts messages."""
         answer: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._asking[request.id] = (request, answer)
         self.main.post_message(MainScreen.ApprovalNeeded(request, answer))
         self.call_attention("An approval is waiting")
         try:
@@ -224,6 +228,30 @@ class HermesApp(App[None]):
         except asyncio.CancelledError:
             self.main.post_message(MainScreen.ApprovalWithdrawn(request.id))
             raise
+        finally:
+            self._asking.pop(request.id, None)
+
+    async def answer_from_shell(self, message: dict[str, object]) -> dict[str, object]:
+        """``hermes-tui approve`` / ``deny`` for this session (through the inject socket): list the
+        requests the dialogs wait on, or answer one as the user would in its dialog."""
+        if "pending" in message:
+            return {"ok": True, "requests": [request.model_dump(mode="json") for request, _ in self._asking.values()]}
+        answer = message.get("answer")
+        if not isinstance(answer, dict):
+            return {"ok": False, "error": "answer must be an object with id and choice"}
+        found = self._asking.get(str(answer.get("id")))
+        if found is None:
+            return {"ok": False, "error": f"no request {answer.get('id')} is waiting in the app"}
+        request, future = found
+        choice = answer.get("choice")
+        if choice not in request.choices:
+            return {"ok": False, "error": f"{choice!r} is not offered for this request (offered: {', '.join(request.choices)})"}
+        reason = answer.get("reason")
+        if not future.done():
+            future.set_result(ApprovalDecision(choice=choice, reason=reason if isinstance(reason, str) else None))
+        who = str(answer.get("who") or "a shell")
+        self.main.post_message(MainScreen.ApprovalWithdrawn(request.id, f"Answered from {who}: {choice}."))
+        return {"ok": True, "answered": request.id, "choice": choice}
 
     # -- attention ------------------------------------------------------------------------
 
@@ -265,6 +293,10 @@ class HermesApp(App[None]):
         self.remember_input(text)
         if text.lstrip().startswith(("/", "!")):  # a stray blank line before a command is not Python
             text = text.lstrip()
+        elif text[:1] in (" ", "\t") and self.agent is not None and self.agent.provider is None:
+            # A leading space keeps an input out of the history (as in shells); as Python it
+            # would be an IndentationError: the block is run dedented.
+            text = textwrap.dedent(text).lstrip("\n")
         if text.startswith("/"):
             command = parse_command(text[1:])
             if isinstance(command, str):
@@ -401,6 +433,10 @@ class HermesApp(App[None]):
     async def show_variables(self, kernel_id: str) -> None:
         try:
             variables = await self.runtime.inspect_kernel(kernel_id)
+        except TimeoutError as exc:  # the walk calls each variable's __repr__ and __len__
+            self.notify(visible(f"{exc}: one of its variables is slow to show (its __repr__ or __len__); the "
+                                "walk was cut short, try again"), severity="warning", markup=False)
+            return
         except Exception as exc:  # gone, busy, or it did not answer: say so
             self.notify(visible(str(exc)), severity="warning", markup=False)
             return
@@ -470,6 +506,9 @@ class HermesApp(App[None]):
 
         if turn:
             note(f"Each turn may cost up to {dollars(value)} now (for this session).")
+        elif value <= agent.totals.cost_usd:
+            note(f"This session has already spent {dollars(agent.totals.cost_usd)}, more than {dollars(value)}: "
+                 "no model call will be made until the ceiling is raised.", "warning")
         else:
             note(f"This session may cost up to {dollars(value)} now ({dollars(agent.totals.cost_usd)} spent). "
                  "/retry goes on with a turn the ceiling stopped.")
@@ -525,6 +564,7 @@ class HermesApp(App[None]):
         self.provider_problem = None
         self._update_topbar()
         self.main.set_usage(self.agent.totals)
+        self.main.set_model(settings)
         note(f"Model: {settings.label} from the next model call.")
         for problem in settings.withheld:
             note(problem, "warning")

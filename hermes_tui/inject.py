@@ -3,7 +3,10 @@
 Each running app listens on ``$HERMES_HOME/tui/inject/<session>.sock`` (the folder 0700, the
 socket 0600: only the same user can inject). A request is one JSON line
 ``{"text": ..., "session": ...}``; the answer is one JSON line ``{"ok": true, "queued": N}``
-or ``{"ok": false, "error": ...}``. The message becomes an *injected* turn: every script it
+or ``{"ok": false, "error": ...}``. Two more requests serve ``hermes-tui approve`` / ``deny``
+for a session open in the app: ``{"pending": true}`` lists the requests its dialogs wait on
+(``{"ok": true, "requests": [...]}``), and ``{"answer": {"id", "choice", "reason", "who"}}``
+answers one of them as if the user had, in the dialog. The message becomes an *injected* turn: every script it
 causes is approved as a whole first (SPEC §4), and it waits while the agent is busy.
 
 A socket path longer than the system allows (deep ``HERMES_HOME``) is bound in a private
@@ -17,11 +20,13 @@ import json
 import os
 import shutil
 import socket
+import struct
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from hermes_tui.paths import tui_dir
+from hermes_tui.runtime.hardening import started_by_this_host
 
 MAX_REQUEST = 1 << 20
 """The largest message accepted (1 MiB)."""
@@ -39,15 +44,18 @@ class InjectError(Exception):
 
 Deliver = Callable[[str], Awaitable[int]]
 """Takes the text, queues the injected turn, returns how many turns are ahead of it."""
+Answerer = Callable[[dict[str, object]], Awaitable[dict[str, object]]]
+"""Takes ``{"pending": true}`` or ``{"answer": {...}}`` and returns the reply (``ok`` and more)."""
 
 
 class InjectServer:
     """Accepts injected messages for one session of the running app."""
 
-    def __init__(self, home: Path, session: str, deliver: Deliver) -> None:
+    def __init__(self, home: Path, session: str, deliver: Deliver, answer: Answerer | None = None) -> None:
         self.path = inject_dir(home) / f"{session}.sock"
         self.session = session
         self.deliver = deliver
+        self.answer = answer
         self._server: asyncio.AbstractServer | None = None
         self._private: str | None = None
 
@@ -87,7 +95,7 @@ class InjectServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = await asyncio.wait_for(reader.readline(), 10)
-            answer = await self._answer(line)
+            answer = await self._answer(line, _peer_pid(writer))
         except (asyncio.TimeoutError, ValueError, asyncio.LimitOverrunError):
             answer = {"ok": False, "error": f"the request must be one JSON line of at most {MAX_REQUEST} bytes"}
         try:
@@ -98,17 +106,28 @@ class InjectServer:
         finally:
             writer.close()
 
-    async def _answer(self, line: bytes) -> dict[str, object]:
+    async def _answer(self, line: bytes, peer: int | None = None) -> dict[str, object]:
         try:
             request = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return {"ok": False, "error": "the request is not JSON"}
-        text = request.get("text") if isinstance(request, dict) else None
-        if not isinstance(text, str) or not text.strip():
-            return {"ok": False, "error": "nothing to inject: the message is empty"}
+        if not isinstance(request, dict):
+            return {"ok": False, "error": "the request must be a JSON object"}
         wanted = request.get("session")
         if wanted not in (None, self.session):
             return {"ok": False, "error": f"this app runs session {self.session}, not {wanted}"}
+        if "pending" in request or "answer" in request:
+            if self.answer is None:
+                return {"ok": False, "error": "this app takes no answers from a shell"}
+            # A script must never answer its own request: a process the app started (a kernel,
+            # a script's subprocess, even one that double-forked away) is refused.
+            if peer is None or await asyncio.to_thread(started_by_this_host, peer):
+                return {"ok": False, "error": "refused: answers come from the user's own shell, not from a process "
+                                              "this app started (a script)"}
+            return await self.answer(request)
+        text = request.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return {"ok": False, "error": "nothing to inject: the message is empty"}
         ahead = await self.deliver(text)
         return {"ok": True, "session": self.session, "queued": ahead}
 
@@ -127,6 +146,29 @@ class InjectServer:
             pass
         if self._private:
             shutil.rmtree(self._private, ignore_errors=True)
+
+
+def _peer_pid(writer: asyncio.StreamWriter) -> int | None:
+    """The pid of the process at the other end of a Unix socket (SO_PEERCRED), or None."""
+    sock = writer.get_extra_info("socket")
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    pid, _uid, _gid = struct.unpack("3i", raw)
+    return pid or None
+
+
+def app_holds(session: str, home: Path | None = None) -> bool:
+    """True when a running app has ``session`` open (its socket answers)."""
+    path = inject_dir(home) / f"{session}.sock"
+    if not (path.exists() or path.is_symlink()):
+        return False
+    try:
+        with _connect(path, timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def live_sessions(home: Path | None = None) -> list[str]:
@@ -171,6 +213,13 @@ def inject(text: str, session: str | None = None, home: Path | None = None, time
         if len(running) > 1:
             raise InjectError(f"{len(running)} apps are running (sessions {', '.join(running)}); choose one with --session")
         session = running[0]
+    return ask_app(session, {"text": text, "session": session}, home, timeout)
+
+
+def ask_app(session: str, payload: dict[str, object], home: Path | None = None,
+            timeout: float = 10) -> dict[str, object]:
+    """Send one request to the running app of ``session``; its answer (``ok`` true), or an
+    :class:`InjectError` saying why not."""
     path = inject_dir(home) / f"{session}.sock"
     if not (path.exists() or path.is_symlink()):
         others = live_sessions(home)
@@ -178,7 +227,7 @@ def inject(text: str, session: str | None = None, home: Path | None = None, time
         raise InjectError(f"no app is running session {session}{hint}")
     try:
         with _connect(path, timeout) as client:
-            client.sendall((json.dumps({"text": text, "session": session}) + "\n").encode())
+            client.sendall((json.dumps(payload) + "\n").encode())
             reply = b""
             while not reply.endswith(b"\n"):
                 piece = client.recv(65536)

@@ -75,11 +75,22 @@ CREATE TABLE IF NOT EXISTS usage (
     estimated INTEGER NOT NULL DEFAULT 0, latency_s REAL, created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS usage_session ON usage(session_id, id);
+CREATE TABLE IF NOT EXISTS approval_answers (
+    approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_call_id TEXT, kind TEXT NOT NULL,
+    text TEXT NOT NULL, decision TEXT NOT NULL, reason TEXT, who TEXT, answered_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS approval_answers_session ON approval_answers(session_id);
 """
+
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version`` of a database this version wrote: 1 the first release, 2 with usage,
+reasoning and budgets. A database from a newer hermes-tui is still opened (columns are only
+ever added), and ``doctor`` says it is newer."""
 
 ADDED_COLUMNS = (
     ("messages", "reasoning", "TEXT"),
     ("sessions", "max_cost_usd", "REAL"),
+    ("turns", "resumes", "INTEGER NOT NULL DEFAULT 0"),
 )
 """Columns added after the first release: added to an older database when it is opened."""
 
@@ -121,6 +132,8 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA foreign_keys=ON")
         db.executescript(SCHEMA)
         _add_columns(db)
+        if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         db.close()  # a file that is not a database must not keep a handle open
         raise
@@ -323,6 +336,54 @@ def add_usage(db: sqlite3.Connection, session_id: str, turn_id: str | None, mess
     db.execute(f"INSERT INTO usage (session_id, turn_id, message_id, {', '.join(USAGE_FIELDS)}, created_at) "
                f"VALUES (?, ?, ?, {', '.join('?' * len(USAGE_FIELDS))}, ?)",
                (session_id, turn_id, message_id, *values, time.time()))
+
+
+def answer_offline(db: sqlite3.Connection, session_id: str, approval_id: str, decision: str, reason: str | None,
+                   who: str) -> None:
+    """An answer given from a shell (``hermes-tui approve`` / ``deny``) to a request a paused run
+    left pending: used when the run resumes (the request itself stays pending until then)."""
+    row = db.execute("SELECT kind, text, tool_call_id FROM approvals WHERE id = ? AND session_id = ?",
+                     (approval_id, session_id)).fetchone()
+    if row is None:
+        raise KeyError(approval_id)
+    db.execute("INSERT OR REPLACE INTO approval_answers (approval_id, session_id, tool_call_id, kind, text, decision, "
+               "reason, who, answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (approval_id, session_id, row["tool_call_id"], row["kind"], row["text"], decision, reason, who,
+                time.time()))
+
+
+def offline_answers(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The answers given from a shell to this session's requests, oldest first."""
+    return [dict(r) for r in db.execute("SELECT * FROM approval_answers WHERE session_id = ? ORDER BY answered_at",
+                                        (session_id,))]
+
+
+def pending_requests(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's requests still waiting for an answer (oldest first), each with the answer
+    given from a shell, if one was (``answer``)."""
+    answers = {a["approval_id"]: a for a in offline_answers(db, session_id)}
+    return [{**dict(a), "request": json.loads(a["request"]), "answer": answers.get(a["id"])}
+            for a in db.execute("SELECT * FROM approvals WHERE session_id = ? AND status = 'pending' ORDER BY created_at",
+                                (session_id,))]
+
+
+def settle_pending(db: sqlite3.Connection, session_id: str, left_pending_reason: str) -> int:
+    """When a paused run resumes: every request still pending gets its answer from a shell, or
+    is denied with ``left_pending_reason`` (the resumed calls are asked afresh). Returns how many."""
+    answers = {a["approval_id"]: a for a in offline_answers(db, session_id)}
+    rows = db.execute("SELECT id FROM approvals WHERE session_id = ? AND status = 'pending'", (session_id,)).fetchall()
+    for row in rows:
+        answer = answers.get(row["id"])
+        decision, reason = (answer["decision"], answer["reason"]) if answer else ("deny", left_pending_reason)
+        answer_approval(db, row["id"], decision, reason)
+    return len(rows)
+
+
+def count_resume(db: sqlite3.Connection, turn_id: str) -> int:
+    """One more resume of this turn; returns how many it has had."""
+    db.execute("UPDATE turns SET resumes = resumes + 1, status = 'running' WHERE id = ?", (turn_id,))
+    row = db.execute("SELECT resumes FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    return int(row["resumes"]) if row else 0
 
 
 def usage_rows(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:

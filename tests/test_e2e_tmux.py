@@ -224,3 +224,29 @@ def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:
         assert db.execute("SELECT status, decision FROM approvals").fetchall() == [("answered", "once")]
     finally:
         db.close()
+
+
+def test_approve_from_a_shell_answers_the_open_dialog_of_the_app(hermes_home: Path, tmp_path: Path) -> None:
+    (hermes_home / "config.yaml").write_text("approvals:\n  mode: strict\n")  # every terminal() call asks
+    terminal = Terminal(hermes_home, tmp_path, "--session", "held-by-app")
+    try:
+        terminal.wait_for("No model: type Python")
+        terminal.type("from hermes_tools import terminal; print(terminal('echo from-' + 'a-shell')['output'])")
+        terminal.key("Enter")
+        terminal.wait_for("Approve this terminal command?")
+        pending = subprocess.run([sys.executable, "-m", "hermes_tui", "inspect", "held-by-app", "--pending"],
+                                 capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert "echo from-a-shell" in pending.stdout
+        answered = subprocess.run([sys.executable, "-m", "hermes_tui", "approve", "held-by-app", "--all"],
+                                  capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert answered.returncode == 0 and "approved in the running app" in answered.stdout, answered.stderr
+        screen = terminal.wait_for("│from-a-shell ")  # the dialog closed, the command ran
+        assert "Approve this terminal command?" not in screen
+        resume = subprocess.run([sys.executable, "-m", "hermes_tui", "resume", "held-by-app"],
+                                capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert resume.returncode == 2 and "open in a running hermes-tui" in resume.stderr
+        terminal.quit()
+    finally:
+        terminal.close()
+    log = (hermes_home / "tui" / "approvals.jsonl").read_text()
+    assert '"decision": "once"' in log

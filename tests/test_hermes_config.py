@@ -305,7 +305,7 @@ def test_exec_prints_each_notice_once_and_runs(hermes_home: Path, tmp_path: Path
 
 
 def test_doctor_on_the_hermes_example(home_with_fixture: Path) -> None:
-    done = run_cli("doctor", env=KEYS)
+    done = run_cli("doctor", "--offline", env=KEYS)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert f"config     {home_with_fixture / 'config.yaml'}" in out
@@ -318,12 +318,12 @@ def test_doctor_on_the_hermes_example(home_with_fixture: Path) -> None:
     assert "--verbose lists them" in out and "terminal.cwd" not in out
     for secret in KEYS.values():
         assert secret not in out and secret not in done.stderr
-    verbose = run_cli("doctor", "--verbose", env=KEYS)
+    verbose = run_cli("doctor", "--offline", "--verbose", env=KEYS)
     assert verbose.returncode == 0
     for key in ("terminal.cwd", "terminal.container_memory", "approvals.cron_mode", "agent.reasoning_effort",
                 "memory", "display", "delegation"):
         assert f"\n             {key}\n" in verbose.stdout
-    report = json.loads(run_cli("doctor", "--json", env=KEYS).stdout)
+    report = json.loads(run_cli("doctor", "--offline", "--json", env=KEYS).stdout)
     assert report["notices"] == [] and report["problems"] == []
     assert report["model"]["provider"] == "openrouter" and "fixture-secret" not in json.dumps(report)
     assert "approvals.cron_mode" in report["ignored"] and report["limits"]["max_steps"] == 40
@@ -347,9 +347,9 @@ def test_doctor_reports_notices_and_problems(hermes_home: Path) -> None:
     unknown = run_cli("doctor")
     assert unknown.returncode == 1 and "problem    model: " in unknown.stdout and "no-such-provider" in unknown.stdout
     config.write_text("code_execution:\n  timeout: soon\n")
-    broken = run_cli("doctor")
-    assert broken.returncode == 2 and broken.stdout == ""
-    assert broken.stderr.count("\n") == 1 and "code_execution.timeout = 'soon'" in broken.stderr
+    broken = run_cli("doctor", "--offline")
+    assert broken.returncode == 1 and broken.stderr == ""  # doctor reports it as its failed config check
+    assert "✗ config" in broken.stdout and "code_execution.timeout = 'soon'" in broken.stdout
     config.write_text("code_execution:\n  \"time\\x1b[2Kout\": 3\n")  # a key that tries to move the cursor
     hostile = run_cli("doctor")
     assert "\x1b" not in hostile.stdout and "\\x1b" in hostile.stdout
@@ -361,7 +361,7 @@ def test_doctor_says_which_provider_auto_chose_and_why_and_what_allows_nothing(h
         "model:\n  provider: auto\n  default: deepseek-chat\nfallback_providers:\n"
         "  - provider: zai\n    model: glm-4.6\n  - provider: anthropic\n    model: claude\n    key_env: NOPE_UNSET\n"
         "approvals:\n  deny: ['git push *']\ncommand_allowlist: ['recursive delete', 'fork bomb']\n")
-    done = run_cli("doctor")
+    done = run_cli("doctor", "--offline")  # deepseek's endpoint is on the internet: not asked
     out = done.stdout
     assert done.returncode == 0, out
     assert "model      deepseek · deepseek-chat at https://api.deepseek.com/v1" in out

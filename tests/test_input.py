@@ -398,3 +398,18 @@ def test_history_keeps_no_leading_space_input_nor_huge_ones_and_forgets_a_delete
         conn.close()
     history = InputHistory()
     assert not history.add(" secret = 1") and history.entries == []
+
+
+async def test_a_leading_space_keeps_python_out_of_the_history_and_it_still_runs(hermes_home: Path) -> None:
+    app = HermesApp(cwd=str(hermes_home))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        prompt = app.query_one(PromptInput)
+        prompt.insert(" hidden_token = 'abc'")
+        await pilot.press("enter")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.query(RunBlock) and app.query(RunBlock).last().status != "running":
+                break
+        assert app.query(RunBlock).last().status == "success"  # not an IndentationError
+        assert " hidden_token = 'abc'" not in prompt.input_history.entries

@@ -17,9 +17,10 @@ SHELL_PREFIX = "!"
 """How a ``!cmd`` turn is stored and shown: the text the user typed."""
 TurnKind = Literal["message", "python", "shell"]
 """A message to the model, Python typed with no model, or a ``!cmd`` typed by the user."""
-TurnStatus = Literal["done", "interrupted", "error", "stopped", "budget"]
+TurnStatus = Literal["done", "interrupted", "error", "stopped", "budget", "paused"]
 """How a turn ended; ``stopped``: agent.max_steps or too many malformed calls; ``budget``: the
-next model call would have passed a cost ceiling (the turn can be retried after ``/budget``)."""
+next model call would have passed a cost ceiling (the turn can be retried after ``/budget``);
+``paused``: a headless run stopped at a request for approval (``hermes-tui resume`` goes on)."""
 ReplyStatus = Literal["done", "interrupted", "error", "streaming"]
 ToolStatus = Literal["success", "error", "timeout", "interrupted", "blocked", "invalid"]
 NoticeLevel = Literal["info", "warning", "error"]

@@ -134,6 +134,9 @@ class Agent:
         """What this session's model calls used and cost (kept across ``--resume``)."""
         self._largest_output = 0
         self._retired: list[Provider] = []
+        self.paused = False
+        """Set by :meth:`pause`: the running turn stops at its next tool result, unstored."""
+        self._ask_inner_first = True
         self.tools: list[dict[str, Any]] = []
         """The tools declared to the model (built in :meth:`open`)."""
         self._system = system_prompt or SYSTEM_PROMPT
@@ -193,11 +196,18 @@ class Agent:
         """Change a ceiling for this session (``/budget``): the session's is stored with it."""
         if turn:
             self.budget.max_turn_cost_usd = max_cost_usd
+            self.budget.turn_setting = "/budget turn"
         else:
             self.budget.max_cost_usd = self.totals.max_cost_usd = max_cost_usd
             self.budget.session_setting = "/budget"
             await self.store.call(db.set_session_budget, self.session_id, max_cost_usd)
         self.listener(UsageUpdated("", None, self.totals))
+
+    def pause(self) -> None:
+        """Stop the running turn where it waits for approval (a headless run pausing): the tool
+        call that asked is not recorded as finished, so ``resume`` runs it again once it is
+        answered; the turn ends with status ``paused`` and stays resumable."""
+        self.paused = True
 
     @property
     def busy(self) -> bool:
@@ -287,6 +297,8 @@ class Agent:
                 if self._worker is not None and self._worker.cancelling():
                     raise
                 status = "interrupted"
+            except _Paused:
+                status = "paused"
             except Exception as exc:  # a bug must not lose the session: say it, keep going
                 self.listener(Notice(turn.id, f"The turn failed: {type(exc).__name__}: {exc}"))
                 status = "error"
@@ -469,6 +481,8 @@ class Agent:
 
     async def _finish_call(self, turn: _Turn, call: ToolCall, result: dict[str, Any], status: ToolStatus,
                            exec_result: ExecResult | None = None) -> None:
+        if self.paused:  # not finished: its approval is pending and resume runs it again
+            raise _Paused
         content = json.dumps(result, ensure_ascii=False, default=str)
         if len(content) > MAX_RESULT_CHARS:
             half = MAX_RESULT_CHARS // 2
@@ -498,9 +512,22 @@ class Agent:
         self._pending = list(loaded.pending)
         return loaded
 
-    async def resume_pending(self) -> None:
+    def continue_turn(self, turn_id: str, origin: Origin) -> None:
+        """Go on with a turn the process died in (no approval was waiting): the model is sent
+        the conversation as stored, as :meth:`retry` does."""
+        self._queue.append(_Turn(id=turn_id, text="", origin=origin, step="retry"))
+        self._wake.set()
+
+    async def resume_pending(self, ask_inner_first: bool = True) -> None:
         """Queue the turns with pending approvals: each approval is asked again, its tool call
-        runs (or is refused), and the turn goes on with the model."""
+        runs (or is refused), and the turn goes on with the model.
+
+        ``ask_inner_first=False`` (a headless resume, whose answers were given beforehand): a
+        ``terminal()`` call that was pending inside a script is not asked before the script
+        runs again; the script re-runs and each of its commands is answered when it comes (an
+        approved one runs, a refused one gets ``BLOCKED`` while the rest of the script goes on).
+        """
+        self._ask_inner_first = ask_inner_first
         for turn_id, origin in dict.fromkeys((p.turn_id, p.origin) for p in self._pending):
             self._queue.append(_Turn(id=turn_id, text="", origin=origin, step="resume"))
         self._wake.set()
@@ -512,10 +539,12 @@ class Agent:
             if turn.interrupted:
                 await self._finish_call(turn, item.call, NOT_RUN, "interrupted")
                 continue
-            if item.request is not None:
-                self.listener(Notice(turn.id, "The app stopped while this approval waited. Answer it now: if "
-                                              f"allowed, {item.call.name} runs again from its start and the turn "
-                                              "goes on.", "warning"))
+            inner = item.request is not None and item.request.kind == "terminal" and item.request.exec_id is not None
+            if item.request is not None and (self._ask_inner_first or not inner):
+                self.listener(Notice(turn.id, "This approval was waiting when the session stopped (the app closed, "
+                                              "or a headless run paused). If it is allowed, "
+                                              f"{item.call.name} runs again from its start and the turn goes on.",
+                                     "warning"))
                 refused = await ask_again(self.runtime, self.store, item)
                 if refused is not None:
                     self.listener(ToolStarted(turn.id, item.call.id, item.call.name, {}))
@@ -529,6 +558,10 @@ class Agent:
 
 class _Interrupted(Exception):
     """The turn was interrupted while this step ran."""
+
+
+class _Paused(Exception):
+    """The turn paused at a request for approval (:meth:`Agent.pause`)."""
 
 
 async def _interruptible(turn: _Turn, step: Any) -> Any:

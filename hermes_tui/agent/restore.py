@@ -53,7 +53,7 @@ async def load_session(store: db.SessionStore, session_id: str) -> LoadedSession
     for approval in stored.pending_approvals:  # asked outside any tool call: nothing to resume
         if not approval["tool_call_id"] or approval["tool_call_id"] not in stored.tool_calls:
             await store.call(db.answer_approval, approval["id"], "deny", "the app stopped", "withdrawn")
-    running = {t["id"]: t for t in stored.turns if t["status"] == "running"}
+    running = {t["id"]: t for t in stored.turns if t["status"] in ("running", "paused")}
     answered = {m["tool_call_id"] for m in stored.messages if m["role"] == "tool"}
     history = loaded.history
     for message in stored.messages:

@@ -23,7 +23,7 @@ from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.providers import ProviderSettings
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.config import Config
-from hermes_tui.inject import InjectServer
+from hermes_tui.inject import Answerer, InjectServer
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import Approver
 
@@ -107,13 +107,14 @@ class Workspace:
             return Budget(self.max_cost, agent.max_turn_cost_usd, session_setting="--max-cost")
         return Budget(agent.max_cost_usd, agent.max_turn_cost_usd)
 
-    async def listen_for_injected(self, agent: Agent) -> str | None:
-        """Let ``hermes-tui inject`` reach ``agent`` (as injected turns); None when listening,
+    async def listen_for_injected(self, agent: Agent, answer: Answerer | None = None) -> str | None:
+        """Let ``hermes-tui inject`` reach ``agent`` (as injected turns), and ``hermes-tui
+        approve`` / ``deny`` the front end's open requests (``answer``); None when listening,
         else why it cannot."""
         async def deliver(text: str) -> int:
             return await agent.submit(text, "injected")
 
-        server = InjectServer(self.home, agent.session_id, deliver)
+        server = InjectServer(self.home, agent.session_id, deliver, answer)
         try:
             await server.start()
         except OSError as exc:

@@ -101,8 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
 
     from hermes_tui.cli.cache_cmd import add_parser as add_cache_parser
+    from hermes_tui.cli.headless_cmd import add_parsers as add_headless_parsers
 
     add_cache_parser(commands)
+    add_headless_parsers(commands, _seconds, _dollars)
 
     approvals = commands.add_parser("approvals", help="review and change approval rules, read the approvals log")
     what = approvals.add_subparsers(dest="approvals_command", metavar="ACTION", required=True)
@@ -128,12 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true", help="one JSON object per line")
 
     doctor = commands.add_parser(
-        "doctor", help="check the config: notices, the model and its key's source, approvals, the terminal backend",
+        "doctor", help="check this machine: the config, the model and its endpoint, HERMES_HOME, the database, "
+                       "a kernel, the approval files",
         description="Say which config.yaml is read, what in it is noticed or refused, which model the input goes "
-                    "to and where its key comes from (never the key). Exit 0 if no problem, 1 if one was found, "
-                    "2 if the config cannot be read.")
+                    "to and where its key comes from (never the key); then check, one line each (ok, ! or x with "
+                    "the fix), the config, the model's key and endpoint, HERMES_HOME and free space, sessions.db, "
+                    "the cache, a kernel and a tool call, the project interpreter, ripgrep, the allowlist and the "
+                    "audit log, the socket paths. Exit 0 if no check failed, 1 if one did, 2 if the config cannot "
+                    "be read.")
     doctor.add_argument("--verbose", action="store_true", help="also list the Hermes Agent keys hermes-tui ignores")
-    doctor.add_argument("--json", action="store_true", help="the report as one JSON object")
+    doctor.add_argument("--json", action="store_true", help="the report as one JSON object (checks under \"checks\")")
+    doctor.add_argument("--offline", action="store_true", help="skip the network: the endpoint is not asked")
     doctor.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
     return parser
 
@@ -146,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "inspect":  # no config needed
+            from hermes_tui.cli.headless_cmd import inspect_command
+
+            return inspect_command(args)
         if args.command in ("inject", "export", "sessions"):  # no config needed
             from hermes_tui.cli.sessions_cmd import export_command, inject_command, sessions_command
 
@@ -154,9 +165,26 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "export":
                 return export_command(args)
             return sessions_command(args)
+        if args.command == "doctor":  # a config that cannot be read is one of its findings
+            from hermes_tui.cli.doctor_cmd import doctor_command
+            from hermes_tui.config import Config
+
+            try:
+                config = _load_config(args)
+            except UsageError as exc:
+                return doctor_command(args, Config(), config_error=str(exc))
+            return doctor_command(args, config)
         config = _load_config(args)
         if args.command == "exec":
             return exec_command(args, config)
+        if args.command in ("run", "resume", "approve", "deny"):
+            from hermes_tui.cli import headless_cmd
+
+            if args.command == "run":
+                return headless_cmd.run_command(args, config)
+            if args.command == "resume":
+                return headless_cmd.resume_command(args, config)
+            return headless_cmd.answer_command(args, config)
         if args.command == "cache":
             from hermes_tui.cli.cache_cmd import cache_command
 
@@ -165,10 +193,6 @@ def main(argv: list[str] | None = None) -> int:
             from hermes_tui.cli.approvals_cmd import approvals_command
 
             return approvals_command(args, config)
-        if args.command == "doctor":
-            from hermes_tui.cli.doctor_cmd import doctor_command
-
-            return doctor_command(args, config)
         return app_command(args, config)
     except UsageError as exc:
         return _fail(str(exc))

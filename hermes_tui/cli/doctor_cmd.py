@@ -1,17 +1,22 @@
-"""``hermes-tui doctor [--verbose] [--json]``: what hermes-tui makes of this machine's config.
+"""``hermes-tui doctor [--verbose] [--json] [--offline]``: what hermes-tui makes of this machine.
 
-It says which config file was read, each start-up notice about it, which model the input goes
-to (and where its key comes from — never the key), the approvals mode, the terminal backend,
-the limits, and with ``--verbose`` the Hermes Agent keys hermes-tui does not use.
+First what it makes of the config: which file was read, each start-up notice about it, which
+model the input goes to (and where its key comes from — never the key), the approvals mode, the
+terminal backend, the limits, and with ``--verbose`` the Hermes Agent keys hermes-tui does not
+use. Then the checks of :mod:`hermes_tui.doctor_checks`, one line each, ``✓`` / ``!`` / ``✗``
+with the fix: the config, the model and its key, the endpoint (``--offline`` skips it),
+``$HERMES_HOME``, free space, ``sessions.db``, the cache, a kernel, the project interpreter,
+ripgrep, the allowlist and the audit log, the socket paths (docs/doctor.md).
 
-Exit 0: no problem. 1: a problem — the model cannot be used (a ``ProviderError``) or
-``terminal.backend`` refuses every command. Notices are not problems. 2: the config cannot be
-read (``main`` says so in one line, as for every command).
+Exit 0: nothing failed (``!`` lines are not failures). 1: a check failed, or the model cannot
+be used (a ``ProviderError``), or ``terminal.backend`` refuses every command. 2: the config
+cannot be read (``main`` says so in one line, as for every command, before doctor runs).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 from typing import Any
@@ -20,6 +25,7 @@ from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK
 from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
 from hermes_tui.config_notes import backend_refusal
+from hermes_tui.doctor_checks import Check, run_checks
 from hermes_tui.hermes_keys import TURN_LIMIT_UNLIMITED
 from hermes_tui.paths import config_path, hermes_home
 from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
@@ -33,9 +39,14 @@ MODES = {
 }
 
 
-def doctor_command(args: argparse.Namespace, config: Config) -> int:
-    """Print the report; 0 without problems, 1 with."""
-    report = build_report(config, flags={"provider": args.provider, "model": args.model, "base_url": args.base_url})
+SYMBOLS = {"ok": "✓", "warn": "!", "fail": "✗"}
+
+
+def doctor_command(args: argparse.Namespace, config: Config, config_error: str | None = None) -> int:
+    """Print the report; 0 without problems, 1 with (``config_error``: config.yaml could not be
+    read; it is the config check's ✗ and the rest is checked with the defaults)."""
+    report = build_report(config, flags={"provider": args.provider, "model": args.model, "base_url": args.base_url},
+                          offline=bool(getattr(args, "offline", False)), config_error=config_error)
     if args.json:
         print(json.dumps(report, indent=2))  # ensure_ascii: every control or hidden character escaped
     else:
@@ -43,8 +54,10 @@ def doctor_command(args: argparse.Namespace, config: Config) -> int:
     return EXIT_FAILED if report["problems"] else EXIT_OK
 
 
-def build_report(config: Config, flags: dict[str, str | None] | None = None) -> dict[str, Any]:
-    """Everything ``doctor`` says, as plain data (what ``--json`` prints)."""
+def build_report(config: Config, flags: dict[str, str | None] | None = None, *, offline: bool = False,
+                 checks: bool = True, config_error: str | None = None) -> dict[str, Any]:
+    """Everything ``doctor`` says, as plain data (what ``--json`` prints); ``checks=False``
+    leaves the checks out (the config's part alone)."""
     from hermes_tui.agent.providers import ProviderError, resolve_provider
 
     home = hermes_home()
@@ -73,13 +86,24 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None) -> 
             "fallback_problems": list(settings.fallback_problems),
             "withheld": list(settings.withheld),
         }
+    model_error = problems[0][len("model: "):] if problems else None
     refusal = backend_refusal(config.terminal)
     if refusal:
         problems.append(refusal)
+    found: list[Check] = []
+    if checks:
+        found = asyncio.run(run_checks(config, home, settings=settings, model_error=model_error, offline=offline,
+                                       refusal=refusal, config_error=config_error))
+    for check in found:
+        # Said once: the model's resolution error and the refused backend are problems already.
+        covered = (check.name == "model" and model_error is not None) or (check.name == "kernel" and refusal)
+        if check.status == "fail" and not covered:
+            problems.append(f"{check.name}: {check.detail}")
     run = config.code_execution
     return {
         "config": str(config.source) if config.source else None,
         "config_looked_for": str(config_path(home)),
+        "config_error": config_error,
         "notices": list(config.notices),
         "model": model,
         "approvals": {"mode": config.approvals.mode, "timeout": config.approvals.timeout,
@@ -91,6 +115,7 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None) -> 
                    "max_session_kernels": run.max_session_kernels, "kernel_idle_timeout": run.kernel_idle_timeout,
                    "max_steps": config.agent.max_steps if config.agent.max_steps < TURN_LIMIT_UNLIMITED else None},
         "ignored": list(config.ignored_keys),
+        "checks": [check.as_dict() for check in found],
         "problems": problems,
     }
 
@@ -99,7 +124,10 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
     def line(label: str, text: object) -> None:
         print(f"{label:<10} {shown(text)}")
 
-    line("config", report["config"] or f"none: defaults ({report['config_looked_for']} does not exist)")
+    if report.get("config_error"):
+        line("config", f"{report['config_looked_for']} cannot be read (see ✗ config below); the defaults are shown")
+    else:
+        line("config", report["config"] or f"none: defaults ({report['config_looked_for']} does not exist)")
     for notice in report["notices"]:
         if notice != report["terminal"]["refused"]:  # that one is a problem, said below
             line("notice", notice)
@@ -148,7 +176,12 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
             line("", f"  {key}")
     elif ignored:
         line("ignored", f"{plural(len(ignored), 'Hermes Agent key')} hermes-tui does not use (--verbose lists them)")
+    for check in report["checks"]:
+        fix = f"; fix: {check['fix']}" if check["fix"] and check["status"] != "ok" else ""
+        print(f"{SYMBOLS.get(check['status'], '?')} {check['name']:<10} {shown(check['detail'] + fix)}")
+    named = {f"{c['name']}: {c['detail']}" for c in report["checks"]}
     for problem in report["problems"]:
-        line("problem", problem)
+        if problem not in named:  # a failed check's line above says it
+            line("problem", problem)
     count = len(report["problems"])
     print("No problems found." if not count else f"{plural(count, 'problem')} found.")

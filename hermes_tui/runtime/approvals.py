@@ -132,6 +132,12 @@ class ApprovalDecision(BaseModel):
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 
 
+class ApprovalPaused(Exception):
+    """Raised by an approver that will not answer now: a headless run pauses here
+    (``hermes-tui run --pause-on approval``). The request stays pending in its session, the
+    call gets this as its refusal, and ``hermes-tui resume`` asks it again."""
+
+
 def blocked(error: str) -> dict[str, object]:
     """What a denied terminal() returns to the script (SPEC §4)."""
     return {"output": "", "exit_code": -1, "status": "blocked", "error": f"BLOCKED: {error}"}
@@ -428,6 +434,9 @@ class ApprovalGate:
             decision = await asyncio.wait_for(self.approver(request), self.timeout)
         except TimeoutError:
             decision, refusal = None, f"no answer within {self.timeout:g}s (approvals.timeout); denied"
+        except ApprovalPaused as exc:  # not answered now: pending, asked again on resume
+            await self.audit.write(event="decision", id=request.id, decision="paused", why=str(exc))
+            return str(exc)
         except Exception as exc:  # a broken approver denies; it never runs the command
             decision, refusal = None, f"the approver failed ({exc}); denied"
         else:

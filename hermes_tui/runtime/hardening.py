@@ -329,3 +329,50 @@ def harden_host() -> None:
     and the calling thread (and every thread started after) gives up :data:`DROPPED`."""
     make_undumpable()
     drop_for_children()
+
+
+def _status(pid: int | str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                name, _, value = line.partition(":")
+                fields[name] = value.strip()
+    except OSError:
+        pass
+    return fields
+
+
+def started_by_this_host(pid: int) -> bool:
+    """True when process ``pid`` is one the host started or one of its descendants (a kernel,
+    a script's subprocess): something that must not speak for the user (answer an approval).
+
+    Three signs, any one enough: ``pid`` descends from this process; its bounding set lacks
+    capabilities of :data:`DROPPED` that this process's has (only the spawner thread drops
+    them, and they never come back, even for a child that double-forked away); it has
+    ``no_new_privs`` and this process has not (how the spawner thread keeps them from a child
+    when it cannot drop them). An unknown pid counts as ours: refused.
+    """
+    peer, mine = _status(pid), _status("self")
+    if not peer:
+        return True
+    try:
+        peer_bound, my_bound = int(peer.get("CapBnd", "0"), 16), int(mine.get("CapBnd", "0"), 16)
+    except ValueError:
+        return True
+    dropped = sum(1 << cap for cap in DROPPED)
+    if (my_bound & dropped) & ~peer_bound:
+        return True
+    if peer.get("NoNewPrivs") == "1" and mine.get("NoNewPrivs") != "1":
+        return True
+    host, current = os.getpid(), pid
+    for _ in range(64):  # walk up the parents
+        if current == host:
+            return True
+        try:
+            current = int(_status(current).get("PPid", "0"))
+        except ValueError:
+            return False
+        if current <= 1:
+            return False
+    return False

@@ -1,0 +1,182 @@
+"""Headless runs end to end: the real CLI (`run`, `inspect`, `approve`, `deny`, `resume`) in
+subprocesses, against the scripted model server on 127.0.0.1 and real kernels."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_tui import store as db
+from fake_models import FakeModelServer
+
+CLI = [sys.executable, "-m", "hermes_tui"]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"  # outside the checkout: python -m would import the checkout first
+    folder.mkdir()
+    return folder
+
+
+def configure(home: Path, server: FakeModelServer, extra: str = "") -> None:
+    (home / "config.yaml").write_text(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n"
+                                      f"  max_retries: 0\n{extra}")
+
+
+def cli(workdir: Path, *argv: str, stdin: str | None = "", timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, cwd=workdir, timeout=timeout,
+                          input=stdin, env=os.environ.copy())
+
+
+def code_call(code: str) -> dict:
+    return {"name": "execute_code", "arguments": {"code": code}}
+
+
+def events(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+def test_a_run_pauses_before_its_script_then_approve_and_resume_run_it(hermes_home: Path, workdir: Path) -> None:
+    script = "open('made.txt', 'w').write('hello')\nprint('wrote it')"
+    with FakeModelServer([{"text": "Writing.", "tool_calls": [code_call(script)]}, {"text": "All done."}]) as server:
+        configure(hermes_home, server)
+        paused = cli(workdir, "run", "--session", "job1", "make the file")
+        assert paused.returncode == 3, paused.stdout + paused.stderr
+        assert "paused for approval. session=job1" in paused.stdout
+        assert "review: hermes-tui inspect job1 --pending" in paused.stdout
+        assert not (workdir / "made.txt").exists()  # nothing ran
+
+        pending = json.loads(cli(workdir, "inspect", "job1", "--pending", "--json").stdout)["pending"]
+        assert [(p["kind"], p["text"], p["origin"]) for p in pending] == [("script", script, "automation")]
+        assert pending[0]["cwd"] == str(workdir) and pending[0]["answer"] is None
+
+        approved = cli(workdir, "approve", "job1", "--all")
+        assert approved.returncode == 0 and "approved (once)" in approved.stdout
+        resumed = cli(workdir, "resume", "job1", "--json")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert (workdir / "made.txt").read_text() == "hello"
+    end = events(resumed.stdout)[-1]
+    assert end["event"] == "end" and end["status"] == "done" and end["resumed"] is True and end["resumes"] == 1
+    assert any(e["event"] == "text" and "All done." in e["delta"] for e in events(resumed.stdout))
+    log = (hermes_home / "tui" / "approvals.jsonl").read_text().splitlines()
+    offline = [json.loads(line) for line in log if '"answer_offline"' in line]
+    assert offline and offline[0]["decision"] == "once" and "pid" in offline[0]["who"] and "@" in offline[0]["who"]
+    listing = cli(workdir, "inspect", "job1")
+    assert "[done · resumed 1x] make the file" in listing.stdout
+
+
+def test_two_commands_one_approved_and_one_left_pending_ends_blocked(hermes_home: Path, workdir: Path) -> None:
+    script = ("from hermes_tools import terminal\nprint(terminal('echo first-ok')['output'].strip())\n"
+              "r = terminal('echo second-held')\nprint('second:', r.get('status'))\nprint('script end')")
+    with FakeModelServer([{"text": "", "tool_calls": [code_call(script)]}, {"text": "Finished."}]) as server:
+        configure(hermes_home, server, "approvals:\n  mode: strict\n")
+        assert cli(workdir, "run", "--session", "job2", "--pause-on", "approval", "go").returncode == 3
+        assert cli(workdir, "approve", "job2", "--all").returncode == 0  # the script
+        again = cli(workdir, "resume", "job2")
+        assert again.returncode == 3, again.stdout + again.stderr  # its two terminal() calls wait now
+        pending = json.loads(cli(workdir, "inspect", "job2", "--pending", "--json").stdout)["pending"]
+        assert sorted(p["text"] for p in pending) == ["echo first-ok", "echo second-held"]
+        assert all("runs again from its start" in p["on_resume"] for p in pending)
+        chosen = cli(workdir, "approve", "job2", "--all", "--except", "second")
+        assert "echo first-ok" in chosen.stdout and "second-held" not in chosen.stdout
+        done = cli(workdir, "resume", "job2", "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+    finished = [e for e in events(done.stdout) if e["event"] == "tool_finished"][-1]["result"]
+    assert "first-ok" in finished["output"] and "second: blocked" in finished["output"]
+    assert "script end" in finished["output"]
+    assert json.loads(cli(workdir, "inspect", "job2", "--pending", "--json").stdout)["pending"] == []
+
+
+def test_deny_with_a_reason_reaches_the_model_and_nothing_runs(hermes_home: Path, workdir: Path) -> None:
+    with FakeModelServer([{"text": "", "tool_calls": [code_call("open('x.txt', 'w').write('x')")]},
+                          {"text": "Understood, I will not."}]) as server:
+        configure(hermes_home, server)
+        assert cli(workdir, "run", "--session", "job3", "try").returncode == 3
+        request_id = json.loads(cli(workdir, "inspect", "job3", "--pending", "--json").stdout)["pending"][0]["id"]
+        denied = cli(workdir, "deny", "job3", request_id, "--reason", "not on a Friday")
+        assert denied.returncode == 0 and "denied" in denied.stdout
+        resumed = cli(workdir, "resume", "job3")
+        assert resumed.returncode == 0
+        sent = server.requests[-1]["messages"]
+    assert not (workdir / "x.txt").exists()
+    assert any("not on a Friday" in str(m.get("content")) for m in sent if m["role"] == "tool")
+
+
+def test_kill_9_mid_turn_then_resume_goes_on_from_the_last_stored_step(hermes_home: Path, workdir: Path) -> None:
+    (workdir / "notes.txt").write_text("the answer is 42\n")
+    read = {"name": "read_file", "arguments": {"path": str(workdir / "notes.txt")}}
+    with FakeModelServer([{"text": "Reading.", "tool_calls": [read]}, {"text": "thinking...", "hang": 60},
+                          {"text": "It says 42."}]) as server:
+        configure(hermes_home, server)
+        process = subprocess.Popen([*CLI, "run", "--session", "job4", "what do the notes say?"], cwd=workdir,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            deadline = time.monotonic() + 30
+            while len(server.requests) < 2:  # the second model call is hanging: the file was read and stored
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.05)
+            time.sleep(0.3)
+            os.killpg(process.pid, signal.SIGKILL)
+        finally:
+            process.wait(10)
+        resumed = cli(workdir, "resume", "job4")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "It says 42." in resumed.stdout
+        sent = server.requests[-1]["messages"]
+    results = [m for m in sent if m["role"] == "tool"]
+    assert len(results) == 1 and "the answer is 42" in results[0]["content"]  # not read a second time
+
+
+def test_budget_exit_code_and_refusals_in_one_line(hermes_home: Path, workdir: Path) -> None:
+    usage = {"prompt_tokens": 100_000, "completion_tokens": 1000}
+    with FakeModelServer([{"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "nope"}}],
+                           "usage": usage}] * 3) as server:
+        configure(hermes_home, server, "  pricing:\n    input_per_mtok: 2\n    output_per_mtok: 10\n")
+        spent = cli(workdir, "run", "--max-cost", "0.30", "--session", "job5", "loop")
+        assert spent.returncode == 4, spent.stdout + spent.stderr
+        assert "budget reached" in spent.stdout
+        assert cli(workdir, "run").returncode == 2
+        nothing = cli(workdir, "approve", "job5")
+        assert nothing.returncode == 2 and "--all" in nothing.stderr
+        unknown = cli(workdir, "approve", "job5", "abc")
+        assert unknown.returncode == 2 and "nothing waits" in unknown.stderr
+        missing = cli(workdir, "resume", "nosuch")
+        assert missing.returncode == 2 and "no session matches" in missing.stderr
+
+
+def test_run_and_resume_refuse_a_session_open_in_the_app(hermes_home: Path, workdir: Path) -> None:
+    import asyncio
+
+    from hermes_tui.inject import InjectServer
+
+    async def deliver(text: str) -> int:
+        return 0
+
+    async def scenario() -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+        server = InjectServer(hermes_home, "held", deliver)
+        await server.start()
+        try:
+            run = await asyncio.to_thread(cli, workdir, "run", "--session", "held", "hi")
+            resume = await asyncio.to_thread(cli, workdir, "resume", "held")
+            return run, resume
+        finally:
+            await server.aclose()
+
+    with FakeModelServer([]) as model:
+        configure(hermes_home, model)
+        conn = db.connect(db.sessions_db_path(hermes_home))
+        db.create_session(conn, "held", "custom", "fake", str(workdir))
+        db.start_turn(conn, "held", "t1", "user", "hello")
+        conn.close()
+        run, resume = asyncio.run(scenario())
+    for refused in (run, resume):
+        assert refused.returncode == 2 and "open in a running hermes-tui" in refused.stderr
