@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App, SystemCommand
@@ -32,6 +32,7 @@ from hermes_tui.attention import LONG_TURN_SECONDS
 from hermes_tui import store as db
 from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnKind, TurnStarted
 from hermes_tui.agent.loop import Agent
+from hermes_tui.agent.subagents import ChildEvent
 from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
 from hermes_tui.agent.workspace import Workspace
 from hermes_tui.commands import PALETTE, command_argument, parse_command
@@ -46,10 +47,16 @@ from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
 from hermes_tui.units import plural
 from hermes_tui.widgets.conversation import PendingBlock, PromptInput, RunBlock
+from hermes_tui.widgets.delegate import OpenChild
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.main_screen import MainScreen
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import visible
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from hermes_tui.widgets.child_transcript import ChildTranscriptScreen
 
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
 # opened: the first screen comes up sooner. Notices that quote data (ids, paths, errors) are
@@ -444,6 +451,73 @@ class HermesApp(App[None]):
 
         await self.push_screen(VariablesScreen(kernel_id, variables))
 
+    # -- sub-agents -----------------------------------------------------------------------
+
+    @on(OpenChild)
+    def _open_child(self, event: OpenChild) -> None:
+        """Enter on a sub-agent's row: its transcript."""
+        event.stop()
+        self.open_child(event.session, event.name, event.goal)
+
+    @work(group="child-transcript", exit_on_error=False)
+    async def open_child(self, session: str | None, name: str, goal: str) -> None:
+        """Open a sub-agent's transcript: the screen first (the child's live events wait in it),
+        then its stored session, read on the store's thread."""
+        from hermes_tui.agent.restore import LoadedSession
+        from hermes_tui.widgets.child_transcript import ChildTranscriptScreen
+
+        store = self.workspace.store
+        if store is None:
+            self.notify("No sessions database: the sub-agent's transcript is not stored.", severity="warning")
+            return
+        if session is None:  # a block drawn from the store: find the child by its name
+            session = await store.call(self._child_session_named, self.session, name)
+            if session is None:
+                self.notify(visible(f"No stored transcript for the sub-agent {name}."), severity="warning",
+                            markup=False)
+                return
+        if self._child_screen(session) is not None:
+            return  # it is open already
+        screen = ChildTranscriptScreen(session, name, goal)
+        await self.push_screen(screen)
+        stored = await store.call(db.load_session, session)
+        await screen.draw_stored(LoadedSession(stored) if stored is not None else None)
+
+    def _child_screen(self, session: str) -> ChildTranscriptScreen | None:
+        """The open transcript of sub-agent ``session``, if any."""
+        for screen in self.screen_stack:
+            if getattr(screen, "child_session", None) == session:
+                return screen  # type: ignore[return-value]
+        return None
+
+    @staticmethod
+    def _child_session_named(conn: sqlite3.Connection, parent: str, name: str) -> str | None:
+        """The newest stored sub-agent session of ``parent`` named ``name`` (``PARENT::child::CALL-NAME``,
+        CALL the call id's last 6 characters): on the store's thread."""
+        from hermes_tui.runtime.models import SUBAGENT_SEPARATOR
+
+        prefix = parent + SUBAGENT_SEPARATOR
+        rows = conn.execute("SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC",
+                            (len(prefix), prefix)).fetchall()
+        for (session,) in rows:
+            rest = session[len(prefix):]
+            if SUBAGENT_SEPARATOR not in rest and rest.endswith("-" + name) and len(rest) - len(name) - 1 <= 6:
+                return str(session)
+        return None
+
+    @on(MainScreen.AgentUpdate)
+    async def _child_event(self, message: MainScreen.AgentUpdate) -> None:
+        """A sub-agent's event (after the main screen drew the parent's): to its open transcript
+        (a grandchild's, wrapped in its parent's, to its own)."""
+        event = message.event
+        if message.session != self.session:
+            return
+        while isinstance(event, ChildEvent):
+            screen = self._child_screen(event.child_session)
+            if screen is not None:
+                await screen.show_event(event.event)
+            event = event.event
+
     # -- other screens --------------------------------------------------------------------
 
     @work(group="sessions", exclusive=True, exit_on_error=False)
@@ -632,3 +706,4 @@ class HermesApp(App[None]):
             error = event.worker.error
             self.notify(visible(f"{event.worker.name or 'task'} failed: {type(error).__name__}: {error}"),
                         severity="error", timeout=10, markup=False)
+

@@ -352,6 +352,19 @@ class FallbackConfig(_Section):
         return _first_alias(data, "model", "default")
 
 
+class SubagentsConfig(_Section):
+    """``agent.subagents``: ``delegate_task`` (docs/subagents.md)."""
+
+    max_concurrency: Annotated[int, Field(ge=1, le=16)] = 3
+    """Children running at once; the others wait."""
+    max_depth: Annotated[int, Field(ge=0, le=3)] = 1
+    """Levels of sub-agents: 1, children only (they get no delegate_task); 0, no delegate_task at all."""
+    summary_chars: Annotated[int, Field(ge=200, le=100_000)] = 4000
+    """A child's final answer is cut to this many characters in the parent's context."""
+    max_steps: Annotated[int, Field(ge=1, le=200)] = 20
+    """A child's model calls when its task does not say."""
+
+
 class AgentConfig(_Section):
     """``agent``: the conversation loop."""
 
@@ -375,6 +388,7 @@ class AgentConfig(_Section):
     (``/budget`` raises it for the session, ``--max-cost`` sets it for a run)."""
     max_turn_cost_usd: Annotated[float, Field(gt=0)] | None = None
     """One turn's hard cost ceiling in US dollars."""
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
 
     @model_validator(mode="before")
     @classmethod

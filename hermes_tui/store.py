@@ -470,9 +470,10 @@ USAGE_TOTALS = ("(SELECT SUM(input_tokens) FROM usage u WHERE u.session_id = s.i
 """SQL (over ``sessions s``): a session's token and cost totals."""
 
 
-HAS_MESSAGES = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
-"""SQL (over ``sessions s``): the session holds a conversation. One opened and closed without a
-turn holds none: it is not listed, not ``latest``, and not matched by a prefix."""
+HAS_MESSAGES = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id) AND instr(s.id, '::child::') = 0"
+"""SQL (over ``sessions s``): the session holds a conversation and is the user's (a sub-agent's,
+``PARENT::child::NAME``, is reached through its parent). One opened and closed without a turn
+holds none: it is not listed, not ``latest``, and not matched by a prefix."""
 
 
 def list_sessions(db: sqlite3.Connection, limit: int = 200) -> list[SessionInfo]:

@@ -84,6 +84,7 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.pause(1.0)
         save("pager")
     shots.extend(await shoot_conversation(out))
+    shots.append(await shoot_subagents(out))
     return shots
 
 
@@ -147,6 +148,54 @@ async def shoot_conversation(out: Path) -> list[Path]:
             await pilot.pause(0.3)
             app.save_screenshot(filename="usage.svg", path=str(out))
     return [out / "conversation.svg", out / "usage.svg"]
+
+
+async def shoot_subagents(out: Path) -> Path:
+    """A delegate block: three sub-agents read a file each and come back with a line."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_models import FakeModelServer
+
+    from hermes_tui.app import HermesApp
+    from hermes_tui.config import parse_config
+    from hermes_tui.widgets.conversation import PromptInput, ReplyBlock
+
+    project = Path(tempfile.mkdtemp(prefix="demo-project-"))
+    parent = "working in the user's terminal"
+    names = {"auth": "How are sessions signed?", "upload": "Where are uploads size-checked?",
+             "billing": "Which module computes invoices?"}
+    tasks = [{"name": name, "goal": goal} for name, goal in names.items()]
+    answers = {"auth": "Sessions are signed with HMAC-SHA256 in auth/tokens.py (key from SECRET_KEY).",
+               "upload": "uploads/views.py checks MAX_UPLOAD (20 MB) before saving.",
+               "billing": "billing/invoice.py: Invoice.total() sums line items plus tax."}
+    replies = [{"match": parent, "text": "I'll split this across three sub-agents.",
+                "tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}],
+                "usage": {"prompt_tokens": 3900, "completion_tokens": 140}}]
+    for name, goal in names.items():
+        replies += [{"match": goal, "text": "", "hang": 0.3, "usage": {"prompt_tokens": 2100, "completion_tokens": 60},
+                     "tool_calls": [{"name": "execute_code", "arguments": {"code": f"print('reading {name}')"}}]},
+                    {"match": goal, "text": answers[name], "usage": {"prompt_tokens": 2600, "completion_tokens": 45}}]
+    replies.append({"match": parent, "text": "Sessions: HMAC in `auth/tokens.py`; uploads capped at 20 MB in "
+                                            "`uploads/views.py`; invoices in `billing/invoice.py`.",
+                    "usage": {"prompt_tokens": 4600, "completion_tokens": 60}})
+    with FakeModelServer(replies) as server:
+        config = parse_config(f"model:\n  provider: custom\n  default: hermes-4-70b\n  base_url: {server.url}\n"
+                              "  context_window: 32768\n  pricing:\n    input_per_mtok: 0.13\n"
+                              "    output_per_mtok: 0.40\n")
+        app = HermesApp(config, cwd=str(project), session="20261130-090000-fan")
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptInput)
+            prompt.insert("Where are sessions signed, uploads checked and invoices computed?")
+            await pilot.press("enter")
+            for _ in range(300):
+                await pilot.pause(0.05)
+                if any("invoices in" in b.text for b in app.query(ReplyBlock)):
+                    break
+            await pilot.pause(1.2)
+            prompt.cursor_blink = False
+            app.save_screenshot(filename="subagents.svg", path=str(out))
+    return out / "subagents.svg"
 
 
 def main() -> None:

@@ -13,7 +13,9 @@ OpenAI shape: ``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details.
 OpenAI stream reports it — ``asked`` (the default: a last chunk with no choices, only when the
 request asks with ``stream_options.include_usage``, as OpenAI does), ``last_chunk`` (on the
 final chunk, asked or not) or ``never``. A request that does not ask for a stream gets the
-whole reply as one JSON body (with ``usage`` unless ``usage_mode`` is ``never``). With no
+whole reply as one JSON body (with ``usage`` unless ``usage_mode`` is ``never``). A reply with
+``match`` (text) is given only to a request whose body contains that text (sub-agents are told
+apart by their task); the first matching reply in order is taken. With no
 reply left it answers "(no more scripted replies)". Every request body is kept in
 ``requests``.
 
@@ -57,6 +59,9 @@ class FakeModelServer:
         self.replies: deque[dict[str, Any]] = deque(replies or [])
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.active = 0
+        self.max_active = 0
+        """Requests being answered at once now, and the most there ever were."""
         self.models: list[str] | None = None
         """What ``GET /models`` lists (None: 404, as servers without a model list answer)."""
         self.lock = threading.Lock()
@@ -82,11 +87,26 @@ class FakeModelServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length) or b"{}"
+                body = json.loads(raw)
+                text = raw.decode("utf-8", "replace")
                 with server.lock:
                     server.requests.append(body)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    reply = server.replies.popleft() if server.replies else {"text": "(no more scripted replies)"}
+                    reply = next((r for r in server.replies if r.get("match") is None or r["match"] in text), None)
+                    if reply is not None:
+                        server.replies.remove(reply)
+                    else:
+                        reply = {"text": "(no more scripted replies)"}
+                    server.active += 1
+                    server.max_active = max(server.max_active, server.active)
+                try:
+                    self._reply(body, reply)
+                finally:
+                    with server.lock:
+                        server.active -= 1
+
+            def _reply(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
                 if reply.get("hang"):
                     time.sleep(reply["hang"])
                 if reply.get("redirect"):

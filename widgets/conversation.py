@@ -41,6 +41,7 @@ from hermes_tui.agent.events import (
 )
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.units import human_size, plural
+from hermes_tui.agent.subagents import DelegateProgress
 from hermes_tui.widgets.completion import (
     Candidate,
     CompletionList,
@@ -50,6 +51,7 @@ from hermes_tui.widgets.completion import (
     slash_prefix,
     word_before,
 )
+from hermes_tui.widgets.delegate import DelegateBlock
 from hermes_tui.widgets.history_search import HistorySearch, HistorySearchBar, InputHistory
 from hermes_tui.widgets.messages import OpenEntry
 from hermes_tui.widgets.paste import Pastes, is_big, normalise, remember_shown, shown_for
@@ -695,7 +697,10 @@ def pasted_run(code: str, kind: str = "python", title: str | None = None) -> Run
 
 
 def tool_block(name: str, arguments: dict[str, object]) -> RunBlock:
-    """The block of one tool call (not yet mounted)."""
+    """The block of one tool call (not yet mounted); ``delegate_task``'s is a
+    :class:`~hermes_tui.widgets.delegate.DelegateBlock` (it answers what is asked of a run's)."""
+    if name == "delegate_task":
+        return DelegateBlock(arguments)  # type: ignore[return-value]
     if name == "execute_code":
         title = "execute_code" + (" (reset)" if arguments.get("reset") else "")
         return pasted_run(str(arguments.get("code", "")), title=title)
@@ -840,6 +845,8 @@ class ConversationPane(Vertical):
         self.chat = chat
         self._replies: dict[int, ReplyBlock] = {}
         self._tools: dict[str, RunBlock] = {}
+        self._delegates: dict[str, DelegateBlock] = {}
+        """``delegate_task`` calls running, by call id (their children's rows update live)."""
         self._pending: dict[str, PendingBlock] = {}
         """Inputs queued behind the running turn, by turn id."""
 
@@ -873,6 +880,12 @@ class ConversationPane(Vertical):
     def add_tool(self, name: str, arguments: dict[str, object]) -> RunBlock:
         """A tool call: its script or command highlighted, other tools as name and arguments."""
         return self._append_block(tool_block(name, arguments))
+
+    def add_delegate(self, call_id: str, arguments: dict[str, object]) -> DelegateBlock:
+        """A ``delegate_task`` call: a row per sub-agent (:mod:`hermes_tui.widgets.delegate`)."""
+        block = DelegateBlock(arguments, call_id)
+        self._append(block)
+        return block
 
     _older: Callable[[int], list[Widget]] | None = None
     _head: Widget | None = None
@@ -938,7 +951,7 @@ class ConversationPane(Vertical):
         self._append(block)
         return block
 
-    def _append(self, widget: Static | Markdown) -> None:
+    def _append(self, widget: Static | Markdown | DelegateBlock) -> None:
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.mount(widget)
         self._prune(transcript)
@@ -971,6 +984,7 @@ class ConversationPane(Vertical):
         self.query_one("#transcript", VerticalScroll).remove_children()
         self._replies.clear()
         self._tools.clear()
+        self._delegates.clear()
 
     # -- the agent's events -------------------------------------------------------------
 
@@ -999,6 +1013,15 @@ class ConversationPane(Vertical):
             reply = self._replies.pop(event.reply_id, None)
             if reply is not None:
                 await reply.finish(event.text, event.status)
+        elif isinstance(event, ToolStarted) and event.name == "delegate_task":
+            self._delegates[event.call_id] = self.add_delegate(event.call_id, event.arguments)
+        elif isinstance(event, DelegateProgress):
+            block = self._delegates.get(event.call_id)
+            if block is None:  # drawn from the store while it ran: a block of its own
+                block = self._delegates[event.call_id] = self.add_delegate(event.call_id, {})
+            block.update_children(event.children)
+        elif isinstance(event, ToolFinished) and event.call_id in self._delegates:
+            self._delegates.pop(event.call_id).set_tool_result(event.result)
         elif isinstance(event, ToolStarted):
             self._tools[event.call_id] = self.add_tool(event.name, event.arguments)
         elif isinstance(event, ToolFinished):

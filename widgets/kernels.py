@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable
 
-from hermes_tui.runtime.models import KernelInfo
+from hermes_tui.runtime.models import SUBAGENT_SEPARATOR, KernelInfo, parent_session
 from hermes_tui.widgets.safe import escaped
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
@@ -34,6 +34,33 @@ def _memory(size: int | None) -> str:
     if size is None:
         return "—"
     return f"{size / (1 << 20):.0f} MB" if size < (10 << 30) else f"{size / (1 << 30):.1f} GB"
+
+
+def grouped(kernels: list[KernelInfo]) -> list[KernelInfo]:
+    """The kernels in the order given, each session's sub-agent kernels right after the last
+    kernel of its top-level session (a grandchild after its parent); those whose session has
+    no kernel of its own at the end, grouped the same way."""
+    children: dict[str, list[KernelInfo]] = {}
+    for info in kernels:
+        if SUBAGENT_SEPARATOR in info.session:
+            children.setdefault(parent_session(info.session), []).append(info)
+    tops = [info for info in kernels if SUBAGENT_SEPARATOR not in info.session]
+    rows: list[KernelInfo] = []
+    for index, info in enumerate(tops):
+        rows.append(info)
+        if index + 1 == len(tops) or tops[index + 1].session != info.session:
+            rows.extend(sorted(children.pop(info.session, []), key=lambda k: k.session.split(SUBAGENT_SEPARATOR)))
+    for orphans in children.values():
+        rows.extend(sorted(orphans, key=lambda k: k.session.split(SUBAGENT_SEPARATOR)))
+    return rows
+
+
+def session_cell(info: KernelInfo) -> str:
+    """The session column: a sub-agent's kernel as ``└ NAME`` under its parent (indented per level)."""
+    parts = info.session.split(SUBAGENT_SEPARATOR)
+    if len(parts) < 2:
+        return escaped(info.session)
+    return "  " * (len(parts) - 2) + "└ " + escaped(parts[-1])
 
 
 class KernelsPane(Vertical):
@@ -81,7 +108,7 @@ class KernelsPane(Vertical):
         table = self.query_one(DataTable)
         selected = self.selected_id()
         table.clear()
-        for info in kernels:
+        for info in grouped(kernels):
             idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
             countdown = _duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
             flags = " ".join(f for f, on in (("interrupting…", info.state == "interrupting"),
@@ -92,7 +119,7 @@ class KernelsPane(Vertical):
             # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
             table.add_row(
                 GLYPHS.get(info.state, "?"), escaped(info.id), _duration(idle) if idle else "—", countdown,
-                _memory(memory.get(info.id)), escaped(info.session), escaped(info.mode), str(info.pid or "—"),
+                _memory(memory.get(info.id)), session_cell(info), escaped(info.mode), str(info.pid or "—"),
                 str(info.execution_count), escaped(flags), escaped(info.cwd), escaped(info.interpreter),
                 key=info.id,
             )

@@ -245,6 +245,9 @@ class MainScreen(Screen[None]):
                 output.set_tool_calls(event.calls)
         elif isinstance(event, ExecFinished):
             output.finish(event.result)
+        for screen in self.app.screen_stack:  # a sub-agent's open transcript: its scripts' output
+            if screen is not self and getattr(screen, "child_session", None) is not None:
+                screen.show_runtime_event(event)  # type: ignore[attr-defined]
 
     def show_kernels(self, kernels: list[KernelInfo], memory: dict[str, int]) -> None:
         """Kernel rows (and each one's resident memory)."""

@@ -37,7 +37,9 @@ from hermes_tui.agent.events import (
     UsageUpdated,
 )
 from hermes_tui.agent.providers import ProviderSettings
-from hermes_tui.agent.usage import tokens
+from hermes_tui.agent.subagents import ChildEvent, ChildState, DelegateProgress
+from hermes_tui.agent.usage import dollars, tokens
+from hermes_tui.units import plural
 from hermes_tui.agent.workspace import Workspace
 from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalPaused, ApprovalRequest, Approver
@@ -105,6 +107,8 @@ class Printer:
         self.as_json = as_json
         self.out = out or sys.stdout
         self._mid_line = False
+        self._children: dict[str, str] = {}
+        """Each sub-agent's last status shown (a line per start and per end)."""
 
     def emit(self, kind: str, **fields: Any) -> None:
         """One JSON event (``--json``)."""
@@ -119,9 +123,30 @@ class Printer:
         self.out.write(text + "\n")
         self.out.flush()
 
+    def _children_changed(self, event: DelegateProgress) -> list[ChildState]:
+        changed = []
+        for child in event.children:
+            if child.status != self._children.get(child.session) and child.status != "waiting":
+                self._children[child.session] = child.status
+                changed.append(child)
+        return changed
+
     def __call__(self, event: AgentEvent) -> None:
         from hermes_tui.cli.show import shown
 
+        if isinstance(event, DelegateProgress):  # one line per child start and end, not per step
+            for child in self._children_changed(event):
+                if self.as_json:
+                    self.emit("child", turn=event.turn_id, name=child.name, session=child.session, status=child.status,
+                              model_calls=child.steps, tool_calls=child.tool_calls, cost_usd=child.cost_usd)
+                elif child.status == "running":
+                    self.line(f"  ↳ sub-agent {shown(child.name)} started: {shown(child.goal[:120])}")
+                else:
+                    self.line(f"  ↳ sub-agent {shown(child.name)} {child.status} · {plural(child.steps, 'model call')} · "
+                              f"{plural(child.tool_calls, 'tool call')} · {dollars(child.cost_usd)}")
+            return
+        if isinstance(event, ChildEvent):
+            return  # a child's own steps: its transcript is stored; the run shows starts and ends
         if self.as_json:
             self._json(event)
             return

@@ -49,8 +49,9 @@ from hermes_tui.agent.hermes_format import HermesStreamParser, new_call_id
 from hermes_tui.agent.history import History
 from hermes_tui.agent.providers import Provider, ProviderError, ProviderSettings, make_provider
 from hermes_tui.agent.restore import LoadedSession, PendingCall, load_session
-from hermes_tui.agent.tools import InvalidCall, ToolCall, declarations, validate_call
-from hermes_tui.agent.usage import CallUsage, Totals, context_window, estimate_cost, request_chars, warm_prices
+from hermes_tui.agent.tools import MODEL_TOOLS, InvalidCall, ToolCall, declarations, validate_call
+from hermes_tui.agent.usage import CallUsage, Tally, Totals, context_window, estimate_cost, request_chars, warm_prices
+from hermes_tui.config import SubagentsConfig
 from hermes_tui.runtime.executor import INTERRUPT_NOTICE
 from hermes_tui.runtime.models import ExecResult, Origin
 from hermes_tui.units import plural
@@ -109,6 +110,11 @@ class Agent:
             runtime's approver records nothing.
         budget: the cost ceilings (``agent.max_cost_usd``, ``max_turn_cost_usd``, ``--max-cost``).
         max_context_tokens: tokens of conversation sent at most (``agent.max_context_tokens``).
+        subagents: ``agent.subagents`` (``delegate_task``: :mod:`.subagents`).
+        depth: 0 for the user's agent, 1 for its sub-agents...; ``delegate_task`` is offered
+            while ``depth < subagents.max_depth``.
+        tool_names: the tools the model is given (a sub-agent's task may narrow them).
+        ledger: a sub-agent's parent: its spending is the parent's (ceilings, totals, usage rows).
     """
 
     def __init__(
@@ -116,6 +122,8 @@ class Agent:
         listener: Listener, cwd: str, max_steps: int = 30, max_invalid: int = 3, system_prompt: str | None = None,
         provider: Provider | None = None, max_context_chars: int = 400_000,
         approvals: ApprovalRecorder | None = None, budget: Budget | None = None, max_context_tokens: int | None = None,
+        subagents: SubagentsConfig | None = None, depth: int = 0, tool_names: tuple[str, ...] = MODEL_TOOLS,
+        ledger: Agent | None = None,
     ) -> None:
         self.runtime = runtime
         self.store = store
@@ -136,6 +144,12 @@ class Agent:
         self._retired: list[Provider] = []
         self.paused = False
         """Set by :meth:`pause`: the running turn stops at its next tool result, unstored."""
+        self.subagents = subagents or SubagentsConfig()
+        self.depth = depth
+        self.ledger = ledger
+        self.tool_names = tuple(tool_names) + (("delegate_task",) if depth < self.subagents.max_depth else ())
+        self.children: set[Agent] = set()
+        """Sub-agents running now (interrupted with this agent)."""
         self._ask_inner_first = True
         self.tools: list[dict[str, Any]] = []
         """The tools declared to the model (built in :meth:`open`)."""
@@ -153,7 +167,7 @@ class Agent:
         """Create the session row if new; start serving queued turns."""
         if self.provider is not None and not self.tools:
             # In a thread: building the schemas imports every tool (httpx, the HTML parser).
-            self.tools = await asyncio.to_thread(declarations)
+            self.tools = await asyncio.to_thread(declarations, self.tool_names)
         if self.settings is not None:  # the price table, read once off the loop
             await asyncio.to_thread(warm_prices)
             self.totals.context_window = await asyncio.to_thread(self._context_window, self.settings)
@@ -186,7 +200,7 @@ class Agent:
         self.settings = settings
         self.provider = make_provider(settings)
         if not self.tools:
-            self.tools = await asyncio.to_thread(declarations)
+            self.tools = await asyncio.to_thread(declarations, self.tool_names)
         await asyncio.to_thread(warm_prices)
         self.totals.context_window = await asyncio.to_thread(self._context_window, settings)
         await self.store.call(db.set_session_model, self.session_id, settings.name, settings.model)
@@ -258,6 +272,8 @@ class Agent:
         # Forwarded every time: a script that started after the first Esc (its start was being
         # stored) still gets it, and a second Esc during the grace ends it at once.
         await self.runtime.interrupt(self.session_id, notice)
+        for child in list(self.children):
+            await child.interrupt(notice)
         if again:
             return False
         if turn.task is not None and not turn.task.done():
@@ -358,8 +374,11 @@ class Agent:
         return "stopped"
 
     def _over_budget(self, turn: _Turn) -> str | None:
-        """Why the next model call may not be made (a ceiling would be passed), or None."""
-        if not self.budget.active or self.settings is None:
+        """Why the next model call may not be made (a ceiling would be passed), or None. A
+        sub-agent is held to its parent's ceilings, with what the parent and all its children
+        have spent."""
+        owner = self.ledger or self
+        if not owner.budget.active or self.settings is None:
             return None
         system, messages, tools = self.history.request(self._system, self.tools, self.settings.tool_format == "hermes")
         sent = self.history.tokens_for(request_chars(system, messages, tools))
@@ -367,17 +386,39 @@ class Agent:
         estimate = estimate_cost(sent, output, self.settings.model, self.settings.name, self.settings.base_url,
                                  self.settings.pricing)
         if estimate is None:
-            if not self.budget.warned_unpriced:
-                self.budget.warned_unpriced = True
+            if not owner.budget.warned_unpriced:
+                owner.budget.warned_unpriced = True
                 self.listener(Notice(turn.id, f"No price is known for {self.settings.model}, so the cost ceiling "
                                               "cannot be held: set model.pricing (input_per_mtok, output_per_mtok) "
                                               "to enforce it.", "warning"))
             return None
+        if self.ledger is not None:
+            current = self.ledger._current
+            return owner.budget.refuse(owner.totals.cost_usd, current.spent if current else 0.0, estimate)
         return self.budget.refuse(self.totals.cost_usd, turn.spent, estimate)
 
+    def make_child(self, session: str, settings: ProviderSettings | None, listener: Listener, max_steps: int,
+                   tool_names: tuple[str, ...], system_prompt: str) -> Agent:
+        """A sub-agent of this agent (:mod:`.subagents`): its spending is this agent's."""
+        return Agent(self.runtime, self.store, session, settings=settings, listener=listener, cwd=self.cwd,
+                     max_steps=max_steps, system_prompt=system_prompt, approvals=self.approvals,
+                     depth=self.depth + 1, subagents=self.subagents, tool_names=tool_names, ledger=self)
+
+    def absorb(self, usage: CallUsage) -> None:
+        """A sub-agent's call: counted in this session's and this turn's spending (not its
+        context: the child's conversation is not this one's)."""
+        Tally.add(self.totals, usage)
+        if self._current is not None:
+            self._current.spent += usage.cost_usd or 0.0
+        self.listener(UsageUpdated(self._current.id if self._current else "", None, self.totals))
+
     async def _account(self, turn: _Turn, reply_id: int, usage: CallUsage, sent_chars: int) -> None:
-        """Store a call's usage with its reply, count it, and tell the front end."""
-        await self.store.call(db.add_usage, self.session_id, turn.id, reply_id, {
+        """Store a call's usage with its reply, count it, and tell the front end. A sub-agent's
+        is stored in its parent's session, under the parent's turn: a turn's cost includes its
+        children's."""
+        owner = self.ledger or self
+        owner_turn = owner._current.id if self.ledger is not None and owner._current is not None else turn.id
+        await self.store.call(db.add_usage, owner.session_id, owner_turn, reply_id if owner is self else None, {
             "provider": usage.provider, "model": usage.model, "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens, "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens, "reasoning_tokens": usage.reasoning_tokens,
@@ -389,6 +430,8 @@ class Agent:
         if not usage.estimated:
             self.history.calibrate(usage.input_tokens, sent_chars)
         self.listener(UsageUpdated(turn.id, usage, self.totals))
+        if self.ledger is not None:
+            self.ledger.absorb(usage)
 
     async def _reply(self, turn: _Turn) -> tuple[int, str, list[ToolCall]] | None:
         """One model call, streamed into a stored reply; None if it failed or was interrupted."""
@@ -444,7 +487,7 @@ class Agent:
                 await self._finish_call(turn, call, NOT_RUN, "interrupted")
                 continue
             try:
-                parsed = validate_call(call)
+                parsed = validate_call(call, self.tool_names)
             except InvalidCall as exc:
                 invalid += 1
                 await self.store.call(db.start_tool_call, self.session_id, turn.id, message_id or 0, call.id,
@@ -461,6 +504,13 @@ class Agent:
         if turn.interrupted:  # interrupted while the call's start was being stored: it never runs
             await self._finish_call(turn, call, NOT_RUN, "interrupted")
             return
+        if call.name == "delegate_task":
+            from hermes_tui.agent.subagents import DelegateArgs, delegate
+
+            outcome = await delegate(self, turn, call.id, DelegateArgs.model_validate(args))
+            status: ToolStatus = "interrupted" if turn.interrupted else "success"
+            await self._finish_call(turn, call, outcome, status)
+            return
         if call.name == "execute_code":
             result = await self.runtime.execute_code(args["code"], reset=args["reset"], session=self.session_id,
                                                      cwd=self.cwd, origin=turn.origin, call_id=call.id,
@@ -468,7 +518,6 @@ class Agent:
             await self._finish_call(turn, call, result.model_dump(mode="json"), result.status, result)
             return
         given = {k: v for k, v in args.items() if v is not None}
-        status: ToolStatus
         try:
             outcome = dict(await _interruptible(turn, self.runtime.call_tool(
                 call.name, given, session=self.session_id, cwd=self.cwd, origin=turn.origin, call_id=call.id,

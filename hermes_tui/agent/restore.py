@@ -81,9 +81,12 @@ async def load_session(store: db.SessionStore, session_id: str) -> LoadedSession
                     approval["id"] if approval else None))
             continue
         for c in unanswered:
-            content = json.dumps({"error": RESTART_NOTE})
+            result: dict[str, Any] = {"error": RESTART_NOTE}
+            if c["function"]["name"] == "delegate_task":  # the children that finished are kept
+                result = restored_delegation(c["function"]["arguments"], stored.tool_calls.get(c["id"]))
+            content = json.dumps(result)
             await store.call(db.finish_tool_call, session_id, message["turn_id"], c["id"], "interrupted",
-                             {"error": RESTART_NOTE}, content, None)
+                             result, content, None)
             history.append({"role": "tool", "tool_call_id": c["id"], "content": content})
     resumable = {p.turn_id for p in loaded.pending}
     for turn_id in running:
@@ -91,3 +94,21 @@ async def load_session(store: db.SessionStore, session_id: str) -> LoadedSession
             await store.call(db.end_turn, turn_id, "interrupted", "the app stopped during this turn")
         loaded.interrupted_turns.append(turn_id)
     return loaded
+
+
+def restored_delegation(arguments: str, row: dict[str, Any] | None) -> dict[str, Any]:
+    """A ``delegate_task`` call the app stopped during: the children that had finished (kept on
+    the call as they finished), and the others marked interrupted."""
+    from hermes_tui.agent.subagents import DelegateArgs, child_names
+
+    finished = (row or {}).get("result") or {}
+    done = list(finished.get("partial", [])) if isinstance(finished, dict) else []
+    try:
+        tasks = DelegateArgs.model_validate_json(arguments or "{}").all_tasks()
+    except ValueError:
+        return {"error": RESTART_NOTE, "results": done}
+    seen = {item.get("name") for item in done}
+    rest = [{"name": name, "goal": task.goal[:500], "status": "interrupted",
+             "summary": "[interrupted: the app stopped before this sub-agent finished]"}
+            for name, task in zip(child_names(tasks), tasks) if name not in seen]
+    return {"results": done + rest, "note": RESTART_NOTE}

@@ -51,6 +51,10 @@ def args_model(name: str) -> type[BaseModel] | None:
     """The pydantic model of tool ``name``'s arguments."""
     if name == "execute_code":
         return ExecuteCodeArgs
+    if name == "delegate_task":
+        from hermes_tui.agent.subagents import DelegateArgs
+
+        return DelegateArgs
     tool = get_tool(name)
     return tool.args if tool is not None else None
 
@@ -61,14 +65,42 @@ def declarations(names: tuple[str, ...] = MODEL_TOOLS) -> list[dict[str, Any]]:
     for name in names:
         model = args_model(name)
         assert model is not None, name
-        schema = model.model_json_schema()
+        schema = _inline(model.model_json_schema())
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         declared.append({"type": "function", "function": {
-            "name": name, "description": EXECUTE_CODE_DESCRIPTION if name == "execute_code" else DESCRIPTIONS[name],
-            "parameters": schema}})
+            "name": name, "description": _description(name), "parameters": schema}})
     return declared
+
+
+def _description(name: str) -> str:
+    if name == "execute_code":
+        return EXECUTE_CODE_DESCRIPTION
+    if name == "delegate_task":
+        from hermes_tui.agent.subagents import DELEGATE_DESCRIPTION
+
+        return DELEGATE_DESCRIPTION
+    return DESCRIPTIONS[name]
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its ``$defs`` references written in place (not every server follows
+    ``$ref``)."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node and node["$ref"].startswith("#/$defs/"):
+                target = dict(defs[node["$ref"].split("/")[-1]])
+                target.pop("title", None)
+                return walk(target)
+            return {key: walk(value) for key, value in node.items() if key != "title" or not isinstance(value, str)}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(schema)
 
 
 @dataclass

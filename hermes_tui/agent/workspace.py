@@ -88,6 +88,7 @@ class Workspace:
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
             system_prompt=self.config.agent.system_prompt, max_context_chars=self.config.agent.max_context_chars,
             approvals=self.approvals, budget=self.budget(), max_context_tokens=self.config.agent.max_context_tokens,
+            subagents=self.config.agent.subagents,
         )
         loaded = await agent.load()  # None for a new session
         self._created = session_id if loaded is None else None  # before the row exists: a cut-short open is cleaned too

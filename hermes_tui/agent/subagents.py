@@ -1,0 +1,213 @@
+"""Sub-agents: ``delegate_task`` hands sub-tasks to child agents; only their summaries return.
+
+A child is an :class:`~hermes_tui.agent.loop.Agent` of its own: its own conversation, stored
+as session ``PARENT::child::NAME`` (viewable, never listed among the user's sessions), its own
+kernel (a sub-agent kernel: outside ``max_session_kernels``, disposed when the child ends),
+the parent's approvals (its requests reach the same dialog, under the child's session name),
+and no ``delegate_task`` unless ``agent.subagents.max_depth`` allows one more level.
+
+Up to ``agent.subagents.max_concurrency`` children run at once; the rest wait. A child ends
+with a summary — its final answer, capped at ``summary_chars`` — with its status, model calls,
+tool calls and cost; that is all the parent's model reads. Its cost counts toward the parent
+turn's and session's ceilings as it is spent (one ledger, checked before each of the child's
+model calls), and a child stopped by its ``max_steps`` or by the shared ceiling ends with
+status ``budget`` and what it has. Interrupting the parent interrupts every child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from hermes_tui.agent.events import AgentEvent, ReplyDone, ToolFinished, TurnEnded, UsageUpdated
+from hermes_tui.runtime.models import SUBAGENT_SEPARATOR
+
+DELEGATE_DESCRIPTION = (
+    "Hand one or more self-contained sub-tasks to sub-agents that work in parallel, each with its own "
+    "kernel and tools, and get back only a short summary of each (not everything they read). Use it for "
+    "research or work whose details the conversation does not need. Give each task a clear goal and the "
+    "context it needs: a sub-agent sees nothing of this conversation."
+)
+SUBAGENT_PROMPT = (
+    "You are a sub-agent of hermes-tui, working on one task for a parent agent. You act by writing Python: "
+    "execute_code runs a script in your own persistent kernel, where `from hermes_tools import ...` gives the "
+    "tools. The parent sees only your final answer: when the task is done (or cannot be done), reply with a "
+    "concise summary of what you found or did, with the facts and figures the parent needs. The task:"
+)
+
+
+class Task(BaseModel):
+    """One sub-task."""
+
+    goal: str = Field(min_length=1, max_length=20_000, description="what the sub-agent must achieve")
+    context: str | None = Field(None, max_length=100_000, description="what it needs to know (it sees nothing else)")
+    name: str | None = Field(None, max_length=40, description="a short name (letters, digits, - or _)")
+    tools: list[str] | None = Field(None, description="the tools it may use (default: all but delegate_task)")
+    model: str | None = Field(None, max_length=200, description="another model of the same provider")
+    max_steps: int | None = Field(None, ge=1, le=200, description="model calls it may make")
+
+
+class DelegateArgs(Task):
+    """Arguments of ``delegate_task``: one task (``goal`` ...) or ``tasks``."""
+
+    goal: str | None = Field(None, max_length=20_000, description="one task's goal (or give tasks)")  # type: ignore[assignment]
+    tasks: list[Task] | None = Field(None, min_length=1, max_length=20, description="several tasks, run in parallel")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> DelegateArgs:
+        if (self.goal is None) == (self.tasks is None):
+            raise ValueError("give either goal (one task) or tasks (a list), not both and not neither")
+        return self
+
+    def all_tasks(self) -> list[Task]:
+        """The tasks, one or many."""
+        if self.tasks is not None:
+            return list(self.tasks)
+        return [Task(goal=self.goal or "", context=self.context, name=self.name, tools=self.tools, model=self.model,
+                     max_steps=self.max_steps)]
+
+
+@dataclass
+class ChildState:
+    """What the parent shows of one child, live."""
+
+    name: str
+    goal: str
+    session: str
+    status: str = "waiting"
+    """waiting, running, done, error, budget, interrupted."""
+    steps: int = 0
+    tool_calls: int = 0
+    cost_usd: float = 0.0
+    unpriced: bool = False
+    started_at: float | None = None
+    ended_at: float | None = None
+    summary: str = ""
+
+    def result(self, summary_chars: int) -> dict[str, Any]:
+        """What the parent's model reads of this child."""
+        summary = self.summary
+        if len(summary) > summary_chars:
+            summary = summary[:summary_chars] + f"\n[... summary cut at {summary_chars} characters]"
+        return {"name": self.name, "goal": self.goal[:500], "status": self.status, "summary": summary,
+                "model_calls": self.steps, "tool_calls": self.tool_calls,
+                "cost_usd": None if self.unpriced and not self.cost_usd else round(self.cost_usd, 6),
+                "seconds": round((self.ended_at or time.time()) - (self.started_at or time.time()), 2)}
+
+
+@dataclass
+class DelegateProgress(AgentEvent):
+    """The children of one ``delegate_task`` call, as they stand now (sent on every change)."""
+
+    call_id: str
+    children: list[ChildState] = field(default_factory=list)
+
+
+@dataclass
+class ChildEvent(AgentEvent):
+    """An event of a child's own conversation (for its live transcript)."""
+
+    child_session: str
+    event: AgentEvent
+
+
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def child_names(tasks: list[Task]) -> list[str]:
+    """A distinct, session-safe name per task (``research``, ``task-2``...)."""
+    names: list[str] = []
+    for index, task in enumerate(tasks, 1):
+        base = _NAME.sub("-", (task.name or "").strip()).strip("-")[:32] or f"task-{index}"
+        name, n = base, 2
+        while name in names:
+            name, n = f"{base}-{n}", n + 1
+        names.append(name)
+    return names
+
+
+async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> dict[str, Any]:
+    """Run the tasks as child agents of ``parent`` (an :class:`~hermes_tui.agent.loop.Agent`,
+    not imported here: the loop imports this module) — at most ``max_concurrency`` at once —
+    and return what the parent's model reads: each child's summary and figures."""
+    config = parent.subagents
+    tasks = args.all_tasks()
+    names = child_names(tasks)
+    base = f"{parent.session_id}{SUBAGENT_SEPARATOR}"
+    states = [ChildState(name, task.goal, f"{base}{call_id[-6:]}-{name}") for name, task in zip(names, tasks)]
+    gate = asyncio.Semaphore(max(1, config.max_concurrency))
+    children: list[Any] = []
+
+    def progress() -> None:
+        parent.listener(DelegateProgress(turn.id, call_id, [replace(s) for s in states]))
+
+    async def run(task: Task, state: ChildState) -> None:
+        async with gate:
+            if turn.interrupted:
+                state.status, state.ended_at = "interrupted", time.time()
+                progress()
+                return
+            settings = parent.settings
+            if settings is not None and task.model and task.model != settings.model:
+                settings = replace(settings, model=task.model, pricing=None, context_length=None)
+            ended = asyncio.Event()
+            outcome: dict[str, Any] = {}
+
+            def listen(event: AgentEvent) -> None:
+                parent.listener(ChildEvent(turn.id, state.session, event))
+                if isinstance(event, ReplyDone) and event.status == "done":
+                    state.summary = event.text
+                elif isinstance(event, ToolFinished):
+                    state.tool_calls += 1
+                    progress()
+                elif isinstance(event, UsageUpdated) and event.call is not None:
+                    state.steps += 1
+                    state.cost_usd += event.call.cost_usd or 0.0
+                    state.unpriced = state.unpriced or event.call.cost_usd is None
+                    progress()
+                elif isinstance(event, TurnEnded):
+                    outcome["status"] = event.status
+                    ended.set()
+
+            allowed = [t for t in (task.tools or parent.tool_names) if t != "delegate_task"]
+            child = parent.make_child(state.session, settings, listen, task.max_steps or config.max_steps,
+                                      tuple(allowed), SUBAGENT_PROMPT)
+            children.append(child)
+            parent.children.add(child)
+            state.status, state.started_at = "running", time.time()
+            progress()
+            try:
+                await child.open()
+                text = task.goal if not task.context else f"{task.goal}\n\nContext:\n{task.context}"
+                await child.submit(text, turn.origin, "message")
+                await ended.wait()
+            finally:
+                parent.children.discard(child)
+                await child.aclose()
+                await parent.runtime.dispose_session(state.session)
+            status = outcome.get("status", "error")
+            state.status = {"stopped": "budget"}.get(status, status)
+            if not state.summary and state.status == "done":
+                state.status = "error"
+                state.summary = "(the sub-agent gave no answer)"
+            state.ended_at = time.time()
+            progress()
+            await parent.store.call(_store_progress, parent.session_id, call_id,
+                                    [s.result(config.summary_chars) for s in states if s.ended_at is not None])
+
+    await asyncio.gather(*(run(task, state) for task, state in zip(tasks, states)))
+    return {"results": [state.result(config.summary_chars) for state in states]}
+
+
+def _store_progress(db: Any, session_id: str, call_id: str, finished: list[dict[str, Any]]) -> None:
+    """Keep the children that finished on the parent's running call: if the app stops during
+    the fan-out, restoring the session keeps them (the others are marked interrupted)."""
+    import json
+
+    db.execute("UPDATE tool_calls SET result = ? WHERE session_id = ? AND id = ? AND status = 'running'",
+               (json.dumps({"partial": finished}), session_id, call_id))
