@@ -257,6 +257,9 @@ class HermesApp(App[None]):
         if not future.done():
             future.set_result(ApprovalDecision(choice=choice, reason=reason if isinstance(reason, str) else None))
         who = str(answer.get("who") or "a shell")
+        await self.runtime.gate.audit.write(event="answer_from_shell", id=request.id, session=request.session,
+                                            decision=choice, why=reason if isinstance(reason, str) else None, who=who,
+                                            text=request.text)
         self.main.post_message(MainScreen.ApprovalWithdrawn(request.id, f"Answered from {who}: {choice}."))
         return {"ok": True, "answered": request.id, "choice": choice}
 

@@ -180,3 +180,65 @@ def test_run_and_resume_refuse_a_session_open_in_the_app(hermes_home: Path, work
         run, resume = asyncio.run(scenario())
     for refused in (run, resume):
         assert refused.returncode == 2 and "open in a running hermes-tui" in refused.stderr
+
+
+def test_a_once_answer_serves_one_request_not_a_repeat_of_the_same_call(hermes_home: Path, workdir: Path) -> None:
+    script = "open('count.txt', 'a').write('x')"
+    same = {"name": "execute_code", "id": "c1", "arguments": {"code": script}}  # the model repeats its call id
+    with FakeModelServer([{"text": "", "tool_calls": [same]}, {"text": "", "tool_calls": [same]},
+                          {"text": "", "tool_calls": [same]}, {"text": "stopped"}]) as server:
+        configure(hermes_home, server)
+        assert cli(workdir, "run", "--session", "once1", "go").returncode == 3
+        assert cli(workdir, "approve", "once1", "--all").returncode == 0
+        again = cli(workdir, "resume", "once1")
+        assert again.returncode == 3, again.stdout + again.stderr  # the repeat is a new question
+    assert (workdir / "count.txt").read_text() == "x"  # ran once, as approved
+
+
+def test_identical_commands_each_take_their_own_answer(hermes_home: Path, workdir: Path) -> None:
+    script = ("from hermes_tools import terminal\n"
+              "for n in range(3):\n    print(n, terminal('echo same-text >> same.txt').get('status'))")
+    with FakeModelServer([{"text": "", "tool_calls": [code_call(script)]}, {"text": "done"}]) as server:
+        configure(hermes_home, server, "approvals:\n  mode: strict\n")
+        assert cli(workdir, "run", "--session", "same1", "go").returncode == 3
+        assert cli(workdir, "approve", "same1", "--all").returncode == 0  # the script
+        assert cli(workdir, "resume", "same1").returncode == 3  # its three commands wait
+        ids = [p["id"] for p in json.loads(cli(workdir, "inspect", "same1", "--pending", "--json").stdout)["pending"]]
+        assert len(ids) == 3
+        assert cli(workdir, "approve", "same1", ids[0]).returncode == 0
+        assert cli(workdir, "deny", "same1", ids[2], "--reason", "not the third").returncode == 0
+        done = cli(workdir, "resume", "same1", "--json")  # the second was left unanswered
+        assert done.returncode == 0, done.stdout + done.stderr
+    output = [e for e in events(done.stdout) if e["event"] == "tool_finished"][-1]["result"]["output"]
+    assert output.splitlines() == ["0 None", "1 blocked", "2 blocked"]
+    assert (workdir / "same.txt").read_text() == "same-text\n"
+
+
+def test_a_second_resume_of_the_same_session_is_refused_while_one_runs(hermes_home: Path, workdir: Path) -> None:
+    with FakeModelServer([{"text": "", "tool_calls": [code_call("print(1)")]}, {"text": "slow", "hang": 3}]) as server:
+        configure(hermes_home, server)
+        assert cli(workdir, "run", "--session", "lock1", "go").returncode == 3
+        assert cli(workdir, "approve", "lock1", "--all").returncode == 0
+        first = subprocess.Popen([*CLI, "resume", "lock1"], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while len(server.requests) < 2:  # the first resume is in its model call
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            second = cli(workdir, "resume", "lock1")
+        finally:
+            out, err = first.communicate(timeout=60)
+    assert second.returncode == 2 and "being run by another" in second.stderr
+    assert first.returncode == 0, out + err
+
+
+def test_a_turn_stopped_by_its_ceiling_resumes_with_a_higher_one(hermes_home: Path, workdir: Path) -> None:
+    usage = {"prompt_tokens": 100_000, "completion_tokens": 1000}
+    with FakeModelServer([{"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "nope"}}],
+                           "usage": usage}, {"text": "finished", "usage": usage}]) as server:
+        configure(hermes_home, server, "  pricing:\n    input_per_mtok: 2\n    output_per_mtok: 10\n")
+        assert cli(workdir, "run", "--max-cost", "0.30", "--session", "ceil1", "go").returncode == 4
+        resumed = cli(workdir, "resume", "ceil1", "--max-cost", "5")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "finished" in resumed.stdout

@@ -57,38 +57,45 @@ class RunApprover:
     """Answers a headless run's requests: an answer given from a shell first, then a person at
     the terminal, else a pause.
 
+    Each request left pending when the run paused takes its own answer, once: asked again as it
+    was (the same id), or asked anew by the re-run of its tool call — then the n-th such
+    question of that call (same kind and text) takes the n-th stored request's answer. One
+    left unanswered is denied. Anything else is a new question: asked, or paused on.
+
     Args:
-        answers: ``approval_answers`` rows of the session (``hermes-tui approve`` / ``deny``).
-        left_pending: requests still pending when the run resumed with no answer: denied.
+        waiting: the requests pending when the run resumed (``approvals`` rows, oldest first),
+            each with its ``answer`` from ``hermes-tui approve`` / ``deny`` or None.
         ask: the terminal's approver (None: no terminal, or ``--pause-on approval``).
         pause: pause when nobody answers (False: ``--pause-on never`` with no terminal: denied).
         on_pause: called once with the first request that paused the run.
     """
 
-    answers: list[dict[str, Any]] = field(default_factory=list)
-    left_pending: list[dict[str, Any]] = field(default_factory=list)
+    waiting: list[dict[str, Any]] = field(default_factory=list)
     ask: Approver | None = None
     pause: bool = True
     on_pause: Callable[[ApprovalRequest], None] | None = None
     paused: list[ApprovalRequest] = field(default_factory=list)
 
-    def _find(self, rows: list[dict[str, Any]], request: ApprovalRequest, id_key: str) -> dict[str, Any] | None:
-        # By id (the request asked again as it was), else the same question asked again by the
-        # re-run of the same tool call (a new request: the same call, kind and text). Never by
-        # text alone: a "once" answer does not let the model run the same script in a new call.
-        return next((r for r in rows if r[id_key] == request.id), None) or next(
-            (r for r in reversed(rows) if request.call_id and r["tool_call_id"] == request.call_id
-             and r["kind"] == request.kind and r["text"] == request.text), None)
+    def _take(self, request: ApprovalRequest) -> dict[str, Any] | None:
+        """The waiting request this one is, removed so that its answer serves once."""
+        found = next((w for w in self.waiting if w["id"] == request.id), None)
+        if found is None and request.call_id:
+            found = next((w for w in self.waiting if w["tool_call_id"] == request.call_id
+                          and w["kind"] == request.kind and w["text"] == request.text), None)
+        if found is not None:
+            self.waiting.remove(found)
+        return found
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        answer = self._find(self.answers, request, "approval_id")
-        if answer is not None:
+        waiting = self._take(request)
+        if waiting is not None:
+            answer = waiting.get("answer")
+            if answer is None:
+                return ApprovalDecision(choice="deny", reason=LEFT_PENDING)
             if answer["decision"] == "deny":
                 return ApprovalDecision(choice="deny", reason=answer["reason"] or "denied with hermes-tui deny")
             choice = answer["decision"] if answer["decision"] in request.choices else "once"
             return ApprovalDecision(choice=choice)  # type: ignore[arg-type]
-        if self._find(self.left_pending, request, "id") is not None:
-            return ApprovalDecision(choice="deny", reason=LEFT_PENDING)
         if self.ask is not None:
             return await self.ask(request)
         if not self.pause:
@@ -163,7 +170,9 @@ class Printer:
         elif isinstance(event, ToolFinished):
             result = event.exec_result
             if result is not None:
-                self.line(f"← {result.status} · {result.duration_seconds:.2f}s")
+                why = f": {shown(result.error.splitlines()[0][:200])}" if result.error and result.status != "success" \
+                    else ""
+                self.line(f"← {result.status} · {result.duration_seconds:.2f}s{why}")
                 if result.output.strip():
                     self.line(shown(result.output.rstrip("\n"), one_line=False))
             else:
@@ -253,17 +262,16 @@ class HeadlessRun:
                 self.printer.line(f"nothing to resume: session {self.session} has no paused or unfinished turn")
                 return Outcome("nothing", EXIT_FAILED, self.session)
             resumes = await store.call(db.count_resume, turn_id)
-            self.approver.answers = await store.call(db.offline_answers, self.session)
             from hermes_tui.cli.show import shown
 
-            for answer in self.approver.answers:  # said before anything runs: who allowed what
-                if answer["approval_id"] in {p["id"] for p in loaded.stored.pending_approvals}:
-                    self.printer(Notice(turn_id, f"answer {answer['decision']} for [{answer['approval_id']}] "
-                                                 f"{shown(answer['text'][:80])} given by {shown(answer['who'])}", "info"))
-            answered = {a["approval_id"] for a in self.approver.answers}
-            self.approver.left_pending = [{"id": p["id"], "kind": p["kind"], "text": p["text"],
-                                           "tool_call_id": p["tool_call_id"]}
-                                          for p in loaded.stored.pending_approvals if p["id"] not in answered]
+            # Only the requests pending now, each answered once: an answer given for an earlier
+            # pause was used then and is never matched again.
+            self.approver.waiting = await store.call(db.pending_requests, self.session)
+            for waiting in self.approver.waiting:  # said before anything runs: who allowed what
+                answer = waiting["answer"]
+                said = f"answer {answer['decision']} given by {shown(answer['who'])}" if answer else \
+                    "no answer: it will be denied"
+                self.printer(Notice(turn_id, f"[{waiting['id']}] {shown(waiting['text'][:80])}: {said}", "info"))
             await store.call(db.settle_pending, self.session, LEFT_PENDING)  # asked afresh below
             if loaded.pending:  # answered beforehand: a script's commands are answered as it reaches them
                 await opened.agent.resume_pending(ask_inner_first=False)
@@ -302,11 +310,12 @@ class HeadlessRun:
 
 def _resumable_turn(loaded: Any) -> str | None:
     """The turn to go on with: one with pending approvals, else the newest turn if the run died
-    in it (interrupted: a reply or a call never finished)."""
+    in it (interrupted: a reply or a call never finished), stopped at a cost ceiling, or failed
+    (the model could not be reached)."""
     if loaded.pending:
         return loaded.pending[0].turn_id
     turns = loaded.stored.turns
-    if turns and turns[-1]["id"] in loaded.interrupted_turns:
+    if turns and (turns[-1]["id"] in loaded.interrupted_turns or turns[-1]["status"] in ("budget", "error")):
         return turns[-1]["id"]
     return None
 

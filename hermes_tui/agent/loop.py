@@ -599,6 +599,15 @@ class Agent:
                     self.listener(ToolStarted(turn.id, item.call.id, item.call.name, {}))
                     await self._finish_call(turn, item.call, refused, "blocked")
                     continue
+            elif inner and item.call.name == "execute_code":
+                # The script had been allowed to run (it reached the command that waited): its
+                # re-run passes the script's own check once; its commands are asked as they come.
+                try:
+                    code = json.loads(item.call.arguments or "{}").get("code")
+                except (json.JSONDecodeError, AttributeError):
+                    code = None
+                if isinstance(code, str):
+                    self.runtime.allow_once(self.session_id, code)
             await self._run_calls(turn, None, [item.call])
         if self.provider is None or turn.interrupted:
             return "interrupted" if turn.interrupted else "done"

@@ -142,13 +142,36 @@ def _drive(args: argparse.Namespace, config: Config, session: str, text: str | N
         raise UsageError("run needs a model: set model.provider and model.default in config.yaml "
                          "(`hermes-tui doctor` checks it)")
     _check_home()
+    lock = _hold_session(home, session)  # one run or resume of a session at a time
     interactive = sys.stdin.isatty() and args.pause_on != "approval"
     approver = RunApprover(ask=tty_approver() if interactive else None, pause=args.pause_on != "never")
     printer = Printer(args.json)
     run = HeadlessRun(config, home=home, cwd=os.getcwd(), settings=settings, session=session, printer=printer,
                       approver=approver, max_cost=args.run_max_cost)
-    outcome = asyncio.run(run.start(text) if text is not None else run.resume())
+    try:
+        outcome = asyncio.run(run.start(text) if text is not None else run.resume())
+    finally:
+        lock.close()
     return _report(outcome, printer, run.summary(), resumed=text is None)
+
+
+def _hold_session(home: Any, session: str) -> Any:
+    """An exclusive lock on ``session`` for this process (``tui/locks/ID.lock``, flock): a second
+    ``run`` or ``resume`` of it is refused with one line, so an approval is never used twice."""
+    import fcntl
+
+    from hermes_tui.paths import tui_dir
+
+    folder = tui_dir(home) / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / f"{session}.lock", "a+")  # noqa: SIM115 - held until the run ends
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise UsageError(f"session {session} is being run by another hermes-tui run or resume; wait for it to "
+                         "end") from None
+    return handle
 
 
 def _report(outcome: Any, printer: Any, summary: str, resumed: bool) -> int:
@@ -209,15 +232,19 @@ def inspect_command(args: argparse.Namespace) -> int:
         for reason in item["reasons"]:
             print(f"  why: {shown(reason)}")
         print(f"  answers: {', '.join(item['choices'])}; always would store: {shown(item['always_would_store'])}")
-        if item.get("on_resume"):
+        if item.get("on_resume") and not (item["answer"] and item["answer"]["decision"] == "deny"):
             print(f"  on resume: {item['on_resume']}")
         if item["answer"]:
             answer = item["answer"]
             print(f"  answered: {answer['decision']} by {shown(answer['who'])}"
                   + (f" ({shown(answer['reason'])})" if answer.get("reason") else ""))
     session = report["session"]
+    from hermes_tui.inject import app_holds
+
+    then = "the running app goes on by itself (it has this session open)" if app_holds(session) else \
+        f"hermes-tui resume {session}"
     print(f"\nanswer: hermes-tui approve {session} --all   (or REQUEST_ID ..., --except TEXT, --as session|always)"
-          f"\n        hermes-tui deny {session} REQUEST_ID --reason TEXT\nthen:   hermes-tui resume {session}")
+          f"\n        hermes-tui deny {session} REQUEST_ID --reason TEXT\nthen:   {then}")
     return EXIT_OK
 
 
@@ -323,6 +350,8 @@ def _select(requests: list[dict[str, Any]], args: argparse.Namespace, approving:
         chosen = [known[i] for i in args.ids]
     if approving and args.excepted:
         chosen = [r for r in chosen if not any(text in r["text"] for text in args.excepted)]
+        if not chosen:
+            raise UsageError("nothing approved: every chosen request's text contains an --except text")
     return chosen
 
 

@@ -261,6 +261,10 @@ class ApprovalGate:
         self._session_allowed.pop(session, None)
         self._allowed_once.pop(session, None)
 
+    def allow_once(self, session: str, key: str) -> None:
+        """The next check of ``key`` in ``session`` passes, once, without asking."""
+        self._allowed_once.setdefault(session, []).append(key)
+
     def _take_once(self, session: str, key: str) -> bool:
         waiting = self._allowed_once.get(session)
         if waiting and key in waiting:

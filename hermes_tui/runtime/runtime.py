@@ -159,6 +159,11 @@ class Runtime:
         """Apply approvals.mode/timeout and re-read the allow rules: a deliberate user action."""
         await self.gate.load_rules()
 
+    def allow_once(self, session: str, text: str) -> None:
+        """Let the next identical check of ``text`` in ``session`` pass without asking, once: the
+        re-run of a script that had been allowed before its run was cut (a resumed headless run)."""
+        self.gate.allow_once(session, text)
+
     async def ask_again(self, request: ApprovalRequest) -> str | None:
         """Ask again a request that was pending when the app stopped (SPEC §4). None if it is
         allowed — the re-run of its tool call then passes the gate once without asking;
