@@ -504,7 +504,7 @@ class HermesApp(App[None]):
                             (len(prefix), prefix)).fetchall()
         for (session,) in rows:
             rest = session[len(prefix):]
-            if SUBAGENT_SEPARATOR not in rest and rest.endswith("-" + name) and len(rest) - len(name) - 1 <= 6:
+            if SUBAGENT_SEPARATOR not in rest and rest.endswith("-" + name) and len(rest) - len(name) - 1 <= 10:
                 return str(session)
         return None
 

@@ -23,7 +23,6 @@ from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.providers import resolve_provider
 from hermes_tui.agent.subagents import DelegateProgress
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-from hermes_tui.runtime.models import is_subagent_session
 from hermes_tui.store import SessionStore
 from conftest import make_config
 from fake_models import FakeModelServer
@@ -86,7 +85,7 @@ async def test_five_tasks_fan_out_three_at_a_time_and_only_summaries_come_back(p
     assert "lorem ipsum" not in json.dumps(last["messages"])  # the child's reading stays with the child
     progress = [e for e in h.events if isinstance(e, DelegateProgress)]
     assert max(sum(c.status == "running" for c in e.children) for e in progress) <= 3
-    assert not [k for k in h.runtime.kernels() if is_subagent_session(h.runtime.session_of(k.id) or "")]
+    assert not [k for k in h.runtime.kernels() if k.subagent and k.state != "dead"]
     listed = await h.store.call(db.list_sessions)
     assert [s.id for s in listed] == ["p1"]  # children are not the user's sessions
     children_stored = [row["id"] for row in await h.store.call(
@@ -153,13 +152,13 @@ async def test_esc_stops_the_parent_and_every_child(parent_agent) -> None:
         h = await parent_agent(server)
         await h.agent.submit("sleep")
         await h.until(lambda: sum(1 for k in h.runtime.kernels() if k.state == "busy") == 2, timeout=30)
+        assert all(k.subagent for k in h.runtime.kernels() if k.state == "busy")  # so the end check can fail
         started = time.monotonic()
         await h.agent.interrupt()
         await asyncio.wait_for(h.ended.wait(), 15)
         assert time.monotonic() - started < 10
     assert [e.status for e in h.events if isinstance(e, TurnEnded)][-1] == "interrupted"
-    await h.until(lambda: not [k for k in h.runtime.kernels() if is_subagent_session(h.runtime.session_of(k.id) or "")
-                               and k.state != "dead"], timeout=10)
+    await h.until(lambda: not [k for k in h.runtime.kernels() if k.subagent and k.state != "dead"], timeout=10)
 
 
 def test_a_run_killed_mid_fan_out_resumes_with_what_finished(hermes_home: Path, tmp_path: Path) -> None:
@@ -228,3 +227,48 @@ def test_headless_run_prints_a_line_per_child_start_and_end(hermes_home: Path, t
         assert sum(f"sub-agent {name} started" in line for line in lines) == 1
         assert sum(f"sub-agent {name} done · 1 model call · 0 tool calls" in line for line in lines) == 1
     assert "Both finished." in done.stdout
+
+
+async def test_a_bad_task_is_refused_and_a_failing_child_leaves_no_orphans(parent_agent) -> None:
+    bad = {"name": "delegate_task", "arguments": {"tasks": [{"goal": "x", "tools": ["no_such_tool"]}]}}
+    with FakeModelServer([{"match": PARENT, "text": "", "tool_calls": [bad]}, {"match": PARENT, "text": "fixed"}]) \
+            as server:
+        h = await parent_agent(server)
+        assert await h.turn("go") == "done"
+        said = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "no_such_tool" in said and "are not tools a sub-agent can have" in said
+    assert not h.agent.children
+
+
+async def test_a_child_on_an_unpriced_model_is_refused_under_a_ceiling(parent_agent) -> None:
+    from hermes_tui.agent.budget import Budget
+
+    tasks = [{"goal": "CHEAP elsewhere", "name": "other", "model": "some-unpriced-model"}]
+    with FakeModelServer([{"match": PARENT, "text": "", "tool_calls": [delegate(*tasks)]},
+                          {"match": "CHEAP", "text": "spent freely"}, {"match": PARENT, "text": "ok"}]) as server:
+        h = await parent_agent(server, "  pricing:\n    input_per_mtok: 1\n    output_per_mtok: 1\n")
+        h.agent.budget = Budget(3.0)
+        assert await h.turn("go") == "done"
+        results = tool_result(server.requests[-1])["results"]
+    assert results[0]["status"] == "budget" and results[0]["model_calls"] == 0
+    assert not any("CHEAP" in json.dumps(r["messages"]) and PARENT not in json.dumps(r) for r in server.requests)
+
+
+def test_headless_child_requests_are_refused_with_a_reason_not_lost(hermes_home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = "from hermes_tools import terminal\nprint(terminal('echo from-child').get('error'))"
+    tasks = [{"goal": "RUNS a command", "name": "runner"}]
+    with FakeModelServer([{"match": PARENT, "text": "", "tool_calls": [delegate(*tasks)]},
+                          {"match": "RUNS", "text": "", "tool_calls": [{"name": "execute_code",
+                                                                        "arguments": {"code": script}}]},
+                          {"match": "RUNS", "text": "The command was refused."},
+                          {"match": PARENT, "text": "The child could not run it."}]) as server:
+        (hermes_home / "config.yaml").write_text(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n"
+                                                 "  max_retries: 0\napprovals:\n  mode: strict\n")
+        done = subprocess.run([sys.executable, "-m", "hermes_tui", "run", "--session", "kid", "go"], cwd=work,
+                              capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+        child_requests = [r for r in server.requests if "RUNS" in json.dumps(r) and PARENT not in json.dumps(r)]
+    assert done.returncode == 0, done.stdout + done.stderr
+    tool_output = [m for m in child_requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "cannot pause a headless run" in tool_output

@@ -196,13 +196,13 @@ async def test_a_real_fan_out_enter_on_a_child_opens_its_stored_reply(hermes_hom
             await pilot.press("escape")
             await wait_until(pilot, lambda: app.screen is app.main)
             # Drawn again from the store (the session reopened): the block and its rows come back
-            # from the call's stored result, and a row still opens its child (found by its name).
+            # from the call's stored result (which names each child's session), and a row opens its child.
             app.switch_session("s-fan")
             await wait_until(pilot, lambda: app.main.query(DelegateBlock) and app.main.query(ChildRow)
                              and app.main.query(DelegateBlock).first() is not block)
             stored_rows = list(app.main.query(ChildRow))
             assert [r.state.name for r in stored_rows] == ["alpha", "beta"]
-            assert str(stored_rows[1].render()).startswith("✓ beta") and stored_rows[1].session is None
+            assert str(stored_rows[1].render()).startswith("✓ beta") and stored_rows[1].session.endswith("-beta")
             stored_rows[1].focus()
             await pilot.press("enter")
             await wait_until(pilot, lambda: isinstance(app.screen, ChildTranscriptScreen) and app.screen.drawn)

@@ -72,7 +72,7 @@ def child_row_text(state: ChildState, name_width: int = 0, now: float | None = N
     if state.started_at is None:
         spent = "—"
     else:
-        spent = elapsed((state.ended_at or now) - state.started_at)
+        spent = elapsed((now if state.ended_at is None else state.ended_at) - state.started_at)
     figures = " · ".join((plural(state.steps, "step"), plural(state.tool_calls, "tool call"),
                           child_cost(state), spent))
     name = plain(state.name, "bold")
@@ -85,7 +85,7 @@ def state_from_result(row: dict[str, Any]) -> ChildState:
     """A child as the parent's stored result tells it (``results`` / ``partial`` rows)."""
     cost = row.get("cost_usd")
     seconds = row.get("seconds")
-    state = ChildState(str(row.get("name") or "?"), str(row.get("goal") or ""), "",
+    state = ChildState(str(row.get("name") or "?"), str(row.get("goal") or ""), str(row.get("session") or ""),
                        status=str(row.get("status") or "done"), steps=int(row.get("model_calls") or 0),
                        tool_calls=int(row.get("tool_calls") or 0),
                        cost_usd=float(cost) if isinstance(cost, (int, float)) else 0.0,

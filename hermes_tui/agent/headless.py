@@ -43,12 +43,15 @@ from hermes_tui.units import plural
 from hermes_tui.agent.workspace import Workspace
 from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalPaused, ApprovalRequest, Approver
+from hermes_tui.runtime.models import is_subagent_session
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_BUDGET = 0, 1, 2, 3, 4
 """``run`` / ``resume`` exit codes: finished, failed, usage or config, paused, budget reached."""
 
 PAUSE_REASON = ("paused for approval: the run stopped here; once a person answers (hermes-tui approve / deny), "
                 "hermes-tui resume runs this call again from its start")
+SUBAGENT_REFUSED = ("a sub-agent's request cannot pause a headless run: denied (answer it on a terminal, "
+                    "run the task in the app, or allow it with an approvals rule)")
 LEFT_PENDING = "not approved: it was left pending when the run resumed (hermes-tui approve --except); denied"
 
 
@@ -98,6 +101,10 @@ class RunApprover:
             return ApprovalDecision(choice=choice)  # type: ignore[arg-type]
         if self.ask is not None:
             return await self.ask(request)
+        if is_subagent_session(request.session):
+            # A sub-agent's turn is not one a run can pause and resume: its request is refused,
+            # it goes on with BLOCKED, and the parent is told in its summary.
+            return ApprovalDecision(choice="deny", reason=SUBAGENT_REFUSED)
         if not self.pause:
             return ApprovalDecision(choice="deny", reason="nobody to ask (no terminal) and --pause-on never")
         self.paused.append(request)
@@ -165,6 +172,9 @@ class Printer:
             self.line(f"[reply {event.status}]")
         elif isinstance(event, ToolStarted):
             what = event.arguments.get("code") or event.arguments.get("command") or event.arguments.get("path") or ""
+            if event.name == "delegate_task":
+                count = len(event.arguments.get("tasks") or [1])
+                what = f"{count} sub-agent{'s' if count != 1 else ''}"
             first = str(what).strip().splitlines()[0] if str(what).strip() else ""
             self.line(f"→ {event.name}: {shown(first[:200])}")
         elif isinstance(event, ToolFinished):

@@ -377,7 +377,7 @@ class Agent:
         """Why the next model call may not be made (a ceiling would be passed), or None. A
         sub-agent is held to its parent's ceilings, with what the parent and all its children
         have spent."""
-        owner = self.ledger or self
+        owner = self.root
         if not owner.budget.active or self.settings is None:
             return None
         system, messages, tools = self.history.request(self._system, self.tools, self.settings.tool_format == "hermes")
@@ -385,6 +385,11 @@ class Agent:
         output = min(max(self._largest_output, MIN_OUTPUT_ESTIMATE), MAX_OUTPUT_ESTIMATE)
         estimate = estimate_cost(sent, output, self.settings.model, self.settings.name, self.settings.base_url,
                                  self.settings.pricing)
+        if estimate is None and self.ledger is not None and owner.settings is not None \
+                and self.settings.model != owner.settings.model:
+            # A sub-agent on another model with no known price would spend past the ceiling unseen.
+            return (f"No price is known for {self.settings.model}, so a sub-agent cannot use it while a cost ceiling "
+                    "is set: give the task no model (the parent's is priced), or set model.pricing.")
         if estimate is None:
             if not owner.budget.warned_unpriced:
                 owner.budget.warned_unpriced = True
@@ -393,9 +398,17 @@ class Agent:
                                               "to enforce it.", "warning"))
             return None
         if self.ledger is not None:
-            current = self.ledger._current
+            current = owner._current
             return owner.budget.refuse(owner.totals.cost_usd, current.spent if current else 0.0, estimate)
         return self.budget.refuse(self.totals.cost_usd, turn.spent, estimate)
+
+    @property
+    def root(self) -> Agent:
+        """The user's agent this one works for (itself, or its sub-agents' top parent)."""
+        agent = self
+        while agent.ledger is not None:
+            agent = agent.ledger
+        return agent
 
     def make_child(self, session: str, settings: ProviderSettings | None, listener: Listener, max_steps: int,
                    tool_names: tuple[str, ...], system_prompt: str) -> Agent:
@@ -416,7 +429,7 @@ class Agent:
         """Store a call's usage with its reply, count it, and tell the front end. A sub-agent's
         is stored in its parent's session, under the parent's turn: a turn's cost includes its
         children's."""
-        owner = self.ledger or self
+        owner = self.root
         owner_turn = owner._current.id if self.ledger is not None and owner._current is not None else turn.id
         await self.store.call(db.add_usage, owner.session_id, owner_turn, reply_id if owner is self else None, {
             "provider": usage.provider, "model": usage.model, "input_tokens": usage.input_tokens,
@@ -431,7 +444,7 @@ class Agent:
             self.history.calibrate(usage.input_tokens, sent_chars)
         self.listener(UsageUpdated(turn.id, usage, self.totals))
         if self.ledger is not None:
-            self.ledger.absorb(usage)
+            owner.absorb(usage)
 
     async def _reply(self, turn: _Turn) -> tuple[int, str, list[ToolCall]] | None:
         """One model call, streamed into a stored reply; None if it failed or was interrupted."""

@@ -87,6 +87,8 @@ async def load_session(store: db.SessionStore, session_id: str) -> LoadedSession
             content = json.dumps(result)
             await store.call(db.finish_tool_call, session_id, message["turn_id"], c["id"], "interrupted",
                              result, content, None)
+            if c["id"] in stored.tool_calls:  # drawn from these rows: as they are now
+                stored.tool_calls[c["id"]] = {**stored.tool_calls[c["id"]], "status": "interrupted", "result": result}
             history.append({"role": "tool", "tool_call_id": c["id"], "content": content})
     resumable = {p.turn_id for p in loaded.pending}
     for turn_id in running:
@@ -111,4 +113,4 @@ def restored_delegation(arguments: str, row: dict[str, Any] | None) -> dict[str,
     rest = [{"name": name, "goal": task.goal[:500], "status": "interrupted",
              "summary": "[interrupted: the app stopped before this sub-agent finished]"}
             for name, task in zip(child_names(tasks), tasks) if name not in seen]
-    return {"results": done + rest, "note": RESTART_NOTE}
+    return {"results": done + rest, "status": "interrupted", "note": RESTART_NOTE}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -59,6 +60,18 @@ class DelegateArgs(Task):
     tasks: list[Task] | None = Field(None, min_length=1, max_length=20, description="several tasks, run in parallel")
 
     @model_validator(mode="after")
+    def _known_tools(self) -> DelegateArgs:
+        from hermes_tui.runtime.tools import TOOL_NAMES
+
+        known = ("execute_code", *TOOL_NAMES)  # the model's tools (agent.tools.MODEL_TOOLS) but delegate_task
+        for task in self.all_tasks() if (self.goal is None) != (self.tasks is None) else []:
+            unknown = [t for t in task.tools or () if t not in known]
+            if unknown:
+                raise ValueError(f"tools {', '.join(map(repr, unknown))} are not tools a sub-agent can have; the "
+                                 f"tools are: {', '.join(known)}")
+        return self
+
+    @model_validator(mode="after")
     def _one_way(self) -> DelegateArgs:
         if (self.goal is None) == (self.tasks is None):
             raise ValueError("give either goal (one task) or tasks (a list), not both and not neither")
@@ -94,10 +107,11 @@ class ChildState:
         summary = self.summary
         if len(summary) > summary_chars:
             summary = summary[:summary_chars] + f"\n[... summary cut at {summary_chars} characters]"
+        seconds = 0.0 if self.started_at is None else (self.ended_at or time.time()) - self.started_at
         return {"name": self.name, "goal": self.goal[:500], "status": self.status, "summary": summary,
                 "model_calls": self.steps, "tool_calls": self.tool_calls,
                 "cost_usd": None if self.unpriced and not self.cost_usd else round(self.cost_usd, 6),
-                "seconds": round((self.ended_at or time.time()) - (self.started_at or time.time()), 2)}
+                "seconds": round(max(seconds, 0.0), 2), "session": self.session}
 
 
 @dataclass
@@ -139,7 +153,9 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
     tasks = args.all_tasks()
     names = child_names(tasks)
     base = f"{parent.session_id}{SUBAGENT_SEPARATOR}"
-    states = [ChildState(name, task.goal, f"{base}{call_id[-6:]}-{name}") for name, task in zip(names, tasks)]
+    # The call id is the provider's (some reuse "call_0"): a random part keeps children apart.
+    tag = f"{call_id[-6:]}{secrets.token_hex(2)}"
+    states = [ChildState(name, task.goal, f"{base}{tag}-{name}") for name, task in zip(names, tasks)]
     gate = asyncio.Semaphore(max(1, config.max_concurrency))
     children: list[Any] = []
 
@@ -147,6 +163,14 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
         parent.listener(DelegateProgress(turn.id, call_id, [replace(s) for s in states]))
 
     async def run(task: Task, state: ChildState) -> None:
+        try:
+            await run_child(task, state)
+        except Exception as exc:  # one child's failure is its own: the others go on
+            state.status, state.ended_at = "error", time.time()
+            state.summary = state.summary or f"(the sub-agent failed: {type(exc).__name__}: {exc})"
+            progress()
+
+    async def run_child(task: Task, state: ChildState) -> None:
         async with gate:
             if turn.interrupted:
                 state.status, state.ended_at = "interrupted", time.time()
@@ -200,8 +224,17 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
             await parent.store.call(_store_progress, parent.session_id, call_id,
                                     [s.result(config.summary_chars) for s in states if s.ended_at is not None])
 
-    await asyncio.gather(*(run(task, state) for task, state in zip(tasks, states)))
-    return {"results": [state.result(config.summary_chars) for state in states]}
+    runs = [asyncio.ensure_future(run(task, state)) for task, state in zip(tasks, states)]
+    try:
+        await asyncio.gather(*runs)
+    finally:  # cancelled (the app closing): no child outlives its call
+        for pending in runs:
+            pending.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+    outcome: dict[str, Any] = {"results": [state.result(config.summary_chars) for state in states]}
+    if turn.interrupted:
+        outcome["status"] = "interrupted"
+    return outcome
 
 
 def _store_progress(db: Any, session_id: str, call_id: str, finished: list[dict[str, Any]]) -> None:
