@@ -59,3 +59,13 @@ def parse_size(text: str) -> int:
     if not match:
         raise ValueError(f"{text!r} is not a size: use a number and K, M, G or T (e.g. 500M, 1G)")
     return int(float(match.group(1)) * 1024 ** " kmgt".index(match.group(2).lower() or " "))
+
+
+def short_duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h10m``: a duration in its two largest units (never negative)."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"

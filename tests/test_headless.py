@@ -242,3 +242,25 @@ def test_a_turn_stopped_by_its_ceiling_resumes_with_a_higher_one(hermes_home: Pa
         resumed = cli(workdir, "resume", "ceil1", "--max-cost", "5")
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "finished" in resumed.stdout
+
+
+def test_the_ceiling_a_run_started_with_holds_on_resume(hermes_home: Path, workdir: Path) -> None:
+    usage = {"prompt_tokens": 100_000, "completion_tokens": 1000}  # $0.21 a call at $2/$10
+    loop = [{"text": "", "usage": usage, "tool_calls": [{"name": "read_file", "arguments": {"path": "nope"}}]}] * 6
+    with FakeModelServer([{"text": "", "usage": usage, "tool_calls": [code_call("print(1)")]}, *loop]) as server:
+        configure(hermes_home, server, "  pricing:\n    input_per_mtok: 2\n    output_per_mtok: 10\n")
+        assert cli(workdir, "run", "--max-cost", "0.50", "--session", "keep1", "go").returncode == 3
+        assert cli(workdir, "approve", "keep1", "--all").returncode == 0
+        resumed = cli(workdir, "resume", "keep1")  # no --max-cost: the stored one holds
+        assert resumed.returncode == 4, resumed.stdout + resumed.stderr
+    report = json.loads(cli(workdir, "inspect", "keep1", "--json").stdout)
+    assert report["cost_usd"] <= 0.50
+
+
+def test_a_sub_agent_session_is_not_resumed_on_its_own(hermes_home: Path, workdir: Path) -> None:
+    conn = db.connect(db.sessions_db_path(hermes_home))
+    db.create_session(conn, "top::child::abc-kid", "custom", "fake", str(workdir))
+    db.start_turn(conn, "top::child::abc-kid", "t1", "automation", "a task")
+    conn.close()
+    refused = cli(workdir, "resume", "top::child::abc-kid")
+    assert refused.returncode == 2 and "hermes-tui resume top" in refused.stderr

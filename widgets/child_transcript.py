@@ -19,7 +19,7 @@ from textual.widgets import Static
 
 from hermes_tui.agent.events import AgentEvent, ToolFinished
 from hermes_tui.agent.restore import LoadedSession
-from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
+from hermes_tui.runtime.events import RuntimeEvent
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
 from hermes_tui.widgets.delegate import one_line
 from hermes_tui.widgets.footer import KeysFooter
@@ -103,17 +103,7 @@ class ChildTranscriptScreen(Screen[None]):
 
     def show_runtime_event(self, event: RuntimeEvent) -> None:
         """Live output of the child's scripts."""
-        output = self.output
-        if isinstance(event, ExecStarted):
-            if event.session == self.child_session:
-                output.begin(event.exec_id, event.kernel_id, event.timeout, event.max_tool_calls)
-        elif isinstance(event, ExecOutput):
-            output.feed(event.exec_id, event.text, event.skipped_bytes)
-        elif isinstance(event, ToolCallMade):
-            if event.exec_id == output.exec_id and output.status == "running":
-                output.set_tool_calls(event.calls)
-        elif isinstance(event, ExecFinished):
-            output.finish(event.result)
+        self.output.show_runtime_event(event, self.child_session)
 
     @on(RunBlock.Selected)
     def _show_run(self, event: RunBlock.Selected) -> None:

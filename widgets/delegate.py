@@ -23,7 +23,7 @@ from textual.widgets import Static
 
 from hermes_tui.agent.subagents import ChildState
 from hermes_tui.agent.usage import dollars
-from hermes_tui.units import plural
+from hermes_tui.units import plural, short_duration
 from hermes_tui.widgets.safe import plain
 
 CHILD_GLYPHS = {"waiting": ("○", "dim"), "running": ("●", "yellow"), "done": ("✓", "green"),
@@ -51,15 +51,6 @@ def one_line(text: str, limit: int = GOAL_CHARS) -> str:
     return line[:limit] + ("…" if more else "")
 
 
-def elapsed(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
-
-
 def child_cost(state: ChildState) -> str:
     """``$0.0042``; ``?`` when its calls had no known price and nothing was priced."""
     return dollars(None if state.unpriced and not state.cost_usd else state.cost_usd)
@@ -72,7 +63,7 @@ def child_row_text(state: ChildState, name_width: int = 0, now: float | None = N
     if state.started_at is None:
         spent = "—"
     else:
-        spent = elapsed((now if state.ended_at is None else state.ended_at) - state.started_at)
+        spent = short_duration((now if state.ended_at is None else state.ended_at) - state.started_at)
     figures = " · ".join((plural(state.steps, "step"), plural(state.tool_calls, "tool call"),
                           child_cost(state), spent))
     name = plain(state.name, "bold")

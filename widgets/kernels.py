@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from hermes_tui.runtime.models import SUBAGENT_SEPARATOR, KernelInfo, parent_session
+from hermes_tui.units import short_duration
 from hermes_tui.widgets.safe import escaped
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
@@ -19,15 +20,6 @@ COLUMNS = ("", "id", "idle", "reaped in", "memory", "session", "mode", "pid", "r
 """The most useful first: an 80-column terminal shows state, id, idle time, countdown and memory;
 the rest is to the right (scroll the table sideways, or a wider screen). Each column's key is
 its label (the state glyph's is ``state``)."""
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
 
 
 def _memory(size: int | None) -> str:
@@ -110,7 +102,7 @@ class KernelsPane(Vertical):
         table.clear()
         for info in grouped(kernels):
             idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
-            countdown = _duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
+            countdown = short_duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
             flags = " ".join(f for f, on in (("interrupting…", info.state == "interrupting"),
                                              ("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
                                              ("sub-agent", info.subagent),
@@ -118,7 +110,7 @@ class KernelsPane(Vertical):
                              if on)
             # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
             table.add_row(
-                GLYPHS.get(info.state, "?"), escaped(info.id), _duration(idle) if idle else "—", countdown,
+                GLYPHS.get(info.state, "?"), escaped(info.id), short_duration(idle) if idle else "—", countdown,
                 _memory(memory.get(info.id)), session_cell(info), escaped(info.mode), str(info.pid or "—"),
                 str(info.execution_count), escaped(flags), escaped(info.cwd), escaped(info.interpreter),
                 key=info.id,

@@ -24,7 +24,7 @@ from hermes_tui.agent.events import AgentEvent, ToolFinished, UsageUpdated
 from hermes_tui.agent.providers import ProviderSettings
 from hermes_tui.agent.usage import Totals, dollars, tokens
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
+from hermes_tui.runtime.events import RuntimeEvent
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
 from hermes_tui.widgets.footer import KeysFooter
@@ -234,17 +234,7 @@ class MainScreen(Screen[None]):
 
     def show_runtime_event(self, event: RuntimeEvent) -> None:
         """Live output of this session's scripts, and their tool-call count."""
-        output = self.query_one(OutputPane)
-        if isinstance(event, ExecStarted):
-            if event.session == self.session:
-                output.begin(event.exec_id, event.kernel_id, event.timeout, event.max_tool_calls)
-        elif isinstance(event, ExecOutput):
-            output.feed(event.exec_id, event.text, event.skipped_bytes)
-        elif isinstance(event, ToolCallMade):
-            if event.exec_id == output.exec_id and output.status == "running":
-                output.set_tool_calls(event.calls)
-        elif isinstance(event, ExecFinished):
-            output.finish(event.result)
+        self.query_one(OutputPane).show_runtime_event(event, self.session)
         for screen in self.app.screen_stack:  # a sub-agent's open transcript: its scripts' output
             if screen is not self and getattr(screen, "child_session", None) is not None:
                 screen.show_runtime_event(event)  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
+from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import plain, visible
@@ -257,6 +258,20 @@ class OutputPane(Vertical):
         Binding("w", "wrap(True)", "Wrap: off", id="output-nowrap"),
     ]
 
+
+    def show_runtime_event(self, event: RuntimeEvent, session: str) -> None:
+        """A runtime event: a script of ``session`` starts here; output, tool-call counts and the
+        end of the execution shown here follow."""
+        if isinstance(event, ExecStarted):
+            if event.session == session:
+                self.begin(event.exec_id, event.kernel_id, event.timeout, event.max_tool_calls)
+        elif isinstance(event, ExecOutput):
+            self.feed(event.exec_id, event.text, event.skipped_bytes)
+        elif isinstance(event, ToolCallMade):
+            if event.exec_id == self.exec_id and self.status == "running":
+                self.set_tool_calls(event.calls)
+        elif isinstance(event, ExecFinished):
+            self.finish(event.result)
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "execute_code output"

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from hermes_tui.agent.events import AgentEvent, ReplyDone, ToolFinished, TurnEnded, UsageUpdated
+from hermes_tui.agent.events import AgentEvent, Notice, ReplyDone, ToolFinished, TurnEnded, UsageUpdated
 from hermes_tui.runtime.models import SUBAGENT_SEPARATOR
 
 DELEGATE_DESCRIPTION = (
@@ -101,6 +101,8 @@ class ChildState:
     started_at: float | None = None
     ended_at: float | None = None
     summary: str = ""
+    note: str = ""
+    """The last warning or error the child was told (why it stopped, when it gives no answer)."""
 
     def result(self, summary_chars: int) -> dict[str, Any]:
         """What the parent's model reads of this child."""
@@ -186,6 +188,8 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
                 parent.listener(ChildEvent(turn.id, state.session, event))
                 if isinstance(event, ReplyDone) and event.status == "done":
                     state.summary = event.text
+                elif isinstance(event, Notice) and event.level != "info":
+                    state.note = event.text  # why it stopped, if it gives no answer
                 elif isinstance(event, ToolFinished):
                     state.tool_calls += 1
                     progress()
@@ -216,6 +220,8 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
                 await parent.runtime.dispose_session(state.session)
             status = outcome.get("status", "error")
             state.status = {"stopped": "budget"}.get(status, status)
+            if not state.summary and state.note:
+                state.summary = f"[{state.note}]"
             if not state.summary and state.status == "done":
                 state.status = "error"
                 state.summary = "(the sub-agent gave no answer)"

@@ -93,6 +93,9 @@ class Workspace:
         loaded = await agent.load()  # None for a new session
         self._created = session_id if loaded is None else None  # before the row exists: a cut-short open is cleaned too
         await agent.open()
+        if self.max_cost is not None:  # --max-cost is the session's ceiling from now on, as /budget
+            await agent.set_budget(self.max_cost)
+            agent.budget.session_setting = "--max-cost"
         self.agent = agent
         if self.provider_problem:
             notes.append((f"The configured model cannot be used: {self.provider_problem}", "error"))

@@ -96,8 +96,13 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
 def resume_command(args: argparse.Namespace, config: Config) -> int:
     """``hermes-tui resume``."""
     from hermes_tui.cli.sessions_cmd import resolve_session
+    from hermes_tui.runtime.models import is_subagent_session, parent_session
 
-    return _drive(args, config, resolve_session(args.session), None)
+    session = resolve_session(args.session)
+    if is_subagent_session(session):
+        raise UsageError(f"{session} is a sub-agent's session: it goes on only with its parent (hermes-tui resume "
+                         f"{parent_session(session)})")
+    return _drive(args, config, session, None)
 
 
 def _message(args: argparse.Namespace) -> str:
@@ -218,9 +223,13 @@ def inspect_command(args: argparse.Namespace) -> int:
         info = report
         print(f"session {shown(info['session'])} · {len(info['turns'])} turn(s) · {info['tokens']} tokens · "
               f"cost {info['cost']}")
+        held = _held(info["session"])
         for index, turn in enumerate(info["turns"], 1):
             resumed = f" · resumed {turn['resumes']}x" if turn["resumes"] else ""
-            print(f"  {index}. [{turn['status']}{resumed}] {shown(turn['text'][:100])}")
+            status = turn["status"]
+            if status == "running" and not held:  # nobody drives it: the process that did stopped
+                status = "stopped mid-turn: resume it"
+            print(f"  {index}. [{status}{resumed}] {shown(turn['text'][:100])}")
     if not report["pending"]:
         print(f"nothing waits for approval in session {shown(report['session'])}")
         return EXIT_OK
@@ -246,6 +255,26 @@ def inspect_command(args: argparse.Namespace) -> int:
     print(f"\nanswer: hermes-tui approve {session} --all   (or REQUEST_ID ..., --except TEXT, --as session|always)"
           f"\n        hermes-tui deny {session} REQUEST_ID --reason TEXT\nthen:   {then}")
     return EXIT_OK
+
+
+def _held(session: str) -> bool:
+    """True when a run, a resume or the app drives ``session`` now."""
+    import fcntl
+
+    from hermes_tui.inject import app_holds
+    from hermes_tui.paths import hermes_home, tui_dir
+
+    if app_holds(session):
+        return True
+    path = tui_dir(hermes_home()) / "locks" / f"{session}.lock"
+    try:
+        with open(path) as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return False
 
 
 def _inspection(stored: Any, pending: list[dict[str, Any]]) -> dict[str, Any]:
