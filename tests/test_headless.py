@@ -65,7 +65,7 @@ def test_a_run_pauses_before_its_script_then_approve_and_resume_run_it(hermes_ho
     assert (workdir / "made.txt").read_text() == "hello"
     end = events(resumed.stdout)[-1]
     assert end["event"] == "end" and end["status"] == "done" and end["resumed"] is True and end["resumes"] == 1
-    assert any(e["event"] == "text" and "All done." in e["delta"] for e in events(resumed.stdout))
+    assert "All done." in "".join(e["delta"] for e in events(resumed.stdout) if e["event"] == "text")
     log = (hermes_home / "tui" / "approvals.jsonl").read_text().splitlines()
     offline = [json.loads(line) for line in log if '"answer_offline"' in line]
     assert offline and offline[0]["decision"] == "once" and "pid" in offline[0]["who"] and "@" in offline[0]["who"]
