@@ -397,10 +397,8 @@ class Agent:
                                               "cannot be held: set model.pricing (input_per_mtok, output_per_mtok) "
                                               "to enforce it.", "warning"))
             return None
-        if self.ledger is not None:
-            current = owner._current
-            return owner.budget.refuse(owner.totals.cost_usd, current.spent if current else 0.0, estimate)
-        return self.budget.refuse(self.totals.cost_usd, turn.spent, estimate)
+        current = owner._current if self.ledger is not None else turn  # a sub-agent spends its root's turn
+        return owner.budget.refuse(owner.totals.cost_usd, current.spent if current else 0.0, estimate)
 
     @property
     def root(self) -> Agent:
