@@ -254,9 +254,10 @@ class HermesApp(App[None]):
         if choice not in request.choices:
             return {"ok": False, "error": f"{choice!r} is not offered for this request (offered: {', '.join(request.choices)})"}
         reason = answer.get("reason")
-        if not future.done():
-            future.set_result(ApprovalDecision(choice=choice, reason=reason if isinstance(reason, str) else None))
         who = str(answer.get("who") or "a shell")
+        if not future.done():
+            future.set_result(ApprovalDecision(choice=choice, reason=reason if isinstance(reason, str) else None,
+                                               by=who))
         await self.runtime.gate.audit.write(event="answer_from_shell", id=request.id, session=request.session,
                                             decision=choice, why=reason if isinstance(reason, str) else None, who=who,
                                             text=request.text)

@@ -264,3 +264,14 @@ def test_a_sub_agent_session_is_not_resumed_on_its_own(hermes_home: Path, workdi
     conn.close()
     refused = cli(workdir, "resume", "top::child::abc-kid")
     assert refused.returncode == 2 and "hermes-tui resume top" in refused.stderr
+
+
+def test_a_refusal_names_who_refused(hermes_home: Path, workdir: Path) -> None:
+    with FakeModelServer([{"text": "", "tool_calls": [code_call("print('never')")]}, {"text": "ok"}]) as server:
+        configure(hermes_home, server)
+        assert cli(workdir, "run", "--session", "who1", "go").returncode == 3
+        assert cli(workdir, "deny", "who1", "--all", "--reason", "not today").returncode == 0
+        assert cli(workdir, "resume", "who1").returncode == 0
+        said = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "denied by root@" in said or "denied by " + os.environ.get("USER", "") in said
+    assert "not today" in said and "denied by the user" not in said

@@ -50,9 +50,9 @@ EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_BUDGET = 0, 1, 2, 3, 4
 
 PAUSE_REASON = ("paused for approval: the run stopped here; once a person answers (hermes-tui approve / deny), "
                 "hermes-tui resume runs this call again from its start")
-SUBAGENT_REFUSED = ("a sub-agent's request cannot pause a headless run: denied (answer it on a terminal, "
-                    "run the task in the app, or allow it with an approvals rule)")
-LEFT_PENDING = "not approved: it was left pending when the run resumed (hermes-tui approve --except); denied"
+SUBAGENT_REFUSED = ("a sub-agent's request cannot pause a headless run (answer it on a terminal, run the task "
+                    "in the app, or allow it with an approvals rule)")
+LEFT_PENDING = "it was left pending when the run resumed (not approved with hermes-tui approve)"
 
 
 @dataclass
@@ -94,9 +94,10 @@ class RunApprover:
         if waiting is not None:
             answer = waiting.get("answer")
             if answer is None:
-                return ApprovalDecision(choice="deny", reason=LEFT_PENDING)
+                return ApprovalDecision(choice="deny", reason=LEFT_PENDING, by="hermes-tui resume")
             if answer["decision"] == "deny":
-                return ApprovalDecision(choice="deny", reason=answer["reason"] or "denied with hermes-tui deny")
+                return ApprovalDecision(choice="deny", reason=answer["reason"] or "denied with hermes-tui deny",
+                                        by=answer["who"] or "hermes-tui deny")
             choice = answer["decision"] if answer["decision"] in request.choices else "once"
             return ApprovalDecision(choice=choice)  # type: ignore[arg-type]
         if self.ask is not None:
@@ -104,9 +105,10 @@ class RunApprover:
         if is_subagent_session(request.session):
             # A sub-agent's turn is not one a run can pause and resume: its request is refused,
             # it goes on with BLOCKED, and the parent is told in its summary.
-            return ApprovalDecision(choice="deny", reason=SUBAGENT_REFUSED)
+            return ApprovalDecision(choice="deny", reason=SUBAGENT_REFUSED, by="hermes-tui run")
         if not self.pause:
-            return ApprovalDecision(choice="deny", reason="nobody to ask (no terminal) and --pause-on never")
+            return ApprovalDecision(choice="deny", reason="nobody to ask (no terminal) and --pause-on never",
+                                    by="hermes-tui run")
         self.paused.append(request)
         if self.on_pause is not None and len(self.paused) == 1:
             self.on_pause(request)

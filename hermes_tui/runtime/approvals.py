@@ -127,6 +127,9 @@ class ApprovalDecision(BaseModel):
     choice: Choice
     reason: str | None = None
     """With ``deny``: goes back to the script / model."""
+    by: str | None = None
+    """Who answered, when not the user at this screen (``hermes-tui approve`` from a shell, or a
+    headless run refusing what it cannot ask): said in the refusal and the audit log."""
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
@@ -448,7 +451,7 @@ class ApprovalGate:
             if decision.choice not in request.choices:
                 refusal = f"the answer {decision.choice!r} was not offered; denied"
             elif decision.choice == "deny":
-                refusal = "denied by the user" + (f": {decision.reason}" if decision.reason else "")
+                refusal = f"denied by {decision.by or 'the user'}" + (f": {decision.reason}" if decision.reason else "")
         allowed = refusal is None and decision is not None
         choice = decision.choice if allowed and decision is not None else "deny"
         stored = str(allowlist_path(self.home)) if allowed and choice == "always" else None
