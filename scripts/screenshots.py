@@ -104,6 +104,30 @@ REPLY = """Found them. The **TODO** markers in the project:
 Next step: I can open `app.py` and fix the retry, if you want."""
 
 
+def demo_config(url: str, cache_read: bool = False) -> object:
+    """The demo's model: the scripted server, a 32k window and prices, so the top bar has figures."""
+    from hermes_tui.config import parse_config
+
+    return parse_config(f"model:\n  provider: custom\n  default: hermes-4-70b\n  base_url: {url}\n"
+                        "  context_window: 32768\n  pricing:\n    input_per_mtok: 0.13\n    output_per_mtok: 0.40\n"
+                        + ("    cache_read_per_mtok: 0.05\n" if cache_read else ""))
+
+
+async def ask(app: object, pilot: object, text: str, until: str, tries: int = 200) -> None:
+    """Send ``text`` and wait until a reply holds ``until`` (and the screen settles)."""
+    from hermes_tui.widgets.conversation import PromptInput, ReplyBlock
+
+    prompt = app.query_one(PromptInput)  # type: ignore[attr-defined]
+    prompt.insert(text)
+    await pilot.press("enter")  # type: ignore[attr-defined]
+    for _ in range(tries):
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+        if any(until in b.text for b in app.query(ReplyBlock)):  # type: ignore[attr-defined]
+            break
+    await pilot.pause(1.2)  # type: ignore[attr-defined]
+    prompt.cursor_blink = False
+
+
 async def shoot_conversation(out: Path) -> list[Path]:
     """The conversation with a model (a scripted server on 127.0.0.1 answers, reporting its
     usage), then its /usage breakdown."""
@@ -113,8 +137,7 @@ async def shoot_conversation(out: Path) -> list[Path]:
     from fake_models import FakeModelServer
 
     from hermes_tui.app import HermesApp
-    from hermes_tui.config import parse_config
-    from hermes_tui.widgets.conversation import PromptInput, ReplyBlock
+    from hermes_tui.widgets.conversation import PromptInput
 
     project = Path(tempfile.mkdtemp(prefix="demo-project-"))
     (project / "app.py").write_text("import os\n\n# TODO: cache the config\n\n\ndef run():\n    # TODO: retry on timeout\n")
@@ -124,22 +147,11 @@ async def shoot_conversation(out: Path) -> list[Path]:
                {"text": REPLY, "chunk": 12,
                 "usage": {"prompt_tokens": 4702, "completion_tokens": 121, "prompt_tokens_details": {"cached_tokens": 4096}}}]
     with FakeModelServer(replies) as server:
-        config = parse_config(f"model:\n  provider: custom\n  default: hermes-4-70b\n  base_url: {server.url}\n"
-                              "  context_window: 32768\n  pricing:\n    input_per_mtok: 0.13\n"
-                              "    output_per_mtok: 0.40\n    cache_read_per_mtok: 0.05\n")
-        app = HermesApp(config, cwd=str(project), session="20261129-101500-demo")
+        app = HermesApp(demo_config(server.url, cache_read=True), cwd=str(project), session="20261129-101500-demo")
         async with app.run_test(size=SIZE) as pilot:
-            prompt = app.query_one(PromptInput)
-            prompt.insert("Find the TODOs in this project")
-            await pilot.press("enter")
-            for _ in range(200):
-                await pilot.pause(0.05)
-                if any("Next step" in b.text for b in app.query(ReplyBlock)):
-                    break
-            await pilot.pause(1.2)
-            prompt.cursor_blink = False
+            await ask(app, pilot, "Find the TODOs in this project", "Next step")
             app.save_screenshot(filename="conversation.svg", path=str(out))
-            prompt.insert("/usage")
+            app.query_one(PromptInput).insert("/usage")
             await pilot.press("enter")
             for _ in range(100):
                 await pilot.pause(0.05)
@@ -158,8 +170,6 @@ async def shoot_subagents(out: Path) -> Path:
     from fake_models import FakeModelServer
 
     from hermes_tui.app import HermesApp
-    from hermes_tui.config import parse_config
-    from hermes_tui.widgets.conversation import PromptInput, ReplyBlock
 
     project = Path(tempfile.mkdtemp(prefix="demo-project-"))
     parent = "working in the user's terminal"
@@ -180,20 +190,10 @@ async def shoot_subagents(out: Path) -> Path:
                                             "`uploads/views.py`; invoices in `billing/invoice.py`.",
                     "usage": {"prompt_tokens": 4600, "completion_tokens": 60}})
     with FakeModelServer(replies) as server:
-        config = parse_config(f"model:\n  provider: custom\n  default: hermes-4-70b\n  base_url: {server.url}\n"
-                              "  context_window: 32768\n  pricing:\n    input_per_mtok: 0.13\n"
-                              "    output_per_mtok: 0.40\n")
-        app = HermesApp(config, cwd=str(project), session="20261130-090000-fan")
+        app = HermesApp(demo_config(server.url), cwd=str(project), session="20261130-090000-fan")
         async with app.run_test(size=SIZE) as pilot:
-            prompt = app.query_one(PromptInput)
-            prompt.insert("Where are sessions signed, uploads checked and invoices computed?")
-            await pilot.press("enter")
-            for _ in range(300):
-                await pilot.pause(0.05)
-                if any("invoices in" in b.text for b in app.query(ReplyBlock)):
-                    break
-            await pilot.pause(1.2)
-            prompt.cursor_blink = False
+            await ask(app, pilot, "Where are sessions signed, uploads checked and invoices computed?", "invoices in",
+                      tries=300)
             app.save_screenshot(filename="subagents.svg", path=str(out))
     return out / "subagents.svg"
 
