@@ -34,7 +34,7 @@ from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnKind, TurnStarted
 from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.subagents import ChildEvent
 from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
-from hermes_tui.agent.workspace import Workspace
+from hermes_tui.agent.workspace import SessionBusy, Workspace
 from hermes_tui.commands import PALETTE, command_argument, parse_command
 from hermes_tui.config import Config
 from hermes_tui.editor import editor_argv, editor_command
@@ -54,8 +54,6 @@ from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import visible
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from hermes_tui.widgets.child_transcript import ChildTranscriptScreen
 
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
@@ -114,7 +112,7 @@ class HermesApp(App[None]):
         self.provider_problem = provider_problem
         self.workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
                                    settings=self.settings, provider_problem=provider_problem, host_env=host_env,
-                                   max_cost=max_cost)
+                                   max_cost=max_cost, program="hermes-tui app", on_store=self._store_news)
         self.runtime = self.workspace.runtime
         self._session_ready = asyncio.Event()
         self._config_noticed = False
@@ -167,7 +165,12 @@ class HermesApp(App[None]):
             self._watch_turn(event)
             self.main.post_message(MainScreen.AgentUpdate(event, session_id))
 
-        opened = await self.workspace.open(session_id, listener)
+        try:
+            opened = await self.workspace.open(session_id, listener)
+        except SessionBusy as exc:  # another machine (or process) drives it: say so, open a new one
+            self.main.conversation.add_note(f"{exc}. A new session was opened instead.", "warning")
+            self.open_session(db.new_session_id())
+            return
         self.main.set_usage(opened.agent.totals if opened.agent.settings is not None else None)
         prompt = self.main.query_one(PromptInput)
         if not prompt.input_history.loaded and self.workspace.store is not None:  # earlier sessions' inputs: Up, Ctrl+R
@@ -189,6 +192,12 @@ class HermesApp(App[None]):
         self._session_ready.set()
         if opened.loaded is not None and opened.loaded.pending:
             await opened.agent.resume_pending()
+
+    def _store_news(self, level: str, message: str) -> None:
+        """A shared store's server stopped answering or is back, or the session was taken over:
+        said in the conversation and as a toast (the session goes on in memory meanwhile)."""
+        self.main.conversation.add_note(message, level)
+        self.notify(visible(message), severity="warning" if level != "info" else "information", markup=False)
 
     @work(group="session-switch", exclusive=True, exit_on_error=False)
     async def switch_session(self, session_id: str | None) -> None:
@@ -495,7 +504,7 @@ class HermesApp(App[None]):
         return None
 
     @staticmethod
-    def _child_session_named(conn: sqlite3.Connection, parent: str, name: str) -> str | None:
+    def _child_session_named(conn: db.Database, parent: str, name: str) -> str | None:
         """The newest stored sub-agent session of ``parent`` named ``name`` (``PARENT::child::CALL-NAME``,
         CALL the call id's last 6 characters): on the store's thread."""
         from hermes_tui.runtime.models import SUBAGENT_SEPARATOR

@@ -416,6 +416,38 @@ class UIConfig(_Section):
         return _truthy(value)
 
 
+class StoreConfig(_Section):
+    """``store``: where sessions are kept (docs/store.md)."""
+
+    url: str | None = None
+    """``sqlite:///PATH`` (default: ``$HERMES_HOME/tui/sessions.db``) or ``postgresql://USER@HOST/DB``."""
+    password_env: str | None = None
+    """The environment variable holding the PostgreSQL password (else the URL, ``PGPASSWORD``
+    or ``~/.pgpass``)."""
+    lease_timeout: Seconds = 30.0
+    """Seconds without a heartbeat after which another process may take a session over."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from hermes_tui.storage.url import StoreURLError, parse_store_url
+
+        try:
+            parse_store_url(value)
+        except StoreURLError as exc:
+            raise ValueError(exc.allowed) from None
+        return value
+
+    @field_validator("password_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.replace("_", "a").isalnum():
+            raise ValueError("the name of an environment variable (letters, digits and _)")
+        return value or None
+
+
 class Config(_Section):
     """The whole of ``config.yaml`` as hermes-tui understands it."""
 
@@ -432,6 +464,7 @@ class Config(_Section):
     """Tried in order on a connection error, 429 or 5xx (``fallback_model`` is appended)."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
     ui: UIConfig = Field(default_factory=UIConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     source: Path | None = Field(default=None, exclude=True)
     """The file this was read from (None for built-in defaults)."""
     notices: list[str] = Field(default_factory=list, exclude=True, repr=False)
@@ -595,6 +628,10 @@ def _describe(error: Any) -> str:
     shown = repr(value) if not isinstance(value, (dict, list)) else _kind(value)
     if SECRET_KEYS & {str(part) for part in error["loc"]}:
         shown = f"({_kind(value)}, not shown)"  # a key or a header value, even a malformed one, stays unseen
+    elif key == "store.url" and isinstance(value, str):  # a URL may carry the database's password
+        from hermes_tui.storage.url import redact
+
+        shown = repr(redact(value))
     return f"{key} = {shown} is not allowed: {message}"
 
 

@@ -1,23 +1,30 @@
-"""Durable sessions: SQLite (WAL) at ``$HERMES_HOME/tui/sessions.db``.
+"""Durable sessions: a SQLite file (WAL) at ``$HERMES_HOME/tui/sessions.db`` by default, or a
+PostgreSQL server several machines share (``store.url``; docs/store.md).
 
-Tables: ``sessions``, ``turns``, ``messages`` (the conversation in the OpenAI chat shape, in
-order), ``tool_calls`` (arguments, status, result, and the ``exec_id`` of the execution's
-record in ``cache/exec``), ``approvals`` (asked, answered, or still pending) and
-``input_history`` (what was typed in the input, in every session: Up and Ctrl+R recall it).
+Tables (one definition for both, :mod:`hermes_tui.storage.schema`): ``sessions``, ``turns``,
+``messages`` (the conversation in the OpenAI chat shape, in order), ``tool_calls`` (arguments,
+status, result, and the ``exec_id`` of the execution's record in ``cache/exec``), ``approvals``
+(asked, answered, or still pending), ``approval_answers`` (given from a shell), ``usage``,
+``input_history`` (what was typed in the input, in every session: Up and Ctrl+R recall it) and
+``leases`` (who drives a session now).
 
 Every statement runs on one writer thread that owns the connection, so the event loop never
-waits on the disk: callers ``await`` a write only when what they show must be stored first
-(that is how "kill -9 loses nothing that was on screen" holds). WAL with
-``synchronous=NORMAL`` makes each commit survive the death of the process.
+waits on the database: callers ``await`` a write only when what they show must be stored first
+(that is how "kill -9 loses nothing that was on screen" holds). SQLite's WAL with
+``synchronous=NORMAL`` makes each commit survive the death of the process; on PostgreSQL each
+piece of work is one transaction, and when the server cannot be reached the writer keeps the
+work queued, says so (``on_health``) and writes it when the server is back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import queue
 import re
 import secrets
+import socket
 import sqlite3
 import stat
 import threading
@@ -28,75 +35,57 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hermes_tui import __version__
 from hermes_tui.paths import tui_dir
 from hermes_tui.runtime.fsutil import FileRefused, file_kind
+from hermes_tui.storage.base import Database
+from hermes_tui.storage.errors import DB_ERRORS, StoreError, StoreUnavailable
+from hermes_tui.storage.leases import STALE_AFTER
+from hermes_tui.storage.schema import LATEST, migrate
+from hermes_tui.storage.sqlite import SQLiteDatabase
+from hermes_tui.storage.url import StoreURL
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY, title TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-    provider TEXT, model TEXT, cwd TEXT
-);
-CREATE TABLE IF NOT EXISTS turns (
-    id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    origin TEXT NOT NULL, text TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
-    started_at REAL NOT NULL, ended_at REAL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn_id TEXT, role TEXT NOT NULL, content TEXT, tool_calls TEXT, tool_call_id TEXT,
-    origin TEXT, status TEXT NOT NULL DEFAULT 'done', created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, id);
-CREATE TABLE IF NOT EXISTS tool_calls (
-    id TEXT NOT NULL, session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn_id TEXT, message_id INTEGER, name TEXT NOT NULL, arguments TEXT NOT NULL,
-    status TEXT NOT NULL, result TEXT, exec_id TEXT, started_at REAL NOT NULL, finished_at REAL,
-    PRIMARY KEY (session_id, id)
-);
-CREATE TABLE IF NOT EXISTS approvals (
-    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_call_id TEXT, kind TEXT NOT NULL,
-    text TEXT NOT NULL, request TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, reason TEXT,
-    created_at REAL NOT NULL, answered_at REAL
-);
-CREATE INDEX IF NOT EXISTS approvals_session ON approvals(session_id, status);
-CREATE TABLE IF NOT EXISTS input_history (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, text TEXT NOT NULL, created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS usage (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn_id TEXT, message_id INTEGER, provider TEXT, model TEXT,
-    input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-    reasoning_tokens INTEGER NOT NULL DEFAULT 0, cost_usd REAL, cost_source TEXT NOT NULL DEFAULT 'unknown',
-    estimated INTEGER NOT NULL DEFAULT 0, latency_s REAL, created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS usage_session ON usage(session_id, id);
-CREATE TABLE IF NOT EXISTS approval_answers (
-    approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_call_id TEXT, kind TEXT NOT NULL,
-    text TEXT NOT NULL, decision TEXT NOT NULL, reason TEXT, who TEXT, answered_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS approval_answers_session ON approval_answers(session_id);
-"""
+__all__ = ["DB_ERRORS", "Database", "StoreError", "StoreUnavailable", "StoreURL"]
 
-SCHEMA_VERSION = 2
-"""``PRAGMA user_version`` of a database this version wrote: 1 the first release, 2 with usage,
-reasoning and budgets. A database from a newer hermes-tui is still opened (columns are only
-ever added), and ``doctor`` says it is newer."""
+SCHEMA_VERSION = LATEST
+"""The schema version this hermes-tui writes (``schema_version`` table; SQLite's
+``PRAGMA user_version`` mirrors it for older programs)."""
 
-ADDED_COLUMNS = (
-    ("messages", "reasoning", "TEXT"),
-    ("sessions", "max_cost_usd", "REAL"),
-    ("turns", "resumes", "INTEGER NOT NULL DEFAULT 0"),
-)
-"""Columns added after the first release: added to an older database when it is opened."""
-
+PROGRAM = f"hermes-tui {__version__}"
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SESSION_ID_RULE = "a session id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+_chosen: StoreURL | None = None
+
+
+def choose_store(url: StoreURL | None) -> None:
+    """Use ``url`` for every store this process opens without naming one (the command line
+    resolves ``--store`` / ``HERMES_TUI_STORE_URL`` / ``store.url`` once, here)."""
+    global _chosen
+    _chosen = url
+
+
+def store_url(config: Any = None, home: Path | None = None) -> StoreURL:
+    """The store to use: the one the command line chose, else ``$HERMES_TUI_STORE_URL``, else
+    ``config.store.url``, else ``$HERMES_HOME/tui/sessions.db``. Raises
+    :class:`~hermes_tui.storage.errors.StoreURLError` for a URL that cannot be used."""
+    if _chosen is not None:
+        return _chosen
+    from hermes_tui.storage.url import resolve_store_url
+
+    section = getattr(config, "store", None)
+    return resolve_store_url(getattr(section, "url", None), getattr(section, "password_env", None), home)
+
+
+def host_name() -> str:
+    """This machine's name, as sessions, approvals and leases record it."""
+    return socket.gethostname()
 
 
 def sessions_db_path(home: Path | None = None) -> Path:
@@ -109,10 +98,12 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (and create) the database: WAL, foreign keys, rows as ``sqlite3.Row``.
+def connect(path: Path) -> SQLiteDatabase:
+    """Open (and create) a SQLite store: WAL, foreign keys, rows as ``sqlite3.Row``, the schema
+    migrated to :data:`SCHEMA_VERSION`.
 
-    Raises ``sqlite3.Error`` for a file that is not a database or is damaged, and
+    Raises ``sqlite3.Error`` for a file that is not a database or is damaged,
+    :class:`~hermes_tui.storage.errors.SchemaTooNew` for one a newer hermes-tui wrote, and
     :class:`~hermes_tui.runtime.fsutil.FileRefused` (an ``OSError``) for one that is not a
     regular file: SQLite would block for ever reading a FIFO.
     """
@@ -121,30 +112,41 @@ def connect(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
         _check_regular(path)
     new = not memory and not path.exists()
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
     try:
         if new:
-            db.execute("PRAGMA user_version").fetchone()  # creates the file now, so its mode can be set
+            conn.execute("PRAGMA user_version").fetchone()  # creates the file now, so its mode can be set
             path.chmod(0o600)  # conversations may quote secrets the user pasted
-        db.row_factory = sqlite3.Row
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
-        db.execute("PRAGMA foreign_keys=ON")
-        db.executescript(SCHEMA)
-        _add_columns(db)
-        if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
+        conn.execute("PRAGMA foreign_keys=ON")
+        db = SQLiteDatabase(conn, path)
+        migrate(db, PROGRAM)
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
-        db.close()  # a file that is not a database must not keep a handle open
+        conn.close()  # a file that is not a database must not keep a handle open
         raise
     return db
 
 
-def _add_columns(db: sqlite3.Connection) -> None:
-    for table, column, kind in ADDED_COLUMNS:
-        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        if column not in present:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+def open_database(url: StoreURL) -> Database:
+    """Open the store ``url`` names, its schema migrated. SQLite errors are raised as
+    :func:`connect` raises them; PostgreSQL ones as one-line
+    :class:`~hermes_tui.storage.errors.StoreError` (no password in them)."""
+    if url.kind == "sqlite":
+        assert url.path is not None
+        return connect(url.path)
+    from hermes_tui.storage.postgres import PostgresDatabase  # psycopg only when it is used
+
+    db = PostgresDatabase(url)
+    try:
+        migrate(db, PROGRAM)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _check_regular(path: Path) -> None:
@@ -179,6 +181,10 @@ class SessionInfo:
     """Model calls whose price is unknown (their cost is not in ``cost_usd``)."""
     max_cost_usd: float | None = None
     """The cost ceiling ``/budget`` set for this session."""
+    host: str | None = None
+    """The machine that last started a turn in it."""
+    lease: str | None = None
+    """Who drives it now (``hermes-tui app on buildbox (pid 42, heartbeat 2s ago)``), if anyone."""
 
 
 @dataclass
@@ -198,52 +204,131 @@ class StoredSession:
 
 
 class SessionStore:
-    """The sessions database, written on its own thread.
+    """The sessions store, written on its own thread.
 
     Use :meth:`call` from async code (returns when the statement is committed) or
     :meth:`submit` to queue a write without waiting. Every method that touches the database
-    is a plain function run on the writer thread.
+    is a plain function ``fn(db, ...)`` run on the writer thread.
+
+    Args:
+        target: a SQLite file (a ``Path``; ``:memory:`` for none) or a :class:`StoreURL`.
+        on_health: called on the writer thread with ``(reachable, message)`` when a shared
+            store's server stops answering and when it is back (what was queued written).
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
+    """Seconds between tries of a write while the server cannot be reached (the last repeats)."""
+    CLOSE_WAIT = 10.0
+    """Seconds :meth:`close` waits for an unreachable server before it gives the queued writes up."""
+
+    def __init__(self, target: Path | StoreURL, *, on_health: Callable[[bool, str], None] | None = None) -> None:
+        self.url = target if isinstance(target, StoreURL) else StoreURL("sqlite", f"sqlite://{target}", target)
+        self.path = self.url.path
+        self.on_health = on_health
+        self.reachable = True
         self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
-        self._db: sqlite3.Connection | None = None
+        self._db: Database | None = None
         self._thread = threading.Thread(target=self._run, name="hermes-store", daemon=True)
         self._started = threading.Event()
+        self._closing: float | None = None
         self._error: BaseException | None = None
+        self._tick: Callable[[Database], None] | None = None
+        self.tick_every = 5.0
         self._thread.start()
         self._started.wait()
         if self._error is not None:
             raise self._error
 
     @classmethod
-    def open(cls, home: Path | None = None) -> SessionStore:
-        """The store at ``$HERMES_HOME/tui/sessions.db``."""
-        return cls(sessions_db_path(home))
+    def open(cls, home: Path | None = None, url: StoreURL | None = None, **kwargs: Any) -> SessionStore:
+        """The store ``url`` names (default: :func:`store_url`, which is
+        ``$HERMES_HOME/tui/sessions.db`` unless a shared store was chosen)."""
+        return cls(url if url is not None else store_url(None, home), **kwargs)
+
+    @property
+    def label(self) -> str:
+        """Where the store is (no password)."""
+        return self.url.redacted() if self.url.kind != "sqlite" else str(self.path)
+
+    @property
+    def shared(self) -> bool:
+        """True for a store other machines may use too (PostgreSQL)."""
+        return self.url.shared
+
+    @property
+    def backlog(self) -> int:
+        """Writes queued and not written yet (about)."""
+        return self._queue.qsize()
 
     # -- the writer thread ----------------------------------------------------------------
 
     def _run(self) -> None:
         try:
-            self._db = connect(self.path)
+            self._db = open_database(self.url)
         except BaseException as exc:  # reported to the opener
             self._error = exc
             self._started.set()
             return
         self._started.set()
+        next_tick = time.monotonic() + self.tick_every
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=max(0.0, next_tick - time.monotonic()))
+            except queue.Empty:
+                item = ()  # type: ignore[assignment]
+            if time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + self.tick_every
+                if self._tick is not None:
+                    self._attempt(lambda: self._tick(self._db) if self._tick and self._db else None, Future())
+            if item == ():
+                continue
             if item is None:
                 break
             fn, future = item
             if not future.set_running_or_notify_cancel():
                 continue
+            self._attempt(fn, future)
+        self._db.close()
+
+    def _attempt(self, fn: Callable[[], Any], future: Future[Any]) -> None:
+        """Run ``fn`` as one unit; while the server cannot be reached, wait and try it again."""
+        tries = 0
+        while True:
             try:
-                future.set_result(fn())
+                with self._db.unit():  # type: ignore[union-attr]
+                    result = fn()
+            except StoreUnavailable as exc:
+                if self._closing is not None and time.monotonic() > self._closing:
+                    future.set_exception(exc)
+                    return
+                if self.reachable:
+                    self.reachable = False
+                    self._health(False, f"{exc} — the session is kept in memory; what it adds is written "
+                                        "when the server is back")
+                time.sleep(self.RETRY_DELAYS[min(tries, len(self.RETRY_DELAYS) - 1)])
+                tries += 1
+                continue
             except BaseException as exc:
                 future.set_exception(exc)
-        self._db.close()
+                return
+            break
+        if not self.reachable:
+            self.reachable = True
+            self._health(True, f"the sessions store {self.label} answers again: "
+                               f"{self._queue.qsize() + 1} queued write(s) caught up")
+        future.set_result(result)
+
+    def _health(self, reachable: bool, message: str) -> None:
+        log.warning("%s", message) if not reachable else log.info("%s", message)
+        if self.on_health is not None:
+            try:
+                self.on_health(reachable, message)
+            except Exception:  # a front end's callback must not stop the writer
+                log.exception("store health callback failed")
+
+    def every_tick(self, fn: Callable[[Database], None] | None) -> None:
+        """Run ``fn(db)`` on the writer thread every :attr:`tick_every` seconds (lease heartbeats)."""
+        self._tick = fn
 
     def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
         """Queue ``fn(db, *args, **kwargs)`` on the writer thread."""
@@ -262,8 +347,10 @@ class SessionStore:
         return self.submit(fn, *args, **kwargs).result()
 
     def close(self) -> None:
-        """Finish queued writes and close the connection."""
+        """Finish queued writes and close the connection. A server that cannot be reached is
+        waited for :attr:`CLOSE_WAIT` seconds; what is still queued then is given up (logged)."""
         if self._thread.is_alive():
+            self._closing = time.monotonic() + self.CLOSE_WAIT
             self._queue.put(None)
             self._thread.join()
 
@@ -271,52 +358,48 @@ class SessionStore:
 # -- statements (each runs on the writer thread; autocommit) ------------------------------
 
 
-def create_session(db: sqlite3.Connection, session_id: str, provider: str | None, model: str | None,
+def create_session(db: Database, session_id: str, provider: str | None, model: str | None,
                    cwd: str | None) -> None:
     """Add a session (nothing happens if it exists)."""
     now = time.time()
-    db.execute("INSERT OR IGNORE INTO sessions (id, title, created_at, updated_at, provider, model, cwd) "
-               "VALUES (?, '', ?, ?, ?, ?, ?)", (session_id, now, now, provider, model, cwd))
+    db.execute("INSERT INTO sessions (id, title, created_at, updated_at, provider, model, cwd, host) "
+               "VALUES (?, '', ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+               (session_id, now, now, provider, model, cwd, host_name()))
 
 
-def start_turn(db: sqlite3.Connection, session_id: str, turn_id: str, origin: str, text: str) -> int:
+def start_turn(db: Database, session_id: str, turn_id: str, origin: str, text: str) -> int:
     """Record a turn and its first message (the user's); returns the message id."""
     now = time.time()
-    db.execute("BEGIN")
-    try:
+    with db.transaction():
         db.execute("INSERT INTO turns (id, session_id, origin, text, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)",
                    (turn_id, session_id, origin, text, now))
-        cursor = db.execute("INSERT INTO messages (session_id, turn_id, role, content, origin, created_at) "
-                            "VALUES (?, ?, 'user', ?, ?, ?)", (session_id, turn_id, text, origin, now))
+        message_id = db.insert("INSERT INTO messages (session_id, turn_id, role, content, origin, created_at) "
+                               "VALUES (?, ?, 'user', ?, ?, ?)", (session_id, turn_id, text, origin, now))
         title = text.strip().splitlines()[0][:80] if text.strip() else ""
-        db.execute("UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
-                   (now, title, session_id))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return int(cursor.lastrowid or 0)
+        db.execute("UPDATE sessions SET updated_at = ?, host = ?, title = CASE WHEN title = '' THEN ? ELSE title END "
+                   "WHERE id = ?", (now, host_name(), title, session_id))
+    return message_id
 
 
-def end_turn(db: sqlite3.Connection, turn_id: str, status: str, error: str | None = None) -> None:
+def end_turn(db: Database, turn_id: str, status: str, error: str | None = None) -> None:
     """Mark a turn done / interrupted / error."""
     db.execute("UPDATE turns SET status = ?, error = ?, ended_at = ? WHERE id = ?", (status, error, time.time(), turn_id))
 
 
-def add_message(db: sqlite3.Connection, session_id: str, turn_id: str | None, role: str, content: str | None,
+def add_message(db: Database, session_id: str, turn_id: str | None, role: str, content: str | None,
                 *, tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None,
                 origin: str | None = None, status: str = "done") -> int:
     """Append a message; returns its id."""
-    cursor = db.execute(
+    message_id = db.insert(
         "INSERT INTO messages (session_id, turn_id, role, content, tool_calls, tool_call_id, origin, status, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (session_id, turn_id, role, content, json.dumps(tool_calls) if tool_calls else None, tool_call_id, origin,
          status, time.time()))
     db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id))
-    return int(cursor.lastrowid or 0)
+    return message_id
 
 
-def update_message(db: sqlite3.Connection, message_id: int, content: str | None, status: str,
+def update_message(db: Database, message_id: int, content: str | None, status: str,
                    tool_calls: list[dict[str, Any]] | None = None, reasoning: str | None = None) -> None:
     """Replace a message's content (a streaming reply grows) and status."""
     db.execute("UPDATE messages SET content = ?, status = ?, tool_calls = COALESCE(?, tool_calls), "
@@ -328,7 +411,7 @@ USAGE_FIELDS = ("provider", "model", "input_tokens", "output_tokens", "cache_rea
                 "reasoning_tokens", "cost_usd", "cost_source", "estimated", "latency_s")
 
 
-def add_usage(db: sqlite3.Connection, session_id: str, turn_id: str | None, message_id: int | None,
+def add_usage(db: Database, session_id: str, turn_id: str | None, message_id: int | None,
               usage: dict[str, Any]) -> None:
     """Record one model call's usage (the fields of :data:`USAGE_FIELDS`) with its reply."""
     defaults = {"cost_source": "unknown", "cost_usd": None, "latency_s": None, "provider": None, "model": None}
@@ -338,7 +421,7 @@ def add_usage(db: sqlite3.Connection, session_id: str, turn_id: str | None, mess
                (session_id, turn_id, message_id, *values, time.time()))
 
 
-def answer_offline(db: sqlite3.Connection, session_id: str, approval_id: str, decision: str, reason: str | None,
+def answer_offline(db: Database, session_id: str, approval_id: str, decision: str, reason: str | None,
                    who: str) -> None:
     """An answer given from a shell (``hermes-tui approve`` / ``deny``) to a request a paused run
     left pending: used when the run resumes (the request itself stays pending until then)."""
@@ -346,19 +429,22 @@ def answer_offline(db: sqlite3.Connection, session_id: str, approval_id: str, de
                      (approval_id, session_id)).fetchone()
     if row is None:
         raise KeyError(approval_id)
-    db.execute("INSERT OR REPLACE INTO approval_answers (approval_id, session_id, tool_call_id, kind, text, decision, "
-               "reason, who, answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    db.execute("INSERT INTO approval_answers (approval_id, session_id, tool_call_id, kind, text, decision, "
+               "reason, who, answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (approval_id) DO UPDATE SET "
+               "decision = excluded.decision, reason = excluded.reason, who = excluded.who, "
+               "answered_at = excluded.answered_at",
                (approval_id, session_id, row["tool_call_id"], row["kind"], row["text"], decision, reason, who,
                 time.time()))
+    db.notify(json.dumps({"event": "answer", "session": session_id, "approval": approval_id}))
 
 
-def offline_answers(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+def offline_answers(db: Database, session_id: str) -> list[dict[str, Any]]:
     """The answers given from a shell to this session's requests, oldest first."""
     return [dict(r) for r in db.execute("SELECT * FROM approval_answers WHERE session_id = ? ORDER BY answered_at",
                                         (session_id,))]
 
 
-def pending_requests(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+def pending_requests(db: Database, session_id: str) -> list[dict[str, Any]]:
     """The session's requests still waiting for an answer (oldest first), each with the answer
     given from a shell, if one was (``answer``)."""
     answers = {a["approval_id"]: a for a in offline_answers(db, session_id)}
@@ -367,7 +453,7 @@ def pending_requests(db: sqlite3.Connection, session_id: str) -> list[dict[str, 
                                 (session_id,))]
 
 
-def settle_pending(db: sqlite3.Connection, session_id: str, left_pending_reason: str) -> int:
+def settle_pending(db: Database, session_id: str, left_pending_reason: str) -> int:
     """When a paused run resumes: every request still pending gets its answer from a shell, or
     is denied with ``left_pending_reason`` (the resumed calls are asked afresh). Returns how many."""
     answers = {a["approval_id"]: a for a in offline_answers(db, session_id)}
@@ -379,36 +465,36 @@ def settle_pending(db: sqlite3.Connection, session_id: str, left_pending_reason:
     return len(rows)
 
 
-def count_resume(db: sqlite3.Connection, turn_id: str) -> int:
+def count_resume(db: Database, turn_id: str) -> int:
     """One more resume of this turn; returns how many it has had."""
     db.execute("UPDATE turns SET resumes = resumes + 1, status = 'running' WHERE id = ?", (turn_id,))
     row = db.execute("SELECT resumes FROM turns WHERE id = ?", (turn_id,)).fetchone()
     return int(row["resumes"]) if row else 0
 
 
-def usage_rows(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+def usage_rows(db: Database, session_id: str) -> list[dict[str, Any]]:
     """Every model call of a session with its turn's first words (for ``/usage``), oldest first."""
     return [dict(row) for row in db.execute(
         "SELECT u.*, t.text AS turn_text, t.started_at AS turn_started FROM usage u LEFT JOIN turns t ON t.id = u.turn_id "
         "WHERE u.session_id = ? ORDER BY u.id", (session_id,))]
 
 
-def set_session_model(db: sqlite3.Connection, session_id: str, provider: str | None, model: str | None) -> None:
+def set_session_model(db: Database, session_id: str, provider: str | None, model: str | None) -> None:
     """The model the session talks to from now on (``/model``)."""
     db.execute("UPDATE sessions SET provider = ?, model = ? WHERE id = ?", (provider, model, session_id))
 
 
-def set_session_budget(db: sqlite3.Connection, session_id: str, max_cost_usd: float | None) -> None:
+def set_session_budget(db: Database, session_id: str, max_cost_usd: float | None) -> None:
     """The session's cost ceiling (``/budget``), kept across ``--resume``."""
     db.execute("UPDATE sessions SET max_cost_usd = ? WHERE id = ?", (max_cost_usd, session_id))
 
 
-def delete_message(db: sqlite3.Connection, message_id: int) -> None:
+def delete_message(db: Database, message_id: int) -> None:
     """Remove a message (a reply that failed before it said anything)."""
     db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
 
 
-def start_tool_call(db: sqlite3.Connection, session_id: str, turn_id: str, message_id: int, call_id: str,
+def start_tool_call(db: Database, session_id: str, turn_id: str, message_id: int, call_id: str,
                     name: str, arguments: str) -> None:
     """A tool call is about to run."""
     db.execute("INSERT INTO tool_calls (id, session_id, turn_id, message_id, name, arguments, status, started_at) "
@@ -417,30 +503,27 @@ def start_tool_call(db: sqlite3.Connection, session_id: str, turn_id: str, messa
                (call_id, session_id, turn_id, message_id, name, arguments, time.time()))
 
 
-def finish_tool_call(db: sqlite3.Connection, session_id: str, turn_id: str, call_id: str, status: str,
+def finish_tool_call(db: Database, session_id: str, turn_id: str, call_id: str, status: str,
                      result: dict[str, Any], content: str, exec_id: str | None) -> int:
     """Store a tool call's result and the ``tool`` message the model will read; returns its id."""
-    db.execute("BEGIN")
-    try:
+    with db.transaction():
         db.execute("UPDATE tool_calls SET status = ?, result = ?, exec_id = ?, finished_at = ? WHERE session_id = ? AND id = ?",
                    (status, json.dumps(result, default=str), exec_id, time.time(), session_id, call_id))
-        message_id = add_message(db, session_id, turn_id, "tool", content, tool_call_id=call_id)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return message_id
+        return add_message(db, session_id, turn_id, "tool", content, tool_call_id=call_id)
 
 
-def add_approval(db: sqlite3.Connection, session_id: str, tool_call_id: str | None, request: dict[str, Any]) -> None:
+def add_approval(db: Database, session_id: str, tool_call_id: str | None, request: dict[str, Any]) -> None:
     """An approval is being asked (pending until answered)."""
-    db.execute("INSERT OR REPLACE INTO approvals (id, session_id, tool_call_id, kind, text, request, status, created_at) "
-               "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+    db.execute("INSERT INTO approvals (id, session_id, tool_call_id, kind, text, request, status, created_at, host) "
+               "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, "
+               "tool_call_id = excluded.tool_call_id, kind = excluded.kind, text = excluded.text, "
+               "request = excluded.request, status = 'pending', decision = NULL, reason = NULL, answered_at = NULL, "
+               "created_at = excluded.created_at, host = excluded.host",
                (request["id"], session_id, tool_call_id, request["kind"], request["text"], json.dumps(request),
-                time.time()))
+                time.time(), host_name()))
 
 
-def answer_approval(db: sqlite3.Connection, approval_id: str, decision: str, reason: str | None,
+def answer_approval(db: Database, approval_id: str, decision: str, reason: str | None,
                     status: str = "answered") -> None:
     """Record the answer (or ``withdrawn`` when nobody answered in time); the first answer
     recorded stays."""
@@ -448,7 +531,7 @@ def answer_approval(db: sqlite3.Connection, approval_id: str, decision: str, rea
                "AND status = 'pending'", (status, decision, reason, time.time(), approval_id))
 
 
-def _info(row: sqlite3.Row) -> SessionInfo:
+def _info(row: Any) -> SessionInfo:
     keys = row.keys()
     return SessionInfo(
         id=row["id"], title=row["title"] or "", created_at=row["created_at"], updated_at=row["updated_at"],
@@ -460,32 +543,39 @@ def _info(row: sqlite3.Row) -> SessionInfo:
         cost_usd=row["cost_usd"] if "cost_usd" in keys else None,
         unpriced_calls=row["unpriced"] or 0 if "unpriced" in keys else 0,
         max_cost_usd=row["max_cost_usd"] if "max_cost_usd" in keys else None,
+        host=row["host"] if "host" in keys else None,
+        lease=(f"{row['lease_program']} on {row['lease_host']} (pid {row['lease_pid']}, heartbeat "
+               f"{max(0, row['lease_age']):.0f}s ago)")
+        if "lease_age" in keys and row["lease_age"] is not None and row["lease_age"] <= STALE_AFTER else None,
     )
 
 
-USAGE_TOTALS = ("(SELECT SUM(input_tokens) FROM usage u WHERE u.session_id = s.id) AS tokens_in, "
-                "(SELECT SUM(output_tokens) FROM usage u WHERE u.session_id = s.id) AS tokens_out, "
+USAGE_TOTALS = ("(SELECT CAST(SUM(input_tokens) AS BIGINT) FROM usage u WHERE u.session_id = s.id) AS tokens_in, "
+                "(SELECT CAST(SUM(output_tokens) AS BIGINT) FROM usage u WHERE u.session_id = s.id) AS tokens_out, "
                 "(SELECT SUM(cost_usd) FROM usage u WHERE u.session_id = s.id) AS cost_usd, "
                 "(SELECT COUNT(*) FROM usage u WHERE u.session_id = s.id AND u.cost_usd IS NULL) AS unpriced")
 """SQL (over ``sessions s``): a session's token and cost totals."""
 
 
-HAS_MESSAGES = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id) AND instr(s.id, '::child::') = 0"
+HAS_MESSAGES = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id) AND s.id NOT LIKE '%::child::%'"
 """SQL (over ``sessions s``): the session holds a conversation and is the user's (a sub-agent's,
 ``PARENT::child::NAME``, is reached through its parent). One opened and closed without a turn
 holds none: it is not listed, not ``latest``, and not matched by a prefix."""
 
 
-def list_sessions(db: sqlite3.Connection, limit: int = 200) -> list[SessionInfo]:
+def list_sessions(db: Database, limit: int = 200) -> list[SessionInfo]:
     """Sessions that hold at least one message, most recently used first."""
     rows = db.execute(
         "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages, "
         "(SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND t.status = 'running') AS running, "
-        f"{USAGE_TOTALS} FROM sessions s WHERE {HAS_MESSAGES} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?", (limit,)).fetchall()
+        "l.host AS lease_host, l.pid AS lease_pid, l.program AS lease_program, "
+        f"{db.now} - l.heartbeat_at AS lease_age, "
+        f"{USAGE_TOTALS} FROM sessions s LEFT JOIN leases l ON l.session_id = s.id WHERE {HAS_MESSAGES} "
+        "ORDER BY s.updated_at DESC, s.id DESC LIMIT ?", (limit,)).fetchall()
     return [_info(row) for row in rows]
 
 
-def find_session(db: sqlite3.Connection, wanted: str) -> str | None:
+def find_session(db: Database, wanted: str) -> str | None:
     """The id of ``wanted``: ``latest`` (the newest session with messages), an exact id (any
     session), or a unique prefix of the id of a session with messages (the ones listed)."""
     if wanted == "latest":
@@ -500,7 +590,7 @@ def find_session(db: sqlite3.Connection, wanted: str) -> str | None:
     return rows[0]["id"] if len(rows) == 1 else None
 
 
-def load_session(db: sqlite3.Connection, session_id: str) -> StoredSession | None:
+def load_session(db: Database, session_id: str) -> StoredSession | None:
     """The whole session, or None if there is no such session."""
     row = db.execute(f"SELECT s.*, {USAGE_TOTALS} FROM sessions s WHERE id = ?", (session_id,)).fetchone()
     if row is None:
@@ -526,7 +616,7 @@ def load_session(db: sqlite3.Connection, session_id: str) -> StoredSession | Non
     return stored
 
 
-def delete_session_if_empty(db: sqlite3.Connection, session_id: str) -> bool:
+def delete_session_if_empty(db: Database, session_id: str) -> bool:
     """Remove ``session_id`` if nothing was ever stored in it: no message, no turn, no tool call
     and no approval (pending or answered). True if it was removed.
 
@@ -541,7 +631,7 @@ def delete_session_if_empty(db: sqlite3.Connection, session_id: str) -> bool:
         "AND NOT EXISTS (SELECT 1 FROM approvals WHERE session_id = sessions.id)", (session_id,)).rowcount > 0
 
 
-def delete_session(db: sqlite3.Connection, session_id: str) -> bool:
+def delete_session(db: Database, session_id: str) -> bool:
     """Remove a session and everything in it (what was typed in it too)."""
     db.execute("DELETE FROM approvals WHERE session_id = ?", (session_id,))
     db.execute("DELETE FROM input_history WHERE session_id = ?", (session_id,))
@@ -562,7 +652,7 @@ def worth_keeping(text: str) -> bool:
     return bool(text.strip()) and not text.startswith(" ") and len(text) <= INPUT_MAX_CHARS
 
 
-def add_input(db: sqlite3.Connection, session_id: str | None, text: str, limit: int = INPUT_HISTORY_LIMIT) -> bool:
+def add_input(db: Database, session_id: str | None, text: str, limit: int = INPUT_HISTORY_LIMIT) -> bool:
     """Keep a submitted input (whole, however many lines); a blank one, a repeat of the newest,
     one longer than :data:`INPUT_MAX_CHARS` and one typed with a leading space (as shells'
     ``ignorespace``: a way to keep a secret out of the history) are not kept. The oldest beyond
@@ -579,7 +669,7 @@ def add_input(db: sqlite3.Connection, session_id: str | None, text: str, limit: 
     return True
 
 
-def load_inputs(db: sqlite3.Connection, limit: int = INPUT_HISTORY_LIMIT) -> list[str]:
+def load_inputs(db: Database, limit: int = INPUT_HISTORY_LIMIT) -> list[str]:
     """The newest ``limit`` inputs of every session (at most :data:`INPUT_LOAD_CHARS`
     characters in all), oldest first."""
     kept: list[str] = []

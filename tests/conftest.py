@@ -117,3 +117,53 @@ class Approver:
         if self.before is not None:
             self.before(request)
         return ApprovalDecision(choice=self.choice, reason=self.reason)  # type: ignore[arg-type]
+
+
+# -- a real PostgreSQL server (tests/pg_server.py) ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL server for the whole run (started on first use, stopped at the end)."""
+    from pg_server import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh database on the test server; its URL (over the Unix socket, no password)."""
+    return pg_server.url(pg_server.new_database())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> str:
+    """Run the test on each backend: ``postgresql`` points ``HERMES_TUI_STORE_URL`` (which every
+    store this process and its children open without naming one reads) at a fresh database."""
+    from hermes_tui import store
+
+    monkeypatch.setattr(store, "_chosen", None)
+    if request.param == "postgresql":
+        monkeypatch.setenv("HERMES_TUI_STORE_URL", request.getfixturevalue("pg_url"))
+    else:
+        monkeypatch.delenv("HERMES_TUI_STORE_URL", raising=False)
+    return request.param
+
+
+def open_store_db(home: Path | None = None):
+    """The store the test's backend uses, opened directly (a :class:`Database`; close it)."""
+    from hermes_tui import store
+
+    return store.open_database(store.store_url(None, home))
+
+
+@pytest.fixture(autouse=True)
+def _store_choice_reset():
+    """``hermes_tui.cli.main`` chooses the store for its process; in-process tests run many."""
+    yield
+    from hermes_tui import store
+
+    store.choose_store(None)

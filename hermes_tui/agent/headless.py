@@ -230,13 +230,18 @@ class HeadlessRun:
     """One session driven from the command line: start a turn, or resume a paused one."""
 
     def __init__(self, config: Config, *, home: Path, cwd: str, settings: ProviderSettings, session: str,
-                 printer: Printer, approver: RunApprover, max_cost: float | None = None) -> None:
+                 printer: Printer, approver: RunApprover, max_cost: float | None = None,
+                 program: str = "hermes-tui run") -> None:
         self.session = session
         self.printer = printer
         self.approver = approver
-        self.workspace = Workspace(config, home=home, cwd=cwd, ask=approver, settings=settings, max_cost=max_cost)
+        self.workspace = Workspace(config, home=home, cwd=cwd, ask=approver, settings=settings, max_cost=max_cost,
+                                   program=program, on_store=self._store_news)
         self._ended: asyncio.Queue[TurnEnded] = asyncio.Queue()
         approver.on_pause = self._pausing
+
+    def _store_news(self, level: str, message: str) -> None:
+        self.printer(Notice("", message, level))  # type: ignore[arg-type]
 
     def _pausing(self, request: ApprovalRequest) -> None:
         agent = self.workspace.agent

@@ -10,8 +10,10 @@ conversation, notes on what is not usable) and never shows anything itself.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +28,21 @@ from hermes_tui.config import Config
 from hermes_tui.inject import Answerer, InjectServer
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import Approver
+from hermes_tui.storage import leases
+from hermes_tui.storage.errors import DB_ERRORS
+
+log = logging.getLogger(__name__)
+
+
+class SessionBusy(Exception):
+    """Another process drives the session (its lease is fresh); ``str(err)`` is one line."""
+
+
+def busy_message(session_id: str, holder: leases.Lease | None) -> str:
+    """One line: who drives ``session_id`` and what to do."""
+    who = holder.describe() if holder is not None else "another process"
+    return (f"session {session_id} is driven by {who}: wait for it to end (a lease with no heartbeat for "
+            f"the lease timeout is taken over), or answer its requests with `hermes-tui approve {session_id}`")
 
 
 @dataclass
@@ -50,12 +67,15 @@ class Workspace:
         provider_problem: why the configured model cannot be used, if it cannot.
         host_env: the environment kernels are derived from (default ``os.environ``).
         max_cost: the session's cost ceiling for this run (``--max-cost``), over the config's.
+        program: who drives the session, as its lease names it (``hermes-tui app``, ``hermes-tui run``).
+        on_store: called on the event loop with ``(level, message)`` when a shared store's server
+            stops answering, answers again, or another process took the session over.
     """
 
     def __init__(
         self, config: Config, *, home: Path, cwd: str, ask: Approver, settings: ProviderSettings | None,
         provider_problem: str | None = None, host_env: Mapping[str, str] | None = None,
-        max_cost: float | None = None,
+        max_cost: float | None = None, program: str = "hermes-tui", on_store: Callable[[str, str], None] | None = None,
     ) -> None:
         self.config = config
         self.home = home
@@ -71,18 +91,75 @@ class Workspace:
         self._inject: InjectServer | None = None
         self._created: str | None = None
         """The open session, when this workspace created it (removed on close if still empty)."""
+        self.program = program
+        self.on_store = on_store
+        self.lease_owner = leases.new_owner()
+        self._leased: str | None = None
+        self._answer: Answerer | None = None
+        self._listener: object | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def open_store(self) -> list[tuple[str, NoticeLevel]]:
+        """Open the sessions store (once); notes to show when it cannot be (the front end then
+        keeps its sessions in memory only)."""
+        if self.store is not None:
+            return []
+        self._loop = asyncio.get_running_loop()
+        try:
+            url = db.store_url(self.config, self.home)
+            self.store = await asyncio.to_thread(db.SessionStore.open, self.home, url, on_health=self._health)
+        except (OSError, *DB_ERRORS) as exc:  # the front end still works; this session is not kept
+            self.store = await asyncio.to_thread(db.SessionStore, Path(":memory:"))
+            where = db.sessions_db_path(self.home) if isinstance(exc, (OSError, sqlite3.Error)) else "store"
+            return [(f"The sessions {'database ' + str(where) if where != 'store' else 'store'} cannot be opened "
+                     f"({exc}); this session is kept in memory only and will not survive a restart.", "error")]
+        self.store.every_tick(self._heartbeat)
+        return []
+
+    def _health(self, reachable: bool, message: str) -> None:
+        """The writer thread's news about a shared store's server, handed to the front end."""
+        self._tell("info" if reachable else "warning", message)
+
+    def _tell(self, level: str, message: str) -> None:
+        if self.on_store is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.on_store, level, message)
+
+    def _heartbeat(self, conn: db.Database) -> None:
+        """On the writer thread: keep the open session's lease fresh; say so once if it was lost."""
+        session = self._leased
+        if session is None or leases.beat(conn, session, self.lease_owner):
+            return
+        self._leased = None
+        holder = leases.lease_of(conn, session)
+        self._tell("warning", f"Session {session} was taken over by "
+                              f"{holder.describe() if holder else 'another process'} while this one's heartbeat "
+                              "could not be written: what this app adds to it from now on may interleave with theirs.")
+
+    async def _take_lease(self, session_id: str) -> list[tuple[str, NoticeLevel]]:
+        assert self.store is not None
+        stale_after = self.config.store.lease_timeout
+        taken = await self.store.call(leases.take, session_id, self.lease_owner, db.host_name(), self.program,
+                                      stale_after=stale_after)
+        if not taken.ok:
+            raise SessionBusy(busy_message(session_id, taken.holder))
+        self._leased = session_id
+        if taken.holder is not None:
+            return [(f"Took session {session_id} over from {taken.holder.describe()}: it had stopped.", "warning")]
+        return []
+
+    async def _release_lease(self) -> None:
+        session, self._leased = self._leased, None
+        if session is not None and self.store is not None:
+            try:
+                await self.store.call(leases.release, session, self.lease_owner)
+            except (*DB_ERRORS, RuntimeError):  # closed or unreachable: the lease goes stale by itself
+                pass
 
     async def open(self, session_id: str, listener: Listener) -> OpenedSession:
         """Open (or create) ``session_id``: its agent loaded and serving, nothing asked yet
         (call ``opened.agent.resume_pending()`` once the front end has drawn it)."""
-        notes: list[tuple[str, NoticeLevel]] = []
-        if self.store is None:
-            try:
-                self.store = await asyncio.to_thread(db.SessionStore.open, self.home)
-            except (OSError, sqlite3.Error) as exc:  # the front end still works; this session is not kept
-                self.store = await asyncio.to_thread(db.SessionStore, Path(":memory:"))
-                notes.append((f"The sessions database {db.sessions_db_path(self.home)} cannot be opened ({exc}); "
-                              "this session is kept in memory only and will not survive a restart.", "error"))
+        notes = await self.open_store()
+        notes += await self._take_lease(session_id)  # SessionBusy when another process drives it
         agent = Agent(
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd, listener=listener,
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
@@ -118,6 +195,9 @@ class Workspace:
         async def deliver(text: str) -> int:
             return await agent.submit(text, "injected")
 
+        self._answer = answer
+        if answer is not None and self.store is not None and self.store.shared:
+            self._listen_to_store(agent.session_id)
         server = InjectServer(self.home, agent.session_id, deliver, answer)
         try:
             await server.start()
@@ -125,6 +205,49 @@ class Workspace:
             return f"hermes-tui inject is not available for this app: {exc}"
         self._inject = server
         return None
+
+    def _listen_to_store(self, session_id: str) -> None:
+        """Answers given on another machine (``hermes-tui approve`` writes them to the shared
+        store and NOTIFYs) reach the open requests at once."""
+        from hermes_tui.storage.postgres import NotifyListener
+
+        assert self.store is not None and self._loop is not None
+        loop = self._loop
+
+        def on_message(payload: str) -> None:
+            try:
+                note = json.loads(payload)
+            except ValueError:
+                return
+            if isinstance(note, dict) and note.get("event") == "answer" and note.get("session") == session_id:
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.answers_from_store(session_id)))
+
+        def on_connect() -> None:  # answers given while it was not listening
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.answers_from_store(session_id)))
+
+        listener = NotifyListener(self.store.url, on_message, on_connect)
+        listener.start()
+        self._listener = listener
+
+    async def answers_from_store(self, session_id: str) -> int:
+        """Give the front end's open requests the answers stored for them from a shell (on any
+        machine sharing the store); how many were applied."""
+        if self.store is None or self._answer is None or self.agent is None or self.agent.session_id != session_id:
+            return 0
+        try:
+            stored = await self.store.call(db.pending_requests, session_id)
+        except (*DB_ERRORS, RuntimeError):
+            return 0
+        applied = 0
+        for request in stored:
+            given = request["answer"]
+            if given is None:
+                continue
+            reply = await self._answer({"session": session_id, "answer": {
+                "id": request["id"], "choice": given["decision"], "reason": given["reason"],
+                "who": given["who"] or "a shell"}})
+            applied += bool(reply.get("ok"))
+        return applied
 
     @property
     def listening(self) -> bool:
@@ -138,6 +261,9 @@ class Workspace:
         server, self._inject = self._inject, None
         if server is not None:
             await server.aclose()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await asyncio.to_thread(listener.stop)  # type: ignore[attr-defined]
         agent, self.agent = self.agent, None
         if agent is not None:
             await agent.aclose()
@@ -145,8 +271,9 @@ class Workspace:
         if created is not None and self.store is not None:
             try:
                 await self.store.call(db.delete_session_if_empty, created)
-            except (sqlite3.Error, RuntimeError):  # the store failed or is closed: an empty row is harmless
+            except (*DB_ERRORS, RuntimeError):  # the store failed or is closed: an empty row is harmless
                 pass
+        await self._release_lease()
 
     async def aclose(self) -> None:
         """Close the session, the runtime (every kernel ends) and the store. A request still

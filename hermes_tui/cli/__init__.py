@@ -30,6 +30,7 @@ from hermes_tui.cli.app_cmd import app_command
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, database_problem, os_problem
 from hermes_tui.cli.exec_cmd import exec_command
 from hermes_tui.runtime.hardening import drop_writable_import_paths, harden_host
+from hermes_tui.storage.errors import StoreError
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (overrides model.base_url)")
     parser.add_argument("--max-cost", type=_dollars, metavar="USD",
                         help="the session's hard cost ceiling in US dollars (overrides agent.max_cost_usd)")
+    parser.add_argument("--store", metavar="URL",
+                        help="where sessions are kept: sqlite:///PATH or postgresql://USER@HOST/DATABASE "
+                             "(overrides HERMES_TUI_STORE_URL and store.url; docs/store.md)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser(
@@ -153,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _choose_store(args)
+        if args.command == "store":
+            from hermes_tui.cli.store_cmd import store_command
+
+            return store_command(args)
         if args.command == "inspect":  # no config needed
             from hermes_tui.cli.headless_cmd import inspect_command
 
@@ -206,9 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     # Each command says it better where it can (exec checks HERMES_HOME first); this keeps
     # whatever is left to one line instead of a traceback.
     except sqlite3.Error as exc:
-        from hermes_tui.store import sessions_db_path
+        from hermes_tui.store import store_url
 
-        return _fail(database_problem(sessions_db_path(), exc))
+        return _fail(database_problem(store_url().path or store_url().redacted(), exc))
+    except StoreError as exc:  # a shared store: its messages are one line, with no password
+        return _fail(str(exc))
     except OSError as exc:
         from hermes_tui.paths import hermes_home
 
@@ -233,9 +244,36 @@ def _drop_stdout() -> None:
         pass
 
 
+def _choose_store(args: argparse.Namespace) -> None:
+    """Resolve the store once for the whole command: ``--store``, else ``HERMES_TUI_STORE_URL``,
+    else ``store.url`` in the config (a config that cannot be read leaves the default, and the
+    command that needs it says why)."""
+    from hermes_tui.config import ConfigError, load_config
+    from hermes_tui.paths import hermes_home
+    from hermes_tui.store import choose_store
+    from hermes_tui.storage.url import ENV_URL, parse_store_url, resolve_store_url
+
+    flag = getattr(args, "store", None)
+    if flag is not None:
+        parse_store_url(flag, origin="--store")  # a bad one is one line now
+    section = None
+    try:
+        args.loaded_config = load_config(getattr(args, "sub_config", None) or args.config)
+        section = args.loaded_config.store
+    except ConfigError:
+        pass
+    if (flag or os.environ.get(ENV_URL)) and section is not None:
+        section = section.model_copy(update={"url": None})
+    choose_store(resolve_store_url(getattr(section, "url", None), getattr(section, "password_env", None),
+                                   hermes_home(), flag=flag))
+
+
 def _load_config(args: argparse.Namespace) -> Config:
     from hermes_tui.config import ConfigError, load_config
 
+    loaded = getattr(args, "loaded_config", None)
+    if loaded is not None:  # read once by _choose_store
+        return loaded
     path = getattr(args, "sub_config", None) or args.config
     try:
         return load_config(path)

@@ -39,6 +39,10 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         from hermes_tui.cli.sessions_cmd import resolve_session
 
         session = resolve_session(args.resume)
+    if session is not None:
+        from hermes_tui.cli.sessions_cmd import refuse_if_driven
+
+        refuse_if_driven(session, config.store.lease_timeout)
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
     from hermes_tui.app import HermesApp

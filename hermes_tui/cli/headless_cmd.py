@@ -125,6 +125,7 @@ def _message(args: argparse.Namespace) -> str:
 
 def _drive(args: argparse.Namespace, config: Config, session: str, text: str | None) -> int:
     from hermes_tui.agent.headless import HeadlessRun, Printer, RunApprover
+    from hermes_tui.agent.workspace import SessionBusy
     from hermes_tui.agent.providers import ProviderError, resolve_provider
     from hermes_tui.cli.exec_cmd import _check_home
     from hermes_tui.cli.tty_approver import tty_approver
@@ -152,9 +153,12 @@ def _drive(args: argparse.Namespace, config: Config, session: str, text: str | N
     approver = RunApprover(ask=tty_approver() if interactive else None, pause=args.pause_on != "never")
     printer = Printer(args.json)
     run = HeadlessRun(config, home=home, cwd=os.getcwd(), settings=settings, session=session, printer=printer,
-                      approver=approver, max_cost=args.run_max_cost)
+                      approver=approver, max_cost=args.run_max_cost,
+                      program="hermes-tui run" if text is not None else "hermes-tui resume")
     try:
         outcome = asyncio.run(run.start(text) if text is not None else run.resume())
+    except SessionBusy as exc:  # another machine drives it (the shared store's lease)
+        raise UsageError(str(exc)) from None
     finally:
         lock.close()
     return _report(outcome, printer, run.summary(), resumed=text is None)
@@ -251,20 +255,34 @@ def inspect_command(args: argparse.Namespace) -> int:
     from hermes_tui.inject import app_holds
 
     then = "the running app goes on by itself (it has this session open)" if app_holds(session) else \
-        f"hermes-tui resume {session}"
+        _driven_then(session)
     print(f"\nanswer: hermes-tui approve {session} --all   (or REQUEST_ID ..., --except TEXT, --as session|always)"
           f"\n        hermes-tui deny {session} REQUEST_ID --reason TEXT\nthen:   {then}")
     return EXIT_OK
 
 
+def _driven_then(session: str) -> str:
+    """What happens after an answer given from this shell: the app that drives the session on
+    another machine takes it at once; else a resume."""
+    from hermes_tui.cli.sessions_cmd import driver_of
+
+    holder = driver_of(session)
+    if holder is None:
+        return f"hermes-tui resume {session}"
+    if holder.program == "hermes-tui app":
+        return f"the app that drives it ({shown(holder.describe())}) takes the answers at once"
+    return f"{shown(holder.describe())} drives it now: hermes-tui resume {session} once it has paused"
+
+
 def _held(session: str) -> bool:
-    """True when a run, a resume or the app drives ``session`` now."""
+    """True when a run, a resume or the app drives ``session`` now (on any machine sharing the store)."""
     import fcntl
 
+    from hermes_tui.cli.sessions_cmd import driver_of
     from hermes_tui.inject import app_holds
     from hermes_tui.paths import hermes_home, tui_dir
 
-    if app_holds(session):
+    if app_holds(session) or driver_of(session) is not None:
         return True
     path = tui_dir(hermes_home()) / "locks" / f"{session}.lock"
     try:
@@ -362,7 +380,7 @@ def answer_command(args: argparse.Namespace, config: Config) -> int:
     asyncio.run(_audit(home, session, targets, choice, reason, who))
     for request in targets:
         print(f"{'approved (' + choice + ')' if approving else 'denied'}: [{request['id']}] {shown(request['text'][:80])}")
-    print(f"next: hermes-tui resume {session}")
+    print(f"next: {_driven_then(session)}")
     return EXIT_OK
 
 

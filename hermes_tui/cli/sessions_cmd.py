@@ -18,6 +18,7 @@ from hermes_tui.cli.errors import EXIT_OK, UsageError, database_problem, os_prob
 from hermes_tui.cli.show import shown
 from hermes_tui.paths import hermes_home
 from hermes_tui.runtime.fsutil import FileRefused
+from hermes_tui.storage import leases
 from hermes_tui.units import noun, plural
 
 
@@ -26,30 +27,36 @@ class NoSessions(UsageError):
 
 
 @contextmanager
-def _database() -> Iterator[sqlite3.Connection]:
-    """The sessions database; :class:`NoSessions` when nothing is stored yet, a one-line
-    UsageError when it cannot be used (not a database, damaged, a FIFO, locked...)."""
-    path = db.sessions_db_path()
-    if not path.exists():
+def _database() -> Iterator[db.Database]:
+    """The sessions store; :class:`NoSessions` when nothing is stored yet (no SQLite file), a
+    one-line UsageError when it cannot be used (not a database, damaged, a FIFO, locked, a
+    server that cannot be reached, a schema from a newer hermes-tui...)."""
+    url = db.store_url()
+    path = url.path
+    if path is not None and not path.exists():
         raise NoSessions(f"no sessions stored yet ({path} does not exist)")
     try:
-        conn = db.connect(path)
+        conn = db.open_database(url)
     except sqlite3.Error as exc:
         raise UsageError(database_problem(path, exc)) from None
     except FileRefused as exc:  # a FIFO or a device: SQLite would wait on it for ever
         raise UsageError(f"the sessions database {path} cannot be used ({exc.strerror}); move it aside and the "
                          "next run starts a new one") from None
+    except db.StoreError as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:  # its folder cannot be used
         raise UsageError(f"the sessions database cannot be used: {os_problem(exc, hermes_home())}") from None
     try:
         yield conn
     except sqlite3.Error as exc:  # a damaged file may open and fail on the first read
         raise UsageError(database_problem(path, exc)) from None
+    except db.StoreError as exc:
+        raise UsageError(str(exc)) from None
     finally:
         conn.close()
 
 
-def _find(conn: sqlite3.Connection, wanted: str) -> str:
+def _find(conn: db.Database, wanted: str) -> str:
     found = db.find_session(conn, wanted)
     if found is None:
         raise UsageError(f"no session matches {wanted!r} (`hermes-tui sessions` lists them)")
@@ -67,9 +74,28 @@ def resolve_session(wanted: str) -> str:
         try:
             db.load_session(conn, found)
         except ValueError as exc:  # a row whose JSON was damaged outside hermes-tui
-            raise UsageError(f"session {found} in {db.sessions_db_path()} holds a damaged row ({exc}); "
+            raise UsageError(f"session {found} in {db.store_url().redacted()} holds a damaged row ({exc}); "
                              "it cannot be continued") from None
         return found
+
+
+def driver_of(session: str, stale_after: float | None = None) -> leases.Lease | None:
+    """Who drives ``session`` now (a fresh lease whose process is not known gone), or None."""
+    try:
+        with _database() as conn:
+            holder = leases.lease_of(conn, session)
+    except NoSessions:
+        return None
+    return leases.live_holder(holder, db.host_name(), stale_after or leases.STALE_AFTER)
+
+
+def refuse_if_driven(session: str, stale_after: float | None = None) -> None:
+    """A UsageError (one line naming the owner) when another process drives ``session``."""
+    from hermes_tui.agent.workspace import busy_message
+
+    holder = driver_of(session, stale_after)
+    if holder is not None:
+        raise UsageError(busy_message(session, holder))
 
 
 def inject_command(args: argparse.Namespace) -> int:
@@ -94,7 +120,7 @@ def export_command(args: argparse.Namespace) -> int:
         try:
             stored = db.load_session(conn, session_id)
         except ValueError as exc:  # a row whose JSON was damaged outside hermes-tui
-            raise UsageError(f"export: session {session_id} in {db.sessions_db_path()} holds a damaged row "
+            raise UsageError(f"export: session {session_id} in {db.store_url().redacted()} holds a damaged row "
                              f"({exc}); it cannot be exported") from None
     assert stored is not None
     # One record per line (JSONL), as Hermes Agent writes trajectories and its tools read them.
@@ -133,14 +159,17 @@ def sessions_command(args: argparse.Namespace) -> int:
         return EXIT_OK
     from hermes_tui.agent.usage import tokens
 
+    shared = db.store_url().shared  # several machines: say where each ran
     for info in sessions:
         if args.json:
             print(json.dumps(info.__dict__, ensure_ascii=False))
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
-            flag = "  interrupted" if info.interrupted else ""
+            flag = "  interrupted" if info.interrupted and not info.lease else ""
+            flag += f"  [driven by {shown(info.lease)}]" if info.lease else ""
             # A title is the first line of a turn, and an injected turn is anyone's text.
             count = f"{info.messages:>4} {noun(info.messages, 'msg'):<4}"
             used = f"{tokens(info.tokens_in + info.tokens_out):>6} tok  {session_cost(info):>9}"
-            print(f"{shown(info.id)}  {when}  {count}  {used}  {shown(info.title or '(empty)')}{flag}")
+            host = f"  {shown(info.host or '-'):<12}" if shared else ""
+            print(f"{shown(info.id)}  {when}{host}  {count}  {used}  {shown(info.title or '(empty)')}{flag}")
     return EXIT_OK

@@ -1,0 +1,126 @@
+"""Which store to use: ``--store URL``, else ``HERMES_TUI_STORE_URL``, else ``store.url`` in
+config.yaml, else the SQLite file ``$HERMES_HOME/tui/sessions.db``.
+
+URL forms:
+
+* ``sqlite:///ABSOLUTE/PATH.db``; ``sqlite://RELATIVE.db`` (under ``$HERMES_HOME``); ``sqlite://~/x.db``;
+* ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?host=/socket/dir&sslmode=...]``
+  (``postgres://`` too). The password may instead come from ``PGPASSWORD``, ``~/.pgpass`` or the
+  variable ``store.password_env`` names. It is never shown: :meth:`StoreURL.redacted`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from hermes_tui.paths import tui_dir
+from hermes_tui.storage.errors import StoreURLError
+
+ENV_URL = "HERMES_TUI_STORE_URL"
+SCHEMES = "sqlite:///PATH or postgresql://USER@HOST[:PORT]/DATABASE"
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    """A parsed store URL. ``text`` may hold a password: show :meth:`redacted`, never it."""
+
+    kind: str
+    """``sqlite`` or ``postgresql``."""
+    text: str
+    path: Path | None = None
+    """The SQLite file (None for PostgreSQL)."""
+    password: str | None = None
+    """From ``store.password_env`` (a password in the URL stays in ``text``)."""
+    origin: str = "default"
+    """Where it was set: ``--store``, ``HERMES_TUI_STORE_URL``, ``store.url`` or ``default``."""
+
+    @property
+    def shared(self) -> bool:
+        """True for a server several machines can share (PostgreSQL)."""
+        return self.kind == "postgresql"
+
+    def redacted(self) -> str:
+        """The URL with any password replaced by ``***`` (for doctor, errors and logs)."""
+        if self.kind == "sqlite":
+            return f"sqlite://{self.path}"
+        return redact(self.text)
+
+    def secrets(self) -> list[str]:
+        """Passwords this URL carries (scrubbed from any message that might quote them)."""
+        found = [self.password] if self.password else []
+        parts = urlsplit(self.text)
+        if parts.password:
+            found.append(parts.password)
+        found += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+        return found
+
+    def scrub(self, message: str) -> str:
+        """``message`` with this URL's passwords replaced by ``***``."""
+        for secret in self.secrets():
+            message = message.replace(secret, "***")
+        return message
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (in the user part or a ``password=`` parameter)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+                      safe="/:")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store.url") -> StoreURL:
+    """Parse ``text``; :class:`StoreURLError` says what is wrong and which forms are allowed."""
+    text = text.strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        raise StoreURLError(f"{origin} {redact(text)!r} is not a URL: use {SCHEMES}", f"a URL: {SCHEMES}")
+    scheme = scheme.lower()
+    if scheme == "sqlite":
+        if not rest:
+            return StoreURL("sqlite", text, tui_dir(home) / "sessions.db", origin=origin)
+        path = Path(rest).expanduser() if rest.startswith("~") else Path(rest)
+        if not path.is_absolute():
+            path = tui_dir(home).parent / path
+        return StoreURL("sqlite", text, path, origin=origin)
+    if scheme in ("postgresql", "postgres"):
+        parts = urlsplit(text)
+        try:
+            parts.port  # noqa: B018 - raises for a port that is not a number
+        except ValueError:
+            raise StoreURLError(f"{origin} {redact(text)!r}: the port is not a number from 1 to 65535",
+                                "a URL whose port is a number from 1 to 65535") from None
+        if not parts.path.strip("/"):
+            raise StoreURLError(f"{origin} {redact(text)!r} names no database: postgresql://USER@HOST/DATABASE",
+                                "a URL that names a database: postgresql://USER@HOST[:PORT]/DATABASE")
+        return StoreURL("postgresql", text, None, origin=origin)
+    raise StoreURLError(f"{origin}: {scheme}:// stores are not supported: use {SCHEMES}",
+                        f"{SCHEMES} ({scheme}:// is not supported)")
+
+
+def resolve_store_url(configured: str | None, password_env: str | None, home: Path | None = None, *,
+                      flag: str | None = None, env: Mapping[str, str] | None = None) -> StoreURL:
+    """The store to use: ``flag`` (``--store``), else ``$HERMES_TUI_STORE_URL``, else the config's
+    ``store.url``, else the default SQLite file. ``password_env`` names a variable holding the
+    PostgreSQL password (used when the URL carries none)."""
+    env = os.environ if env is None else env
+    for value, origin in ((flag, "--store"), (env.get(ENV_URL), ENV_URL), (configured, "store.url")):
+        if value:
+            url = parse_store_url(value, home, origin=origin)
+            break
+    else:
+        url = StoreURL("sqlite", "sqlite://", tui_dir(home) / "sessions.db")
+    if url.kind == "postgresql" and password_env:
+        password = env.get(password_env)
+        if password is None:
+            raise StoreURLError(f"store.password_env names {password_env}, which is not set in the environment")
+        url = StoreURL(url.kind, url.text, None, password, url.origin)
+    return url
