@@ -251,13 +251,21 @@ def check_free_space(home: Path, usage: Callable[[Path], Any] = shutil.disk_usag
 # -- sessions.db --------------------------------------------------------------------------------
 
 
-def check_sessions_db(home: Path) -> Check:
-    """``PRAGMA quick_check`` and the schema version, the database opened read-only (and
-    ``immutable`` when no write-ahead log is there, so no ``-wal``/``-shm`` file is made)."""
+def check_sessions_db(home: Path, config: Any = None) -> Check:
+    """The sessions store in use: for SQLite ``PRAGMA quick_check`` and the schema version, the
+    database opened read-only (and ``immutable`` when no write-ahead log is there, so no
+    ``-wal``/``-shm`` file is made); for PostgreSQL :func:`check_shared_store`."""
     from hermes_tui import store
+    from hermes_tui.storage.errors import StoreError
 
     name = "sessions"
-    path = store.sessions_db_path(home)
+    try:
+        url = store.store_url(config, home)
+    except StoreError as exc:
+        return fail(name, str(exc), "fix store.url / HERMES_TUI_STORE_URL (docs/store.md)")
+    if url.kind != "sqlite":
+        return check_shared_store(url)
+    path = url.path or store.sessions_db_path(home)
     fix = f"move it aside (mv {path} {path}.broken): a new one is made at the next start; its sessions stay in the old file"
     try:
         mode = os.stat(path).st_mode
@@ -277,6 +285,8 @@ def check_sessions_db(home: Path) -> Check:
     try:
         found = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
         version = db.execute("PRAGMA user_version").fetchone()[0]
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
+            version = max(version, db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0)
     except sqlite3.Error as exc:
         return fail(name, f"{path} is damaged or not a database: {exc}", fix)
     finally:
@@ -287,11 +297,46 @@ def check_sessions_db(home: Path) -> Check:
     ours = getattr(store, "SCHEMA_VERSION", None)
     size = os.stat(path).st_size
     if ours is not None and version > ours:
-        return warn(name, f"{path}: schema version {version} is newer than this hermes-tui's ({ours})",
-                    "upgrade hermes-tui: this one reads it, but what the newer one added is not used")
+        return fail(name, f"{path}: schema version {version} is newer than this hermes-tui's ({ours})",
+                    "upgrade hermes-tui: this one refuses a store a newer one wrote")
     said = f"schema version {version}" + (f" (this hermes-tui writes {ours})" if ours is not None and version != ours
                                           else "")
     return ok(name, f"{path}: integrity ok, {said}, {size} bytes")
+
+
+def check_shared_store(url: Any) -> Check:
+    """A PostgreSQL store: reached (how long a round trip takes), its schema version and size;
+    read only (nothing is migrated), and never the password."""
+    import psycopg
+
+    from hermes_tui import store
+    from hermes_tui.storage.postgres import connection_kwargs
+
+    name = "sessions"
+    where = url.redacted()
+    try:
+        with psycopg.connect(url.text, **connection_kwargs(url)) as conn:
+            started = time.perf_counter()
+            conn.execute("SELECT 1").fetchone()
+            trip = time.perf_counter() - started
+            server = conn.execute("SHOW server_version").fetchone()[0]
+            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+            known = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()[0]
+            version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] if known else None
+    except psycopg.Error as exc:
+        detail = url.scrub(" ".join(str(exc).split()))
+        return fail(name, f"{where} cannot be used: {detail}",
+                    "start the server, or check store.url and the password (the URL, PGPASSWORD, ~/.pgpass or "
+                    "store.password_env)")
+    from hermes_tui.units import human_size
+
+    said = f"PostgreSQL {server}, {human_size(size)}, round trip {trip * 1000:.1f} ms"
+    if version is None:
+        return ok(name, f"{where}: {said}; no sessions yet (the schema is made at the first start)")
+    if version > store.SCHEMA_VERSION:
+        return fail(name, f"{where}: schema version {version} is newer than this hermes-tui's ({store.SCHEMA_VERSION})",
+                    "upgrade hermes-tui: this one refuses a store a newer one wrote")
+    return ok(name, f"{where}: {said}, schema version {version}")
 
 
 def _uri(path: Path, wal: bool) -> str:
@@ -549,6 +594,11 @@ async def run_checks(config: Any, home: Path, *, settings: Any = None, model_err
     import hermes_tui.runtime.rules  # noqa: F401
     import hermes_tui.store  # noqa: F401
     import hermes_tui.units  # noqa: F401
+    try:
+        if hermes_tui.store.store_url(config, home).kind == "postgresql":
+            import hermes_tui.storage.postgres  # noqa: F401  (psycopg: before the threads, as above)
+    except Exception:  # a URL that cannot be used is the sessions check's finding
+        pass
     from hermes_tui.runtime.tools.dispatch import preload
 
     preload()  # what the runtime imports in a thread as it starts: now, while no other thread runs
@@ -564,7 +614,7 @@ async def run_checks(config: Any, home: Path, *, settings: Any = None, model_err
         guarded("endpoint", check_endpoint(settings, offline=offline)),
         thread("home", check_home, home),
         thread("disk", check_free_space, home),
-        thread("sessions", check_sessions_db, home),
+        thread("sessions", check_sessions_db, home, config),
         thread("cache", check_cache, config, home),
         guarded("kernel", check_kernel(config, home)),
         thread("python", check_interpreter, config, env),

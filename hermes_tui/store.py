@@ -19,8 +19,10 @@ work queued, says so (``on_health``) and writes it when the server is back.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import logging
+import os
 import queue
 import re
 import secrets
@@ -86,6 +88,15 @@ def store_url(config: Any = None, home: Path | None = None) -> StoreURL:
 def host_name() -> str:
     """This machine's name, as sessions, approvals and leases record it."""
     return socket.gethostname()
+
+
+def local_user() -> str:
+    """``user@host`` of this process (who answered at this machine's dialog)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{host_name()}"
 
 
 def sessions_db_path(home: Path | None = None) -> Path:
@@ -299,12 +310,13 @@ class SessionStore:
                     result = fn()
             except StoreUnavailable as exc:
                 if self._closing is not None and time.monotonic() > self._closing:
+                    log.warning("closing: a write to %s was given up: %s", self.label, exc)
                     future.set_exception(exc)
                     return
                 if self.reachable:
                     self.reachable = False
-                    self._health(False, f"{exc} — the session is kept in memory; what it adds is written "
-                                        "when the server is back")
+                    self._health(False, f"{exc}. The session is kept in memory: the turn waits at its next "
+                                        "write and goes on, with everything it added written, when the server is back.")
                 time.sleep(self.RETRY_DELAYS[min(tries, len(self.RETRY_DELAYS) - 1)])
                 tries += 1
                 continue
@@ -461,7 +473,7 @@ def settle_pending(db: Database, session_id: str, left_pending_reason: str) -> i
     for row in rows:
         answer = answers.get(row["id"])
         decision, reason = (answer["decision"], answer["reason"]) if answer else ("deny", left_pending_reason)
-        answer_approval(db, row["id"], decision, reason)
+        answer_approval(db, row["id"], decision, reason, by=answer["who"] if answer else None)
     return len(rows)
 
 
@@ -524,11 +536,14 @@ def add_approval(db: Database, session_id: str, tool_call_id: str | None, reques
 
 
 def answer_approval(db: Database, approval_id: str, decision: str, reason: str | None,
-                    status: str = "answered") -> None:
-    """Record the answer (or ``withdrawn`` when nobody answered in time); the first answer
-    recorded stays."""
-    db.execute("UPDATE approvals SET status = ?, decision = ?, reason = ?, answered_at = ? WHERE id = ? "
-               "AND status = 'pending'", (status, decision, reason, time.time(), approval_id))
+                    status: str = "answered", by: str | None = None) -> None:
+    """Record the answer (or ``withdrawn`` when nobody answered in time) and who gave it (user
+    and host: this machine's user at its dialog, or a shell's answer with where it came from);
+    the first answer recorded stays."""
+    db.execute("UPDATE approvals SET status = ?, decision = ?, reason = ?, answered_at = ?, answered_by = ? "
+               "WHERE id = ? AND status = 'pending'",
+               (status, decision, reason, time.time(), by or (local_user() if status == "answered" else "hermes-tui"),
+                approval_id))
 
 
 def _info(row: Any) -> SessionInfo:

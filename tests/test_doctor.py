@@ -224,20 +224,37 @@ def test_a_corrupt_database_fails_and_is_not_touched(hermes_home: Path, outside:
     assert path.read_bytes() == garbage and sorted(os.listdir(path.parent)) == ["sessions.db"]
 
 
-def test_a_newer_schema_warns(hermes_home: Path, outside: Path) -> None:
+def test_a_newer_schema_fails_it_would_be_refused(hermes_home: Path, outside: Path) -> None:
     import sqlite3
 
     from hermes_tui import store
 
     path = store.sessions_db_path(hermes_home)
     store.connect(path).close()
-    ours = getattr(store, "SCHEMA_VERSION", None)
-    if ours is None:
-        pytest.skip("store.SCHEMA_VERSION is not there yet")
     with sqlite3.connect(path) as db:
-        db.execute(f"PRAGMA user_version = {ours + 1}")
+        db.execute("INSERT INTO schema_version VALUES (?, 'from the future', 0, 'hermes-tui 9')",
+                   (store.SCHEMA_VERSION + 1,))
     found = checks(run_doctor("--offline", "--json", cwd=outside))["sessions"]
-    assert found["status"] == "warn" and "newer" in found["detail"]
+    assert found["status"] == "fail" and "newer" in found["detail"] and "upgrade hermes-tui" in found["fix"]
+
+
+def test_a_shared_store_is_checked_and_its_password_never_shown(hermes_home: Path, outside: Path, pg_server,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from pg_server import PASSWORD
+
+    name = pg_server.new_database()
+    monkeypatch.setenv("HERMES_TUI_STORE_URL", pg_server.url(name, tcp=True, password=True))
+    done = run_doctor("--offline", "--json", cwd=outside)
+    found = checks(done)["sessions"]
+    assert found["status"] == "ok" and "PostgreSQL 1" in found["detail"] and ":***@" in found["detail"]
+    assert "no sessions yet" in found["detail"]
+    assert PASSWORD not in done.stdout + done.stderr
+    monkeypatch.setenv("HERMES_TUI_STORE_URL", pg_server.url(name, tcp=True, password=True).replace(
+        PASSWORD, PASSWORD + "-wrong"))
+    done = run_doctor("--offline", "--json", cwd=outside)
+    found = checks(done)["sessions"]
+    assert found["status"] == "fail" and "password authentication failed" in found["detail"]
+    assert PASSWORD not in done.stdout + done.stderr and "PGPASSWORD" in found["fix"]
 
 
 def test_a_broken_allowlist_fails(hermes_home: Path, outside: Path) -> None:

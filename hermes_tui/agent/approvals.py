@@ -53,7 +53,7 @@ class ApprovalRecorder:
                 store.submit(db.answer_approval, request.id, "deny", "no answer in time", "withdrawn")
             raise
         if store is not None:
-            await store.call(db.answer_approval, request.id, decision.choice, decision.reason)
+            await store.call(db.answer_approval, request.id, decision.choice, decision.reason, by=decision.by)
         return decision
 
 

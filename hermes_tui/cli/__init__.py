@@ -8,11 +8,14 @@ The top-level parser and the dispatch live here; each command lives in its own m
 * ``approvals_cmd`` — ``hermes-tui approvals``
 * ``sessions_cmd`` — ``hermes-tui inject``, ``export`` and ``sessions``
 * ``doctor_cmd`` — ``hermes-tui doctor``: the config, its notices, the model, the backend
+* ``store_cmd`` — ``hermes-tui store info`` and ``store migrate`` (the sessions store, docs/store.md)
+* ``headless_cmd`` — ``run``, ``resume``, ``inspect``, ``approve``, ``deny`` (docs/headless.md)
 * ``errors`` — ``UsageError`` and the exit codes, shared by all of them
 
 Exit codes: 0 success, 1 a script failed, 2 usage or config error (or a file, a folder or the
-sessions database that cannot be used), 130 interrupted. Errors are one line on stderr, never a
-traceback: :func:`main` turns a ``UsageError``, an ``OSError`` and a ``sqlite3.Error`` into
+sessions store that cannot be used), 130 interrupted. Errors are one line on stderr, never a
+traceback: :func:`main` turns a ``UsageError``, an ``OSError``, a ``sqlite3.Error`` and a
+``StoreError`` (PostgreSQL; no password in it) into
 ``hermes-tui: <what was wrong and what to do>``, its untrusted parts escaped.
 """
 
@@ -107,8 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_tui.cli.cache_cmd import add_parser as add_cache_parser
     from hermes_tui.cli.headless_cmd import add_parsers as add_headless_parsers
 
+    from hermes_tui.cli.store_cmd import add_parser as add_store_parser
+
     add_cache_parser(commands)
     add_headless_parsers(commands, _seconds, _dollars)
+    add_store_parser(commands)
 
     approvals = commands.add_parser("approvals", help="review and change approval rules, read the approvals log")
     what = approvals.add_subparsers(dest="approvals_command", metavar="ACTION", required=True)

@@ -87,7 +87,11 @@ def holder_gone(lease: Lease, host: str) -> bool:
         return True
     except OSError:
         return False
-    return False
+    try:  # a zombie is gone too: killed, and not reaped yet (by an init that is slow to)
+        with open(f"/proc/{lease.pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def live_holder(lease: Lease | None, host: str, stale_after: float = STALE_AFTER) -> Lease | None:

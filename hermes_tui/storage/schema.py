@@ -80,13 +80,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("sessions", "max_cost_usd", "DOUBLE PRECISION"),
         ("turns", "resumes", "BIGINT NOT NULL DEFAULT 0"),
     )),
-    Migration(3, "a shared store: who drives a session (leases) and where it ran", (
+    Migration(3, "a shared store: who drives a session (leases), where it ran; turns by session", (
         """CREATE TABLE IF NOT EXISTS leases (
             session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid BIGINT NOT NULL,
             program TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL, heartbeat_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, started_at)",
     ), (
         ("sessions", "host", "TEXT"),
         ("approvals", "host", "TEXT"),
+        ("approvals", "answered_by", "TEXT"),
     )),
 )
 

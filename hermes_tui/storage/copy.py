@@ -1,0 +1,486 @@
+"""Copy sessions from one store to another (``hermes-tui store migrate``): a SQLite file to a
+PostgreSQL server, back, or between two of either.
+
+What is copied is everything of a session: its ``sessions`` row, ``turns``, ``messages``
+(reasoning and status too), ``tool_calls``, ``approvals`` (pending and answered),
+``approval_answers`` and ``usage``; and the ``input_history``. Leases are not: who drives a
+session is a fact about the store it runs on, not part of the session.
+
+* **Ids.** ``messages``, ``usage`` and ``input_history`` number their rows themselves, and the
+  target has its own numbers: messages are inserted without their id (in their order, so the
+  conversation reads the same) and ``tool_calls.message_id`` / ``usage.message_id`` are
+  pointed at the new ids.
+* **Idempotent.** A session already in the target with as many messages and the same state
+  is skipped; one with fewer messages (it grew in the source since) is replaced; one with more
+  is kept (it was continued in the target). Each session is copied in one transaction on the
+  target, so an interrupted copy leaves whole sessions only, and running it again finishes it.
+* **The source is only read**: opened without migrating its schema, in read-only transactions
+  (PostgreSQL ``READ ONLY``, SQLite ``PRAGMA query_only``), each session read in one snapshot.
+  An older schema is read as it is (the columns it lacks take the target's defaults).
+
+No printing here: :func:`copy_sessions` reports each session to a callback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from hermes_tui.runtime.fsutil import file_kind
+from hermes_tui.storage.base import Database
+from hermes_tui.storage.errors import SchemaTooNew, StoreError, StoreUnavailable
+from hermes_tui.storage.leases import STALE_AFTER, all_leases
+from hermes_tui.storage.schema import LATEST
+from hermes_tui.storage.sqlite import SQLiteDatabase
+from hermes_tui.storage.url import StoreURL
+
+SESSION_TABLES = ("turns", "messages", "tool_calls", "approvals", "approval_answers", "usage")
+"""The tables that hold a session's rows (``session_id``), in the order they are copied."""
+NUMBERED = frozenset({"messages", "usage", "input_history"})
+"""Tables whose ``id`` the target gives (it is not copied)."""
+CHILD = "::child::"
+"""What a sub-agent's session id holds: ``PARENT::child::NAME``."""
+
+COPY, REPLACE, SKIP, KEEP = "copy", "replace", "skip", "keep"
+"""What the plan does with a session."""
+COPIED, REPLACED, SKIPPED, KEPT, FAILED, GONE = "copied", "replaced", "skipped", "kept", "failed", "gone"
+"""What happened to it."""
+
+
+def open_source(url: StoreURL) -> Database:
+    """Open ``url`` to read it, and only that: no schema migration, and SQLite's
+    ``query_only`` on (PostgreSQL reads run in ``READ ONLY`` transactions: :func:`reading`).
+
+    A SQLite file that does not exist (or is not a regular file) is a one-line
+    :class:`StoreError` (nothing is created); a file that is not a database raises
+    ``sqlite3.Error``; PostgreSQL errors are StoreErrors without the password.
+    """
+    if url.kind == "sqlite":
+        path = url.path
+        assert path is not None
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            raise StoreError(f"the sessions store {path} does not exist") from None
+        except OSError as exc:
+            raise StoreError(f"the sessions store {path} cannot be read: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):  # SQLite would block for ever reading a FIFO
+            raise StoreError(f"the sessions store {path} is {file_kind(mode)}, not a regular file")
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # not a database: fails here
+        except BaseException:
+            conn.close()
+            raise
+        return SQLiteDatabase(conn, path)
+    from hermes_tui.storage.postgres import PostgresDatabase  # psycopg only when it is used
+
+    return PostgresDatabase(url, max_size=2)
+
+
+@contextmanager
+def reading(db: Database) -> Iterator[None]:
+    """One read-only snapshot of ``db``: the statements inside see the same moment (a session
+    written meanwhile is read whole, as it was, or not at all)."""
+    if db.kind == "sqlite":
+        db.execute("BEGIN")  # deferred: a read lock only, and one snapshot in WAL mode
+        try:
+            yield
+        finally:
+            db.execute("COMMIT")
+        return
+    with db.unit():
+        db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+def tables(db: Database) -> set[str]:
+    """The tables ``db`` holds."""
+    if db.kind == "sqlite":
+        return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return {row[0] for row in db.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+
+
+def columns(db: Database, table: str) -> list[str]:
+    """The columns of ``table`` in ``db``, in their order."""
+    if db.kind == "sqlite":
+        return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+    return [row[0] for row in db.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = ? ORDER BY ordinal_position", (table,))]
+
+
+def schema_version(db: Database, present: set[str] | None = None) -> int:
+    """The schema version ``db`` holds, read without changing it (0: no schema yet; a SQLite
+    file from before the version table: its ``PRAGMA user_version``)."""
+    present = tables(db) if present is None else present
+    if "schema_version" in present:
+        return int(db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0)
+    if db.kind == "sqlite":
+        return int(db.execute("PRAGMA user_version").fetchone()[0] or 0)
+    return 0
+
+
+def check_source(db: Database) -> set[str]:
+    """Refuse a source that is not a sessions store, or that a newer hermes-tui wrote (its
+    rows could hold what this one would drop); the tables it holds."""
+    present = tables(db)
+    if "sessions" not in present or "messages" not in present:
+        raise StoreError(f"{db.label} is not a hermes-tui sessions store (it has no sessions table)")
+    version = schema_version(db, present)
+    if version > LATEST:
+        raise SchemaTooNew(f"the sessions store {db.label} has schema version {version}, newer than this "
+                           f"hermes-tui knows ({LATEST}): upgrade hermes-tui to copy from it")
+    return present
+
+
+def pg_address(url: StoreURL) -> tuple[str, str, str]:
+    """(host or socket folder, port, database) a ``postgresql://`` URL names."""
+    parts = urlsplit(url.text)
+    query = dict(parse_qsl(parts.query))
+    host = query.get("host") or parts.hostname or ""
+    port = query.get("port") or str(parts.port or 5432)
+    return host.lower().rstrip("/"), port, query.get("dbname") or parts.path.strip("/")
+
+
+def same_place(a: StoreURL, b: StoreURL) -> bool:
+    """True when the two URLs plainly name one store (the same file; the same server address and
+    database). Two addresses of one server (a socket and TCP) are caught by :func:`identity`."""
+    if a.kind != b.kind:
+        return False
+    if a.kind == "sqlite":
+        assert a.path is not None and b.path is not None
+        try:
+            return a.path.samefile(b.path)
+        except OSError:  # one does not exist (yet)
+            return a.path.resolve() == b.path.resolve()
+    return pg_address(a) == pg_address(b)
+
+
+def identity(db: Database) -> tuple[Any, ...]:
+    """What tells one PostgreSQL database from every other: the database's name, the server's
+    port and the moment it started (readable by any user)."""
+    row = db.execute("SELECT current_database(), current_setting('port'), "
+                     "CAST(pg_postmaster_start_time() AS TEXT)").fetchone()
+    return tuple(row)
+
+
+# -- how far a session has got ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How far a session has got, from counts that grow as it goes on."""
+
+    messages: int = 0
+    done: int = 0
+    """Messages whose status is ``done`` (a reply still streaming is not)."""
+    turns: int = 0
+    settled_turns: int = 0
+    """Turns no longer running."""
+    resumes: int = 0
+    calls: int = 0
+    finished_calls: int = 0
+    approvals: int = 0
+    answered: int = 0
+    """Approvals no longer pending."""
+    answers: int = 0
+    """Answers given from a shell."""
+    usage: int = 0
+
+    @property
+    def settled(self) -> int:
+        """Everything that happened in it, counted once: more means further on."""
+        return (self.done + self.turns + self.settled_turns + self.resumes + self.calls + self.finished_calls
+                + self.approvals + self.answered + self.answers + self.usage)
+
+
+_TALLIES = {
+    "messages": ("COUNT(*), SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END)", ("messages", "done")),
+    "turns": ("COUNT(*), SUM(CASE WHEN status <> 'running' THEN 1 ELSE 0 END), {resumes}",
+              ("turns", "settled_turns", "resumes")),
+    "tool_calls": ("COUNT(*), SUM(CASE WHEN finished_at IS NOT NULL THEN 1 ELSE 0 END)",
+                   ("calls", "finished_calls")),
+    "approvals": ("COUNT(*), SUM(CASE WHEN status <> 'pending' THEN 1 ELSE 0 END)", ("approvals", "answered")),
+    "approval_answers": ("COUNT(*)", ("answers",)),
+    "usage": ("COUNT(*)", ("usage",)),
+}
+
+
+def tallies(db: Database, present: set[str]) -> dict[str, Tally]:
+    """Every session of ``db`` and how far it has got (one grouped scan per table)."""
+    counts: dict[str, dict[str, int]] = {row[0]: {} for row in db.execute("SELECT id FROM sessions")}
+    for table, (select, names) in _TALLIES.items():
+        if table not in present:  # an older schema
+            continue
+        resumes = "SUM(resumes)" if table == "turns" and "resumes" in columns(db, "turns") else "0"
+        for row in db.execute(f"SELECT session_id, {select.format(resumes=resumes)} FROM {table} GROUP BY session_id"):
+            if row[0] in counts:
+                counts[row[0]].update((name, int(value or 0)) for name, value in zip(names, row[1:]))
+    return {session: Tally(**values) for session, values in counts.items()}
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What will be done with one session."""
+
+    id: str
+    action: str
+    """:data:`COPY`, :data:`REPLACE`, :data:`SKIP` or :data:`KEEP`."""
+    messages: int
+    """Its messages in the source."""
+    why: str = ""
+
+
+def with_children(wanted: Iterable[str], known: Iterable[str]) -> set[str]:
+    """``wanted`` and the sessions of their sub-agents (``ID::child::...``, at any depth)."""
+    wanted = set(wanted)
+    return {s for s in known if s in wanted or any(s.startswith(w + CHILD) for w in wanted)}
+
+
+def decide(session_id: str, source: Tally, target: Tally | None, driver: str | None = None) -> Planned:
+    """What to do with a session the source holds as ``source`` and the target as ``target``
+    (None: not there); ``driver`` describes who drives it in the target now, if anyone."""
+    if target is None:
+        return Planned(session_id, COPY, source.messages)
+    if target == source:
+        return Planned(session_id, SKIP, source.messages, "already there")
+    if target.messages > source.messages:
+        return Planned(session_id, KEEP, source.messages,
+                       f"the target has more ({target.messages} messages, the source {source.messages})")
+    # Same messages, different state: the side whose session went further wins (a reply that
+    # finished streaming, a turn that ended, an approval answered in the source since).
+    if target.messages == source.messages and target.settled >= source.settled:
+        return Planned(session_id, KEEP, source.messages,
+                       "the target has more (as many messages, and it went on there since)")
+    if driver is not None:  # replacing it would pull the session from under whoever drives it
+        return Planned(session_id, KEEP, source.messages, f"it is in use in the target now ({driver})")
+    grew = "it grew in the source" if target.messages < source.messages else "it changed in the source"
+    return Planned(session_id, REPLACE, source.messages,
+                   f"{grew} ({target.messages} -> {source.messages} messages)")
+
+
+def plan_copy(source: Database, target: Database, only: Iterable[str] | None = None) -> list[Planned]:
+    """What :func:`copy_sessions` would do with each session of ``source`` (or of ``only`` and
+    their sub-agents), parents before their sub-agents."""
+    with reading(source):
+        present = check_source(source)
+        have = tallies(source, present)
+    with reading(target):
+        theirs = tallies(target, tables(target))
+        drivers = {s: lease.describe() for s, lease in all_leases(target).items() if lease.age <= STALE_AFTER}
+    chosen = have.keys() if only is None else with_children(only, have)
+    return [decide(s, have[s], theirs.get(s), drivers.get(s)) for s in sorted(chosen)]
+
+
+def live_sessions(db: Database) -> list[str]:
+    """Sessions something drives in ``db`` now (a fresh lease): what they add after the copy
+    is copied by the next run."""
+    with reading(db):
+        if "leases" not in tables(db):
+            return []
+        return sorted(s for s, lease in all_leases(db).items() if lease.age <= STALE_AFTER)
+
+
+# -- the copy ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """What happened to one session."""
+
+    id: str
+    outcome: str
+    """:data:`COPIED`, :data:`REPLACED`, :data:`SKIPPED`, :data:`KEPT`, :data:`FAILED` or
+    :data:`GONE` (deleted from the source meanwhile)."""
+    messages: int = 0
+    """Messages written (copied or replaced), else the source's count."""
+    why: str = ""
+
+
+@dataclass
+class CopyReport:
+    """What :func:`copy_sessions` did, so far (it is filled as it goes: an interrupted copy
+    still says what it finished)."""
+
+    steps: list[Step] = field(default_factory=list)
+    inputs: int = 0
+    """Rows of the input history copied."""
+    seconds: float = 0.0
+
+    def count(self, outcome: str) -> int:
+        """Sessions with this outcome."""
+        return sum(1 for step in self.steps if step.outcome == outcome)
+
+    def messages(self, outcome: str) -> int:
+        """Messages of the sessions with this outcome."""
+        return sum(step.messages for step in self.steps if step.outcome == outcome)
+
+    def of(self, outcome: str) -> list[Step]:
+        """The steps with this outcome."""
+        return [step for step in self.steps if step.outcome == outcome]
+
+    def as_dict(self) -> dict[str, Any]:
+        """For ``--json``."""
+        return {
+            "copied": self.count(COPIED), "copied_messages": self.messages(COPIED),
+            "replaced": self.count(REPLACED), "replaced_messages": self.messages(REPLACED),
+            "skipped": self.count(SKIPPED), "kept": [{"id": s.id, "why": s.why} for s in self.of(KEPT)],
+            "failed": [{"id": s.id, "why": s.why} for s in self.of(FAILED)],
+            "gone": [s.id for s in self.of(GONE)], "inputs": self.inputs, "seconds": round(self.seconds, 3),
+        }
+
+
+COPY_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.Error, ValueError, TypeError, OverflowError)
+"""What copying one session may fail with while the others can still be copied (a row the
+target refuses); a server that cannot be reached (:class:`StoreUnavailable`) stops the copy."""
+
+
+def copy_sessions(source: Database, target: Database, plan: Sequence[Planned], *,
+                  inputs: Iterable[str] | None = None, all_inputs: bool = False,
+                  on_step: Callable[[Step], None] | None = None, report: CopyReport | None = None) -> CopyReport:
+    """Carry out ``plan``: each session copied or replaced in one transaction on ``target``,
+    ``on_step`` called after each. Then the input history of the sessions ``inputs`` names
+    (every row, those typed outside any session too, with ``all_inputs``), rows the target
+    already has left out. ``report`` (made if not given) is filled as it goes."""
+    report = CopyReport() if report is None else report
+    started = time.monotonic()
+    present = tables(source)
+    shared = {table: _shared_columns(source, target, table)
+              for table in ("sessions", *SESSION_TABLES, "input_history") if table in present}
+    failed: set[str] = set()
+    for item in plan:
+        step = _carry_out(source, target, item, shared)
+        if step.outcome == FAILED:
+            failed.add(item.id)
+        report.steps.append(step)
+        report.seconds = time.monotonic() - started
+        if on_step is not None:
+            on_step(step)
+    scope = None if all_inputs else set(inputs if inputs is not None else (p.id for p in plan))
+    if "input_history" in shared:
+        report.inputs = _copy_inputs(source, target, shared["input_history"], scope, failed)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _shared_columns(source: Database, target: Database, table: str) -> list[str]:
+    """The columns both stores have (a source of an older schema lacks some: the target's
+    defaults fill them), without the ids the target numbers itself."""
+    theirs = set(columns(target, table))
+    return [c for c in columns(source, table) if c in theirs and not (c == "id" and table in NUMBERED)]
+
+
+def _carry_out(source: Database, target: Database, item: Planned, shared: dict[str, list[str]]) -> Step:
+    if item.action == SKIP:
+        return Step(item.id, SKIPPED, item.messages, item.why)
+    if item.action == KEEP:
+        return Step(item.id, KEPT, item.messages, item.why)
+    try:
+        rows = _read_session(source, item.id, shared)
+        if rows is None:
+            return Step(item.id, GONE, 0, "deleted from the source meanwhile")
+        written = _write_session(target, item.id, rows, shared, replace=item.action == REPLACE)
+    except StoreUnavailable:
+        raise
+    except COPY_ERRORS as exc:
+        return Step(item.id, FAILED, 0, " ".join(str(exc).split()) or type(exc).__name__)
+    return Step(item.id, REPLACED if item.action == REPLACE else COPIED, written, item.why)
+
+
+_ORDER = {"turns": "started_at", "messages": "id", "tool_calls": "started_at", "approvals": "created_at",
+          "approval_answers": "answered_at", "usage": "id"}
+
+
+def _read_session(source: Database, session_id: str, shared: dict[str, list[str]]) -> dict[str, list[dict[str, Any]]] | None:
+    """Every row of the session, read in one snapshot; None if it is not there any more."""
+    with reading(source):
+        session = source.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if session is None:
+            return None
+        rows = {"sessions": [dict(session)]}
+        for table in SESSION_TABLES:
+            if table in shared:
+                rows[table] = [dict(r) for r in source.execute(
+                    f"SELECT * FROM {table} WHERE session_id = ? ORDER BY {_ORDER[table]}", (session_id,))]
+    return rows
+
+
+def _insert(db: Database, table: str, names: list[str], row: dict[str, Any], numbered: bool = False) -> int:
+    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    values = [row.get(name) for name in names]
+    if numbered:
+        return db.insert(sql, values)
+    db.execute(sql, values)
+    return 0
+
+
+def _write_session(target: Database, session_id: str, rows: dict[str, list[dict[str, Any]]],
+                   shared: dict[str, list[str]], *, replace: bool) -> int:
+    """Write one session's rows in one transaction (what the target held of it removed first
+    when ``replace``); the number of messages written."""
+    with target.transaction():
+        if replace:
+            # Every table by hand: approvals and answers have no foreign key to cascade from.
+            for table in reversed(SESSION_TABLES):
+                target.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            target.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        _insert(target, "sessions", shared["sessions"], rows["sessions"][0])
+        for row in rows.get("turns", ()):
+            _insert(target, "turns", shared["turns"], row)
+        new_ids: dict[int, int] = {}
+        for row in rows["messages"]:  # in the source's order: the target's ids keep it
+            new_ids[row["id"]] = _insert(target, "messages", shared["messages"], row, numbered=True)
+        for table in ("tool_calls", "usage"):
+            for row in rows.get(table, ()):
+                if row.get("message_id") is not None:
+                    row = {**row, "message_id": new_ids.get(row["message_id"])}
+                _insert(target, table, shared[table], row)
+        for table in ("approvals", "approval_answers"):
+            for row in rows.get(table, ()):
+                _insert(target, table, shared[table], row)
+    return len(rows["messages"])
+
+
+def _copy_inputs(source: Database, target: Database, names: list[str], scope: set[str] | None,
+                 failed: set[str]) -> int:
+    """Copy the input history of the sessions in ``scope`` (None: all of it, also what was typed
+    outside a session) but those that ``failed``, oldest first, leaving out rows the target has
+    (same session, text and time); how many were copied."""
+    with reading(source):
+        rows = [dict(r) for r in source.execute("SELECT * FROM input_history ORDER BY created_at, id")]
+    rows = [r for r in rows if (scope is None or r["session_id"] in scope) and r["session_id"] not in failed]
+    if not rows:
+        return 0
+    with reading(target):
+        have = {(r[0], _text_key(r[1]), r[2])
+                for r in target.execute("SELECT session_id, text, created_at FROM input_history")}
+    new = []
+    for row in rows:
+        key = (row["session_id"], _text_key(row["text"]), row["created_at"])
+        if key not in have:
+            have.add(key)
+            new.append(row)
+    if new:
+        with target.transaction():
+            for row in new:
+                _insert(target, "input_history", names, row, numbered=True)
+    return len(new)
+
+
+def _text_key(text: Any) -> Any:
+    """``text`` as PostgreSQL keeps it (a NUL becomes U+FFFD there), so a row copied once is
+    recognised the next time whichever way it went."""
+    return text.replace("\x00", "\ufffd") if isinstance(text, str) else text
