@@ -129,7 +129,7 @@ def connect(path: Path) -> SQLiteDatabase:
             conn.execute("PRAGMA user_version").fetchone()  # creates the file now, so its mode can be set
             path.chmod(0o600)  # conversations may quote secrets the user pasted
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
+        _wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
         conn.execute("PRAGMA foreign_keys=ON")
         db = SQLiteDatabase(conn, path)
@@ -140,6 +140,25 @@ def connect(path: Path) -> SQLiteDatabase:
         conn.close()  # a file that is not a database must not keep a handle open
         raise
     return db
+
+
+def _wal(conn: sqlite3.Connection, wait: float = 10.0) -> None:
+    """Switch to WAL. SQLite does not wait on a lock for this (the busy timeout is not used), so
+    a new file another process is setting up at the same moment is tried again for ``wait`` s."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def has_sessions(db: Database) -> bool:
+    """True when the store holds at least one session with a conversation (listed)."""
+    return db.execute(f"SELECT 1 FROM sessions s WHERE {HAS_MESSAGES} LIMIT 1").fetchone() is not None
 
 
 def open_database(url: StoreURL) -> Database:
@@ -315,8 +334,8 @@ class SessionStore:
                     return
                 if self.reachable:
                     self.reachable = False
-                    self._health(False, f"{exc}. The session is kept in memory: the turn waits at its next "
-                                        "write and goes on, with everything it added written, when the server is back.")
+                    self._health(False, f"{exc}. Nothing is lost: the session is kept in memory, and what "
+                                        "comes next waits and is written when the server is back.")
                 time.sleep(self.RETRY_DELAYS[min(tries, len(self.RETRY_DELAYS) - 1)])
                 tries += 1
                 continue
@@ -326,8 +345,8 @@ class SessionStore:
             break
         if not self.reachable:
             self.reachable = True
-            self._health(True, f"the sessions store {self.label} answers again: "
-                               f"{self._queue.qsize() + 1} queued write(s) caught up")
+            self._health(True, f"The sessions store {self.label} is back: "
+                               f"{self._queue.qsize() + 1} waiting write(s) written.")
         future.set_result(result)
 
     def _health(self, reachable: bool, message: str) -> None:
@@ -600,8 +619,9 @@ def find_session(db: Database, wanted: str) -> str | None:
     row = db.execute("SELECT id FROM sessions WHERE id = ?", (wanted,)).fetchone()
     if row:
         return row["id"]
-    rows = db.execute(f"SELECT id FROM sessions s WHERE id LIKE ? ESCAPE '\\' AND {HAS_MESSAGES} LIMIT 2",
-                      (wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
+    # substr, not LIKE: the same on both backends (LIKE ignores ASCII case on SQLite only), no escaping
+    rows = db.execute(f"SELECT id FROM sessions s WHERE substr(id, 1, ?) = ? AND {HAS_MESSAGES} LIMIT 2",
+                      (len(wanted), wanted)).fetchall()
     return rows[0]["id"] if len(rows) == 1 else None
 
 

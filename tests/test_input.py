@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from textual import events
 
 from hermes_tui import store as db
@@ -17,9 +18,17 @@ from hermes_tui.widgets.conversation import MessageBlock, PastedRunBlock, Prompt
 from hermes_tui.widgets.dialogs import HelpScreen
 from hermes_tui.widgets.history_search import HistorySearchBar, InputHistory
 
-from conftest import strict_config
+from conftest import open_store_db, strict_config
 from fake_models import FakeModelServer
 from test_app import SIZE, blocks, log_text, make_app, submit, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
+    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
+    yield
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
+        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 def prompt_of(app: HermesApp) -> PromptInput:
@@ -72,7 +81,7 @@ def shown_text(block: RunBlock) -> str:
 
 
 def stored_inputs(home: Path) -> list[str]:
-    conn = db.connect(db.sessions_db_path(home))
+    conn = open_store_db(home)
     try:
         return db.load_inputs(conn)
     finally:
@@ -82,7 +91,8 @@ def stored_inputs(home: Path) -> list[str]:
 # -- history ----------------------------------------------------------------------------------
 
 
-async def test_up_and_down_walk_the_history_and_keep_what_was_typed(hermes_home: Path, tmp_path: Path) -> None:
+async def test_up_and_down_walk_the_history_and_keep_what_was_typed(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         prompt = await ready(pilot, app)
@@ -124,7 +134,7 @@ async def test_up_and_down_walk_the_history_and_keep_what_was_typed(hermes_home:
     assert stored_inputs(hermes_home) == ["a = 1", "for i in range(2):\n    b = i", "c = 3"]
 
 
-async def test_history_comes_from_earlier_sessions(hermes_home: Path, tmp_path: Path) -> None:
+async def test_history_comes_from_earlier_sessions(store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     first = make_app(hermes_home, tmp_path)
     async with first.run_test(size=SIZE) as pilot:
         await ready(pilot, first)
@@ -141,8 +151,8 @@ async def test_history_comes_from_earlier_sessions(hermes_home: Path, tmp_path: 
         assert prompt.text == "from_before = 'one'"
 
 
-def test_history_is_bounded_and_skips_repeats(hermes_home: Path) -> None:
-    conn = db.connect(db.sessions_db_path(hermes_home))
+def test_history_is_bounded_and_skips_repeats(store_backend: str, hermes_home: Path) -> None:
+    conn = open_store_db(hermes_home)
     try:
         assert db.add_input(conn, "s1", "one", limit=3)
         assert not db.add_input(conn, "s1", "one", limit=3)  # the same again: kept once
@@ -159,7 +169,7 @@ def test_history_is_bounded_and_skips_repeats(hermes_home: Path) -> None:
     assert history.entries == ["early", "late"]
 
 
-def test_an_older_database_gets_the_history_table(hermes_home: Path) -> None:
+def test_an_older_database_gets_the_history_table(hermes_home: Path) -> None:  # a SQLite file: SQLite only
     path = db.sessions_db_path(hermes_home)
     path.parent.mkdir(parents=True, exist_ok=True)
     old = sqlite3.connect(path)
@@ -324,7 +334,8 @@ async def test_a_busy_kernel_is_not_asked(hermes_home: Path, tmp_path: Path) -> 
 BIG = "n = 0\n" + "n += 1\n" * 1998 + "print('total', n)\n"  # 2,000 lines
 
 
-async def test_a_big_paste_is_a_placeholder_and_runs_whole(hermes_home: Path, tmp_path: Path) -> None:
+async def test_a_big_paste_is_a_placeholder_and_runs_whole(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         prompt = await ready(pilot, app)
@@ -383,8 +394,9 @@ async def test_a_big_pasted_message_is_sent_whole_and_collapsed(hermes_home: Pat
             assert "line 25: [b]not markup[/b]" in str(message.render())
 
 
-def test_history_keeps_no_leading_space_input_nor_huge_ones_and_forgets_a_deleted_session(hermes_home: Path) -> None:
-    conn = db.connect(db.sessions_db_path(hermes_home))
+def test_history_keeps_no_leading_space_input_nor_huge_ones_and_forgets_a_deleted_session(
+        store_backend: str, hermes_home: Path) -> None:
+    conn = open_store_db(hermes_home)
     try:
         db.create_session(conn, "s1", None, None, None)
         assert not db.add_input(conn, "s1", " token = 'sk-secret'")  # a leading space: kept out, as in shells

@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_tui import store as db
 from hermes_tui.agent.hermes_format import HermesStreamParser
 from hermes_tui.agent.tools import InvalidCall, ToolCall, validate_call
+
+from conftest import open_store_db
 
 REPLY = ('Checking.<tool_call>\n{"name": "terminal", "arguments": {"command": "ls -la"}}\n</tool_call>'
          ' and <tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}</tool_call> done <tool')
@@ -51,6 +54,14 @@ def test_malformed_blocks_become_errors_the_model_can_fix() -> None:
         raise AssertionError("accepted a call of an unknown tool")
 
 
+@pytest.fixture(autouse=True)
+def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
+    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
+    yield
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
+        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
+
+
 def make_session(home: Path) -> str:
     store = db.SessionStore.open(home)
     try:
@@ -72,7 +83,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hermes_tui.cli", *args], capture_output=True, text=True, timeout=60)
 
 
-def test_database_is_wal_and_private(hermes_home: Path) -> None:
+def test_database_is_wal_and_private(hermes_home: Path) -> None:  # the SQLite file itself: SQLite only
     make_session(hermes_home)
     path = db.sessions_db_path(hermes_home)
     assert oct(path.stat().st_mode & 0o777) == "0o600"
@@ -85,7 +96,18 @@ def test_database_is_wal_and_private(hermes_home: Path) -> None:
         conn.close()
 
 
-def test_export_sharegpt_shape(hermes_home: Path, tmp_path: Path) -> None:
+def test_latest_and_a_prefix_find_the_session(store_backend: str, hermes_home: Path) -> None:
+    make_session(hermes_home)
+    conn = open_store_db(hermes_home)
+    try:
+        assert conn.kind == store_backend
+        assert db.find_session(conn, "latest") == db.find_session(conn, "20261129") == "20261129-000000-abcd"
+        assert db.find_session(conn, "nope") is None
+    finally:
+        conn.close()
+
+
+def test_export_sharegpt_shape(store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     session = make_session(hermes_home)
     out = tmp_path / "trajectory.json"
     done = run_cli("export", "latest", "--format", "sharegpt", "-o", str(out))
@@ -105,9 +127,13 @@ def test_export_sharegpt_shape(hermes_home: Path, tmp_path: Path) -> None:
     assert json.loads(to_stdout.stdout)["conversations"] == turns
 
 
-def test_cli_errors_are_one_line(hermes_home: Path) -> None:
+def test_export_with_nothing_stored_says_so(store_backend: str) -> None:
     missing = run_cli("export", "latest")
     assert missing.returncode == 2 and "no sessions stored yet" in missing.stderr
+
+
+def test_cli_errors_are_one_line(store_backend: str, hermes_home: Path) -> None:
+    # (With nothing stored yet: test_export_with_nothing_stored_says_so.)
     make_session(hermes_home)
     wrong = run_cli("export", "zzz")
     assert wrong.returncode == 2 and "no session matches 'zzz'" in wrong.stderr

@@ -17,10 +17,18 @@ from hermes_tui.app import HermesApp
 from hermes_tui.units import noun, plural
 from hermes_tui.widgets.conversation import RunBlock
 
-from conftest import make_config
+from conftest import make_config, open_store_db
 from test_app import SIZE, submit, wait_until
 
 CLI = [sys.executable, "-m", "hermes_tui"]
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
+    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
+    yield
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
+        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -44,7 +52,7 @@ def add_session(home: Path, session: str, *, turn: str | None = None, updated_at
 
 
 def session_ids(home: Path) -> set[str]:
-    conn = db.connect(db.sessions_db_path(home))
+    conn = open_store_db(home)
     try:
         return {row["id"] for row in conn.execute("SELECT id FROM sessions")}
     finally:
@@ -52,7 +60,7 @@ def session_ids(home: Path) -> set[str]:
 
 
 @pytest.fixture
-def used_and_empty(hermes_home: Path) -> Path:
+def used_and_empty(store_backend: str, hermes_home: Path) -> Path:
     """``20261129-100000-used`` has a turn; ``20261129-110000-empty`` (newer) has none."""
     now = time.time()
     add_session(hermes_home, "20261129-100000-used", turn="list files", updated_at=now - 60)
@@ -64,7 +72,7 @@ def used_and_empty(hermes_home: Path) -> Path:
 
 
 def test_the_store_lists_and_finds_only_sessions_with_messages(used_and_empty: Path) -> None:
-    conn = db.connect(db.sessions_db_path(used_and_empty))
+    conn = open_store_db(used_and_empty)
     try:
         assert [s.id for s in db.list_sessions(conn)] == ["20261129-100000-used"]
         assert db.find_session(conn, "latest") == "20261129-100000-used"  # not the newer, empty one
@@ -75,16 +83,16 @@ def test_the_store_lists_and_finds_only_sessions_with_messages(used_and_empty: P
         conn.close()
 
 
-def test_latest_is_none_when_every_session_is_empty(hermes_home: Path) -> None:
+def test_latest_is_none_when_every_session_is_empty(store_backend: str, hermes_home: Path) -> None:
     add_session(hermes_home, "20261129-110000-empty")
-    conn = db.connect(db.sessions_db_path(hermes_home))
+    conn = open_store_db(hermes_home)
     try:
         assert db.find_session(conn, "latest") is None and db.list_sessions(conn) == []
     finally:
         conn.close()
 
 
-def test_only_a_session_with_nothing_stored_is_deleted(hermes_home: Path) -> None:
+def test_only_a_session_with_nothing_stored_is_deleted(store_backend: str, hermes_home: Path) -> None:
     add_session(hermes_home, "empty")
     add_session(hermes_home, "with-turn", turn="hello")
     add_session(hermes_home, "with-approval")
@@ -156,14 +164,15 @@ def test_resume_latest_skips_a_newer_empty_session(used_and_empty: Path, argv: l
     assert done.stdout.strip() == "OPENS 20261129-100000-used"
 
 
-def test_resume_with_only_empty_sessions_is_one_line(hermes_home: Path) -> None:
+def test_resume_with_only_empty_sessions_is_one_line(store_backend: str, hermes_home: Path) -> None:
     add_session(hermes_home, "20261129-110000-empty")
     done = run_cli("--resume")
-    assert done.returncode == 2 and "no session matches 'latest'" in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr
+    # An opened-and-left session holds no conversation: it is not listed, so none is stored.
+    assert done.returncode == 2 and "no sessions stored yet" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_export_says_how_many_messages_in_words(hermes_home: Path, tmp_path: Path) -> None:
+def test_export_says_how_many_messages_in_words(store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     add_session(hermes_home, "20261129-100000-used", turn="list files")
     done = run_cli("export", "latest", "-o", str(tmp_path / "out.json"))
     assert done.returncode == 0, done.stderr
@@ -183,7 +192,8 @@ async def run_python(pilot, app: HermesApp, code: str) -> None:
     await wait_until(pilot, lambda: len(app.query(RunBlock)) > count and app.query(RunBlock).last().status == "success")
 
 
-async def test_a_session_the_app_created_and_left_empty_is_removed(hermes_home: Path, tmp_path: Path) -> None:
+async def test_a_session_the_app_created_and_left_empty_is_removed(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     add_session(hermes_home, "20261129-100000-used", turn="list files")
     app = no_model_app(hermes_home, tmp_path, session="s-nothing-said")
     async with app.run_test(size=SIZE) as pilot:
@@ -192,7 +202,8 @@ async def test_a_session_the_app_created_and_left_empty_is_removed(hermes_home: 
     assert session_ids(hermes_home) == {"20261129-100000-used"}
 
 
-async def test_a_new_session_with_a_turn_is_kept_and_is_latest(hermes_home: Path, tmp_path: Path) -> None:
+async def test_a_new_session_with_a_turn_is_kept_and_is_latest(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     app = no_model_app(hermes_home, tmp_path, session="s-said")
     async with app.run_test(size=SIZE) as pilot:
         await run_python(pilot, app, "print(6 * 7)")
@@ -207,7 +218,8 @@ async def test_a_new_session_with_a_turn_is_kept_and_is_latest(hermes_home: Path
     assert resolve_session("latest") == "s-said"
 
 
-async def test_an_empty_session_the_app_did_not_create_is_left_alone(hermes_home: Path, tmp_path: Path) -> None:
+async def test_an_empty_session_the_app_did_not_create_is_left_alone(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     add_session(hermes_home, "s-made-elsewhere")  # another app's, or one from before: not this app's to remove
     app = no_model_app(hermes_home, tmp_path, session="s-made-elsewhere")
     async with app.run_test(size=SIZE) as pilot:
@@ -215,7 +227,7 @@ async def test_an_empty_session_the_app_did_not_create_is_left_alone(hermes_home
     assert session_ids(hermes_home) == {"s-made-elsewhere"}
 
 
-async def test_a_pending_approval_keeps_the_session(hermes_home: Path, tmp_path: Path) -> None:
+async def test_a_pending_approval_keeps_the_session(store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     app = no_model_app(hermes_home, tmp_path, session="s-asked")
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.agent is not None and app.workspace.listening)
@@ -225,7 +237,7 @@ async def test_a_pending_approval_keeps_the_session(hermes_home: Path, tmp_path:
 
 
 async def test_the_picker_lists_sessions_with_messages_and_switching_away_removes_an_empty_one(
-        hermes_home: Path, tmp_path: Path) -> None:
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     from hermes_tui.widgets.sessions import SessionsScreen
 
     add_session(hermes_home, "z-stored-empty", updated_at=time.time() + 3600)  # the newest row, and empty
@@ -261,7 +273,8 @@ def test_the_picker_says_msg_for_one_message() -> None:
     assert "  12 msgs  t" in screen._line(info(12)).plain
 
 
-async def test_a_resumed_session_of_one_message_says_message(hermes_home: Path, tmp_path: Path) -> None:
+async def test_a_resumed_session_of_one_message_says_message(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     add_session(hermes_home, "s-one", turn="just this")
     app = no_model_app(hermes_home, tmp_path, session="s-one")
     async with app.run_test(size=SIZE) as pilot:

@@ -234,7 +234,7 @@ def test_postgresql_stopped_mid_session_the_app_says_so_and_catches_up(tmp_path:
             screen = terminal.wait_for("kept in memory", timeout=30)
             assert "during-outage " not in screen  # the turn waits for its first write
             server.start()
-            terminal.wait_for("answers again", timeout=30)
+            terminal.wait_for("is back", timeout=30)
             terminal.wait_for("during-outage ", timeout=30)
             terminal.quit()
         finally:

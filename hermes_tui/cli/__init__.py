@@ -261,7 +261,10 @@ def _choose_store(args: argparse.Namespace) -> None:
 
     flag = getattr(args, "store", None)
     if flag is not None:
-        parse_store_url(flag, origin="--store")  # a bad one is one line now
+        if parse_store_url(flag, origin="--store").secrets():  # a bad one is one line now
+            print("hermes-tui: warning: --store carries a password, which every process on this machine can read "
+                  "in the command line (ps, /proc/PID/cmdline): prefer store.password_env, PGPASSWORD or "
+                  "~/.pgpass (docs/store.md)", file=sys.stderr)
     section = None
     try:
         args.loaded_config = load_config(getattr(args, "sub_config", None) or args.config)

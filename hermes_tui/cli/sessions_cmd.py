@@ -58,6 +58,8 @@ def _database() -> Iterator[db.Database]:
 
 def _find(conn: db.Database, wanted: str) -> str:
     found = db.find_session(conn, wanted)
+    if found is None and not db.has_sessions(conn):
+        raise NoSessions(f"no sessions stored yet ({db.store_url().redacted()} holds none)")
     if found is None:
         raise UsageError(f"no session matches {wanted!r} (`hermes-tui sessions` lists them)")
     return found
@@ -155,6 +157,8 @@ def sessions_command(args: argparse.Namespace) -> int:
         with _database() as conn:
             sessions = db.list_sessions(conn, limit=10_000)
     except NoSessions:
+        sessions = []
+    if not sessions:
         print("no sessions stored yet", file=sys.stderr)
         return EXIT_OK
     from hermes_tui.agent.usage import tokens

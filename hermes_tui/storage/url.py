@@ -73,7 +73,7 @@ def redact(url: str) -> str:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.split(':', 1)[0]}:***@{host}"
     query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
-                      safe="/:")
+                      safe="/:*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
