@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -30,13 +30,16 @@ class StoreURL:
 
     kind: str
     """``sqlite`` or ``postgresql``."""
-    text: str
+    text: str = field(repr=False)
     path: Path | None = None
     """The SQLite file (None for PostgreSQL)."""
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
     """From ``store.password_env`` (a password in the URL stays in ``text``)."""
     origin: str = "default"
     """Where it was set: ``--store``, ``HERMES_TUI_STORE_URL``, ``store.url`` or ``default``."""
+
+    def __repr__(self) -> str:  # a traceback or a log line must not carry the password
+        return f"StoreURL({self.redacted()!r}, origin={self.origin!r})"
 
     @property
     def shared(self) -> bool:
