@@ -135,9 +135,16 @@ class HermesApp(App[None]):
         self.theme = await asyncio.to_thread(remembered_theme, self.home, {t.name for t in THEMES}, DEFAULT_THEME)
         self._update_topbar()
         self.follow_events()
-        self.start_runtime()  # after the first frame: the screen does not wait for it
-        self.open_session(self.session)
         self.set_interval(1.0, self.refresh_kernels)
+        # The rest after the first frame: readying the runtime imports every tool's modules in
+        # a thread (httpx, bs4, tree-sitter...) and opening the session opens sessions.db; done
+        # now they would hold the GIL while the first frame is drawn. Keys still work meanwhile
+        # (an input sent before the session is open waits for it).
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        self.start_runtime()
+        self.open_session(self.session)
         from hermes_tui.widgets.footer import settle_heap  # full GCs stalled keys (widgets/footer.py)
 
         self.call_after_refresh(settle_heap)

@@ -26,7 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Label, Markdown, Static, TextArea
+from textual.widgets import Label, Static, TextArea
 
 from hermes_tui.agent.events import (
     AgentEvent,
@@ -62,7 +62,9 @@ if TYPE_CHECKING:
 
     from textual.widget import Widget
     from textual.widgets.text_area import Location
-    from textual.widgets.markdown import MarkdownStream
+    from textual.widgets import Markdown
+
+    from hermes_tui.widgets.reply import ReplyBlock
 
 MAX_BLOCKS = 200
 """Blocks kept in the transcript (older ones are pruned: memory stays bounded)."""
@@ -626,38 +628,6 @@ class MessageBlock(Static):
         self.toggle_paste()
 
 
-class ReplyBlock(Markdown):
-    """The model's reply, rendered as Markdown while it streams."""
-
-    DEFAULT_CSS = """
-    ReplyBlock { margin: 0 0 1 0; padding: 0 1; height: auto; }
-    ReplyBlock.interrupted, ReplyBlock.error { border-left: thick $warning; }
-    """
-
-    def __init__(self, text: str = "") -> None:
-        super().__init__(visible(text))
-        self.text = text
-        self._stream: MarkdownStream | None = None
-
-    async def add(self, delta: str) -> None:
-        """More of the reply (appended through Textual's Markdown stream, which batches)."""
-        self.text += delta
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self)
-        await self._stream.write(visible(delta))
-
-    async def finish(self, text: str, status: str) -> None:
-        """The reply is complete (or was cut: ``status`` interrupted / error)."""
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
-        if text != self.text:
-            self.text = text
-            await self.update(visible(text))
-        if status != "done":
-            self.add_class(status)
-
-
 class PastedRunBlock(RunBlock):
     """The run of an input that held a big paste: drawn as it was typed (the paste as its
     ``[pasted N lines]`` placeholder) until a click or Enter shows the whole text."""
@@ -873,6 +843,8 @@ class ConversationPane(Vertical):
 
     def add_reply(self, text: str = "") -> ReplyBlock:
         """A reply block that streams."""
+        from hermes_tui.widgets.reply import ReplyBlock  # Markdown (markdown-it) loads with the first reply
+
         block = ReplyBlock(text)
         self._append(block)
         return block
@@ -1051,3 +1023,13 @@ def tool_output_note(result: dict[str, object]) -> Static | None:
         return None
     half = MAX_NOTE_CHARS // 2
     return note(output if len(output) <= MAX_NOTE_CHARS else output[:half] + "\n…\n" + output[-half:])
+
+
+def __getattr__(name: str) -> object:
+    """``ReplyBlock`` lives in :mod:`hermes_tui.widgets.reply` (Textual's Markdown and markdown-it
+    are imported with the first reply, not before the first frame); still importable from here."""
+    if name == "ReplyBlock":
+        from hermes_tui.widgets.reply import ReplyBlock
+
+        return ReplyBlock
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 from hermes_tui import __version__
 from hermes_tui.cli.app_cmd import app_command
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, database_problem, os_problem
-from hermes_tui.cli.exec_cmd import exec_command
 from hermes_tui.runtime.hardening import drop_writable_import_paths, harden_host
 from hermes_tui.storage.errors import StoreError
 
@@ -191,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             return doctor_command(args, config)
         config = _load_config(args)
         if args.command == "exec":
+            from hermes_tui.cli.exec_cmd import exec_command
+
             return exec_command(args, config)
         if args.command in ("run", "resume", "approve", "deny"):
             from hermes_tui.cli import headless_cmd

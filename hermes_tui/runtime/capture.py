@@ -3,6 +3,11 @@
 Memory stays flat however much a script prints: at most ``head + tail`` bytes are held (plus
 one read chunk). When output passes ``head + tail`` bytes, everything so far and everything
 after goes to the spill file, byte for byte, so the full text is never lost.
+
+In a flood the reader (:class:`~hermes_tui.runtime.process.Pump`) reads into a few reused
+buffers (:class:`ReadBuffers`) instead of a new 1 MiB ``bytes`` per read (an allocation and
+page faults per MiB: most of the host's time in a flood). A buffer is lent to the spill
+writer, which writes it from where it was read (no copy) and hands it back once written.
 """
 
 from __future__ import annotations
@@ -67,8 +72,12 @@ class HeadTailCapture:
         """True once more than ``head + tail`` bytes have been fed."""
         return self.total > self.head_limit + self.tail_limit
 
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Add the next bytes of the stream."""
+    def feed(self, data: bytes | bytearray | memoryview, lease: Lease | None = None) -> None:
+        """Add the next bytes of the stream.
+
+        ``lease``: ``data`` lies in a reused read buffer; the spill writer holds it (instead
+        of copying ``data``) until written. Without one, bytes that must outlive the call are
+        copied."""
         if not data:
             return
         limit = self.head_limit + self.tail_limit
@@ -86,7 +95,7 @@ class HeadTailCapture:
             del self._start[self.head_limit:]
         else:
             if self._spill is not None:
-                self._spill.write(bytes(data))
+                self._spill.write(data, lease)
             if len(data) >= self.tail_limit:
                 self._tail = bytearray(data[len(data) - self.tail_limit:])  # (not [-0:] for tail 0)
                 return
@@ -127,14 +136,23 @@ class SpillWriter:
         """Where the bytes go until the stream ends: a crash leaves only a ``.part`` file, held
         (``flock``) while it is written, so the next start can tell it is abandoned."""
         self.error: str | None = None
-        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=depth)
+        self._queue: queue.Queue[bytes | tuple[bytes | bytearray | memoryview, Lease] | None] = \
+            queue.Queue(maxsize=depth)
         self._thread = threading.Thread(target=self._run, name="hermes-spill", daemon=True)
         self._thread.start()
 
-    def write(self, data: bytes) -> None:
-        """Queue ``data`` (immutable bytes) for the file."""
-        if self.error is None:
+    def write(self, data: bytes | bytearray | memoryview, lease: Lease | None = None) -> None:
+        """Queue ``data`` for the file. It is copied unless it is ``bytes`` or ``lease`` is
+        given: then the lease is held until ``data`` is written (or dropped)."""
+        if self.error is not None:
+            return
+        if lease is None:
+            if type(data) is not bytes:
+                data = bytes(data)
             self._queue.put(data)
+            return
+        lease.hold()
+        self._queue.put((data, lease))
 
     def close(self) -> str | None:
         """Finish writing; returns why the file is incomplete, or None when it is whole."""
@@ -150,10 +168,11 @@ class SpillWriter:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError as exc:
             self.error = f"cannot create {self.path}: {exc.strerror or exc}"
-        while (data := self._queue.get()) is not None:
-            if fd is None:
-                continue  # keep draining so the reader never blocks
+        while (item := self._queue.get()) is not None:
+            data, lease = item if type(item) is tuple else (item, None)
             try:
+                if fd is None:
+                    continue  # keep draining so the reader never blocks
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
@@ -161,6 +180,10 @@ class SpillWriter:
                 self.error = f"writing {self.path} failed: {exc.strerror or exc}"
                 self._discard(fd)
                 fd = None
+            finally:
+                del data, item
+                if lease is not None:
+                    lease.release()
         if fd is not None:
             try:
                 os.rename(self.part, self.path)  # whole: under its name (still held, then closed)
@@ -178,6 +201,64 @@ class SpillWriter:
         for path in (self.part, self.path):
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+class Lease:
+    """One reusable read buffer, and who still needs it: the reader while it handles the
+    bytes read, a spill writer until it has written them. Back in its pool at zero holds."""
+
+    __slots__ = ("buffer", "holds", "_pool")
+
+    def __init__(self, pool: ReadBuffers, size: int) -> None:
+        self.buffer = bytearray(size)
+        self.holds = 0
+        self._pool = pool
+
+    def hold(self) -> None:
+        with self._pool._cond:
+            self.holds += 1
+
+    def release(self) -> None:
+        pool = self._pool
+        with pool._cond:
+            self.holds -= 1
+            if self.holds == 0:
+                pool._free.append(self)
+                pool._cond.notify()
+
+
+class ReadBuffers:
+    """At most ``count`` buffers of ``size`` bytes, reused read after read.
+
+    :meth:`take` waits while all of them are lent to spill writers: a disk slower than the
+    script holds the reader back (and, through the pipe, the script), never host memory.
+    """
+
+    def __init__(self, size: int, count: int = 6) -> None:
+        self.size = size
+        self.count = count
+        self._cond = threading.Condition()
+        self._free: list[Lease] = []
+        self._made = 0
+
+    def take(self) -> Lease:
+        """A free buffer, held once by the caller (who calls ``release`` when done with it)."""
+        with self._cond:
+            while not self._free and self._made >= self.count:
+                self._cond.wait()
+            if self._free:
+                lease = self._free.pop()
+            else:
+                self._made += 1
+                lease = Lease(self, self.size)
+            lease.holds = 1
+            return lease
+
+    def trim(self) -> None:
+        """Give back the memory of the buffers not in use (the flood is over)."""
+        with self._cond:
+            self._made -= len(self._free)
+            self._free.clear()
 
 
 def partial_path(path: Path) -> Path:

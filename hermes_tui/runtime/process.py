@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_tui.runtime.capture import Captured, HeadTailCapture
+from hermes_tui.runtime.capture import Captured, HeadTailCapture, Lease, ReadBuffers
 from hermes_tui.runtime.events import ExecOutput, RuntimeEvent
 
 READ_CHUNK = 1 << 20
@@ -35,6 +35,12 @@ LIVE_INTERVAL = 0.016
 """Seconds live output is coalesced before it becomes an event."""
 LIVE_MAX_BYTES = 16 << 10
 """Live bytes one event carries at most; the rest of a burst is counted as skipped."""
+LIVE_FLOOD_INTERVAL = 0.1
+"""Seconds between live events of a stream in a flood (bytes were dropped since its last
+event): a pane shows a bounded tail, so 10 events a second (not 60) are as good to look at and
+leave the event loop, and the GIL, to the keys and the reader."""
+LIVE_FLOOD_BYTES = 8 << 10
+"""Live bytes one event of a flood carries at most (a pane draws about that much per frame)."""
 DRAIN_SECONDS = 2.0
 """After the process ends and its group is killed: how long to wait for the pipes to close."""
 _STREAMS = ("stdout", "stderr")
@@ -97,27 +103,36 @@ class _Live:
         self.exec_id: str | None = None
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.resync = False
+        self.flooding = False
+        """Bytes were dropped since the last event: events come every LIVE_FLOOD_INTERVAL."""
 
-    def add(self, exec_id: str | None, data: bytes, flush: Callable[[_Live], None]) -> None:
+    @property
+    def interval(self) -> float:
+        return LIVE_FLOOD_INTERVAL if self.flooding else LIVE_INTERVAL
+
+    def add(self, exec_id: str | None, data: bytes | memoryview, flush: Callable[[_Live], None]) -> None:
         if exec_id != self.exec_id:
             flush(self)
             self.exec_id = exec_id
             self.decoder.reset()
-        if len(data) >= LIVE_MAX_BYTES:  # a flood: keep only the newest bytes, copy nothing else
-            self.skipped += len(self.pending) + len(data) - LIVE_MAX_BYTES
-            self.pending = bytearray(data[-LIVE_MAX_BYTES:])
-            self.resync = True
+        cap = LIVE_FLOOD_BYTES if self.flooding else LIVE_MAX_BYTES
+        if len(data) >= cap:  # a flood: keep only the newest bytes, copy nothing else
+            self.skipped += len(self.pending) + len(data) - cap
+            self.pending = bytearray(data[len(data) - cap:])
+            self.resync = self.flooding = True
             return
         self.pending += data
-        if len(self.pending) > LIVE_MAX_BYTES:
-            cut = len(self.pending) - LIVE_MAX_BYTES
+        if len(self.pending) > cap:
+            cut = len(self.pending) - cap
             self.skipped += cut
             del self.pending[:cut]
-            self.resync = True
+            self.resync = self.flooding = True
 
     def take(self, kernel_id: str | None) -> ExecOutput | None:
         if not self.pending and not self.skipped:
+            self.flooding = False
             return None
+        self.flooding = self.skipped > 0  # a flood lasts while bytes are dropped between events
         data = bytes(self.pending)
         self.pending.clear()
         if self.resync:  # bytes were dropped: restart decoding at a character boundary
@@ -176,6 +191,10 @@ class Pump(threading.Thread):
         self._ctrl_buffer = bytearray()
         self._held = [b"", b""]  # bytes that may be the start of an end marker
         self._live = (_Live("stdout"), _Live("stderr"))
+        self._buffers = ReadBuffers(READ_CHUNK)
+        """Reused 1 MiB read buffers for a flood (made on its first full read)."""
+        self._lease: Lease | None = None
+        """The buffer the bytes being handled were read into (None: they are ``bytes``)."""
         self._last_flush = time.monotonic()
         for fd in self._fds:
             with contextlib.suppress(OSError):
@@ -225,28 +244,52 @@ class Pump(threading.Thread):
                         selector.unregister(key.fd)
                         drain_deadline = self._exited()
                         continue
-                    try:
-                        # Small reads while output trickles (a 1 MiB buffer costs an mmap and
-                        # page faults per read); big ones once a read comes back full.
-                        size = chunk.get(key.fd, SMALL_CHUNK)
-                        data = os.read(key.fd, size)
-                        chunk[key.fd] = READ_CHUNK if len(data) == size else SMALL_CHUNK
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        data = b""
                     if key.data == "ctrl":
+                        try:
+                            data = os.read(key.fd, SMALL_CHUNK)
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            data = b""
                         if data:
                             self._on_ctrl(data)
                         else:
                             selector.unregister(key.fd)
                         continue
-                    if data:
-                        self._on_stream(key.data, data)
+                    # Small reads while output trickles; once a read comes back full, a flood:
+                    # 1 MiB reads into reused buffers (a new 1 MiB bytes per read costs an
+                    # allocation and page faults per MiB: most of the host's time in a flood),
+                    # lent to the spill writer uncopied.
+                    size = chunk.get(key.fd, SMALL_CHUNK)
+                    lease = self._buffers.take() if size == READ_CHUNK else None
+                    try:
+                        if lease is None:
+                            data = os.read(key.fd, size)
+                            count = len(data)
+                        else:
+                            count = os.readv(key.fd, [lease.buffer])
+                            data = memoryview(lease.buffer)[:count]
+                    except BlockingIOError:
+                        if lease is not None:
+                            lease.release()
+                        continue
+                    except OSError:
+                        data, count = b"", 0
+                    # Big reads from a full small one on, until a read would have fit a small one.
+                    chunk[key.fd] = READ_CHUNK if count == size or count > SMALL_CHUNK else SMALL_CHUNK
+                    if count:
+                        self._lease = lease
+                        try:
+                            self._on_stream(key.data, data)
+                        finally:
+                            self._lease = None
                     else:
                         selector.unregister(key.fd)
                         open_streams -= 1
-                if time.monotonic() - self._last_flush >= LIVE_INTERVAL:
+                    if lease is not None:
+                        del data
+                        lease.release()
+                if time.monotonic() - self._last_flush >= self._live_interval():
                     self._flush_live()
         except Exception as exc:  # never let the reader die silently: end the cell with it
             self._post(self._deliver_failure, exc)
@@ -261,7 +304,7 @@ class Pump(threading.Thread):
     def _select_timeout(self, polling: bool, deadline: float | None) -> float | None:
         timeouts = []
         if any(live.pending or live.skipped for live in self._live):
-            timeouts.append(LIVE_INTERVAL)
+            timeouts.append(max(0.0, self._last_flush + self._live_interval() - time.monotonic()))
         if polling:
             timeouts.append(0.05)
         if deadline is not None:
@@ -269,6 +312,10 @@ class Pump(threading.Thread):
         elif self.returncode is not None:
             timeouts.append(0.05)
         return min(timeouts) if timeouts else None
+
+    def _live_interval(self) -> float:
+        """Seconds between live flushes: longer while a stream floods."""
+        return max(live.interval for live in self._live)
 
     def _exited(self) -> float:
         self.returncode = self.proc.wait()
@@ -305,9 +352,13 @@ class Pump(threading.Thread):
             self._credit(cell, index, data)
             return
         held = self._held[index]
-        buffer = held + data if held else data
+        if held:  # (rare: the last read ended with what may be the start of the marker)
+            buffer: bytes | memoryview = held + data
+            self._lease = None  # a copy now: nothing in it is lent
+        else:
+            buffer = data
         marker = cell.marker
-        position = buffer.find(marker)
+        position = _find(buffer, marker)
         if position >= 0:
             self._held[index] = b""
             self._credit(cell, index, buffer[:position])
@@ -318,12 +369,12 @@ class Pump(threading.Thread):
             self._maybe_complete(cell)
             return
         keep = _marker_prefix_length(buffer, marker)
-        self._held[index] = buffer[len(buffer) - keep:] if keep else b""
+        self._held[index] = bytes(buffer[len(buffer) - keep:]) if keep else b""
         self._credit(cell, index, buffer[: len(buffer) - keep] if keep else buffer)
 
     def _credit(self, cell: CellCapture, index: int, data: bytes) -> None:
         if data:
-            cell.captures[index].feed(data)
+            cell.captures[index].feed(data, self._lease)
             self._live[index].add(cell.exec_id, data, self._flush_one)
 
     def _stray(self, index: int, data: bytes) -> None:
@@ -350,6 +401,7 @@ class Pump(threading.Thread):
         )
         if self.cell is cell:
             self.cell = None
+        self._buffers.trim()  # the spill is closed: no buffer is lent any more
         self._post(_set_result, cell.future, outcome)
 
     def _finish(self) -> None:
@@ -395,15 +447,25 @@ def _set_result(future: asyncio.Future[Any], value: Any) -> None:
         future.set_result(value)
 
 
-def _marker_prefix_length(buffer: bytes, marker: bytes) -> int:
+def _find(buffer: bytes | memoryview, sub: bytes, start: int = 0) -> int:
+    """``buffer.find(sub, start)``, also for a view of a read buffer (which has no ``find``:
+    it is always ``memoryview(bytearray)[:count]``, so it is searched in place)."""
+    if isinstance(buffer, memoryview):
+        base = buffer.obj
+        assert isinstance(base, bytearray) and len(buffer) <= len(base)
+        return base.find(sub, start, len(buffer))
+    return buffer.find(sub, start)
+
+
+def _marker_prefix_length(buffer: bytes | memoryview, marker: bytes) -> int:
     """Length of the longest end of ``buffer`` that is a proper start of ``marker``."""
     start = max(0, len(buffer) - len(marker) + 1)
-    first = marker[0]
-    position = buffer.find(bytes([first]), start)
+    first = marker[:1]
+    position = _find(buffer, first, start)
     while position >= 0:
         if marker.startswith(buffer[position:]):
             return len(buffer) - position
-        position = buffer.find(bytes([first]), position + 1)
+        position = _find(buffer, first, position + 1)
     return 0
 
 

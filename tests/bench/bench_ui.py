@@ -40,12 +40,32 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))]
 
 
+async def headless_flood(megabytes: int, folder: str, floods: int = 3) -> float:
+    """The same flood through ``Runtime.execute_code`` with no app (median wall seconds): the
+    figure the app's flood is measured against."""
+    from hermes_tui.runtime import Runtime
+
+    walls = []
+    async with Runtime() as rt:
+        await rt.execute_code("1", session="headless", cwd=folder)
+        for _ in range(floods):
+            started = time.perf_counter()
+            result = await rt.execute_code(FLOOD.format(chunks=megabytes * 16).strip() + "\n", session="headless",
+                                           cwd=folder)
+            walls.append(time.perf_counter() - started)
+            assert result.stdout_bytes_total == megabytes * 16 * 65500, result.stdout_bytes_total
+            if result.stdout_spill_path:
+                Path(result.stdout_spill_path).unlink()
+    return statistics.median(walls)
+
+
 async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
     from textual.events import Key
 
     from hermes_tui.app import HermesApp
     from hermes_tui.widgets.conversation import PromptInput, RunBlock
 
+    headless = await headless_flood(megabytes, folder, floods)
     app = HermesApp(cwd=folder)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
@@ -66,6 +86,7 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         latencies: list[float] = []
         walls: list[float] = []
+        durations: list[float] = []
         targets = ["#kernel-table", "#prompt"]
         for _ in range(floods):
             runs = len(app.query(RunBlock))
@@ -77,7 +98,17 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
             app.post_message(Key("enter", None))  # not pilot.press: that waits for the app to be idle
             while len(app.query(RunBlock)) <= runs:
                 await asyncio.sleep(0.002)
-            while app.query(RunBlock).last().status == "running":
+            block = app.query(RunBlock).last()
+            ended: list[float] = []
+
+            async def watch(block: RunBlock = block, ended: list[float] = ended) -> None:
+                # The end as the app shows it, seen within 2 ms (the key loop below sees it late).
+                while block.status == "running":
+                    await asyncio.sleep(0.002)
+                ended.append(time.perf_counter())
+
+            watcher = asyncio.create_task(watch())
+            while block.status == "running":
                 target = targets[len(latencies) % 2]
                 key = "f4" if target == "#kernel-table" else "f2"
                 pressed = time.perf_counter()
@@ -86,12 +117,19 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
                     await asyncio.sleep(0.002)
                 latencies.append(time.perf_counter() - pressed)
                 await asyncio.sleep(0.03)
-            walls.append(time.perf_counter() - started)
+            await watcher
+            walls.append(ended[0] - started)
+            if block.result is not None:
+                durations.append(block.result.duration_seconds)
         rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
         result = app.query(RunBlock).last().result
         lines = len(app.query_one("#output-log").lines)
-    print(f"flood {megabytes} MB through the app, {floods} times: {statistics.median(walls):.2f} s wall (median), "
-          f"{result.stdout_bytes_total:,} bytes each, output pane holds {lines} lines")
+    wall = statistics.median(walls)
+    print(f"flood {megabytes} MB headless (Runtime.execute_code, no app), median of {floods}: {headless:.3f} s wall")
+    print(f"flood {megabytes} MB through the app, {floods} times: {wall:.3f} s wall (median; Enter to the run shown "
+          f"ended), {result.stdout_bytes_total:,} bytes each, output pane holds {lines} lines; "
+          f"ratio to headless {wall / headless:.2f}"
+          + (f" (the run itself: {statistics.median(durations):.3f} s)" if durations else ""))
     if latencies:
         print(f"key-to-effect latency during the floods, {len(latencies)} presses: median "
               f"{statistics.median(latencies) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms, "
