@@ -31,18 +31,13 @@ from hermes_tui import __version__, attention
 from hermes_tui.attention import LONG_TURN_SECONDS
 from hermes_tui import store as db
 from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnKind, TurnStarted
-from hermes_tui.agent.loop import Agent
-from hermes_tui.agent.subagents import ChildEvent
-from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
-from hermes_tui.agent.workspace import SessionBusy, Workspace
 from hermes_tui.commands import PALETTE, command_argument, parse_command
 from hermes_tui.config import Config
 from hermes_tui.editor import editor_argv, editor_command
 from hermes_tui.paths import exec_cache_dir, hermes_home
-from hermes_tui.runtime import KernelDied, KernelStarted, KernelStateChanged
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-from hermes_tui.runtime.executor import STOP_NOTICE, SWITCH_NOTICE
+from hermes_tui.runtime.events import KernelDied, KernelStarted, KernelStateChanged
 from hermes_tui.runtime.hardening import spawn
+from hermes_tui.runtime.notices import STOP_NOTICE, SWITCH_NOTICE
 from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
 from hermes_tui.units import plural
@@ -54,6 +49,11 @@ from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import visible
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.loop import Agent
+    from hermes_tui.agent.resolve import ProviderSettings
+    from hermes_tui.agent.workspace import Workspace
+    from hermes_tui.runtime import Runtime
+    from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
     from hermes_tui.widgets.child_transcript import ChildTranscriptScreen
 
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
@@ -105,21 +105,41 @@ class HermesApp(App[None]):
         self.settings = provider
         self.host_env = host_env
         if provider is None and provider_problem is None:
+            from hermes_tui.agent.keys import ProviderError
+            from hermes_tui.agent.resolve import resolve_provider
+
             try:
                 self.settings = resolve_provider(self.config, self.home, host_env, **(model_flags or {}))
             except ProviderError as exc:
                 provider_problem = str(exc)
         self.provider_problem = provider_problem
-        self.workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
-                                   settings=self.settings, provider_problem=provider_problem, host_env=host_env,
-                                   max_cost=max_cost, program="hermes-tui app", on_store=self._store_news)
-        self.runtime = self.workspace.runtime
+        self.max_cost = max_cost
+        self._workspace: Workspace | None = None
         self._session_ready = asyncio.Event()
         self._config_noticed = False
         self._turn_started: dict[str, float] = {}
         self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
         """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
         self.main = MainScreen(self.settings, provider_problem)
+
+    @property
+    def workspace(self) -> Workspace:
+        """The runtime, the store and the open session. Built on first use — after the first
+        frame, in a normal start: the engine's imports (the loop, the tools, the danger checker)
+        must not delay the first screen."""
+        if self._workspace is None:
+            from hermes_tui.agent.workspace import Workspace
+
+            self._workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
+                                        settings=self.settings, provider_problem=self.provider_problem,
+                                        host_env=self.host_env, max_cost=self.max_cost, program="hermes-tui app",
+                                        on_store=self._store_news)
+        return self._workspace
+
+    @property
+    def runtime(self) -> Runtime:
+        """The workspace's runtime (kernels, approvals, events)."""
+        return self.workspace.runtime
 
     @property
     def agent(self) -> Agent | None:
@@ -134,7 +154,6 @@ class HermesApp(App[None]):
             self.register_theme(theme)
         self.theme = await asyncio.to_thread(remembered_theme, self.home, {t.name for t in THEMES}, DEFAULT_THEME)
         self._update_topbar()
-        self.follow_events()
         self.set_interval(1.0, self.refresh_kernels)
         # The rest after the first frame: readying the runtime imports every tool's modules in
         # a thread (httpx, bs4, tree-sitter...) and opening the session opens sessions.db; done
@@ -143,6 +162,7 @@ class HermesApp(App[None]):
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
+        self.follow_events()
         self.start_runtime()
         self.open_session(self.session)
         from hermes_tui.widgets.footer import settle_heap  # full GCs stalled keys (widgets/footer.py)
@@ -157,7 +177,10 @@ class HermesApp(App[None]):
         if self.settings is not None and self.settings.why.startswith("auto"):
             label = f"{label} (auto)"
         self.main.set_topbar(version=__version__, session=self.session, cwd=self.cwd, model=label,
-                             approvals=self.config.approvals.mode, yolo=self.runtime.yolo)
+                             approvals=self.config.approvals.mode,
+                             # before the runtime exists (the first frame), the config says it
+                             yolo=self._workspace.runtime.yolo if self._workspace is not None
+                             else self.config.approvals.mode == "off")
 
     # -- the session ----------------------------------------------------------------------
 
@@ -165,6 +188,8 @@ class HermesApp(App[None]):
     async def open_session(self, session_id: str) -> None:
         """Open (or create) a stored session: draw what it holds, listen for injected
         messages, and ask again what was pending."""
+        from hermes_tui.agent.workspace import SessionBusy
+
         self._session_ready.clear()
         self.session = self.main.session = session_id
         self._update_topbar()
@@ -272,6 +297,8 @@ class HermesApp(App[None]):
         reason = answer.get("reason")
         who = str(answer.get("who") or "a shell")
         if not future.done():
+            from hermes_tui.runtime.approvals import ApprovalDecision
+
             future.set_result(ApprovalDecision(choice=choice, reason=reason if isinstance(reason, str) else None,
                                                by=who))
         await self.runtime.gate.audit.write(event="answer_from_shell", id=request.id, session=request.session,
@@ -532,6 +559,8 @@ class HermesApp(App[None]):
         event = message.event
         if message.session != self.session:
             return
+        from hermes_tui.agent.subagents import ChildEvent
+
         while isinstance(event, ChildEvent):
             screen = self._child_screen(event.child_session)
             if screen is not None:
@@ -644,6 +673,9 @@ class HermesApp(App[None]):
 
     async def _use_model(self, provider: str | None, model: str) -> None:
         """Resolve the choice as --provider/--model are resolved, and use it from the next call."""
+        from hermes_tui.agent.keys import ProviderError
+        from hermes_tui.agent.resolve import resolve_provider
+
         note = self.main.conversation.add_note
         try:
             settings = resolve_provider(self.config, self.home, self.host_env, provider=provider, model=model)

@@ -21,9 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
 from hermes_tui.agent.events import AgentEvent, ToolFinished, UsageUpdated
-from hermes_tui.agent.providers import ProviderSettings
 from hermes_tui.agent.usage import Totals, dollars, tokens
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.runtime.events import RuntimeEvent
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
@@ -33,6 +31,8 @@ from hermes_tui.widgets.output import OutputPane
 from hermes_tui.widgets.safe import visible
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.resolve import ProviderSettings
+    from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
     from hermes_tui.widgets.approval import ApprovalScreen
 
 Pane: TypeAlias = ConversationPane | OutputPane | KernelsPane
@@ -285,7 +285,11 @@ class MainScreen(Screen[None]):
         finally:
             self._dialogs.pop(request.id, None)
         if not answer.done():
-            answer.set_result(decision or ApprovalDecision(choice="deny"))
+            if decision is None:
+                from hermes_tui.runtime.approvals import ApprovalDecision
+
+                decision = ApprovalDecision(choice="deny")
+            answer.set_result(decision)
 
     @on(ApprovalWithdrawn)
     def _approval_withdrawn(self, message: ApprovalWithdrawn) -> None:

@@ -5,10 +5,32 @@ Like the runtime, nothing here imports Textual: front ends listen to the events 
 (the :class:`Agent`: turns, model steps, tool calls), ``history`` (what the model is sent),
 ``restore`` (reading a stored session back), ``approvals`` (requests and answers recorded
 with the session), ``workspace`` (what a front end drives: runtime, store, agent, inject).
+
+Names are imported on first use: ``hermes_tui.agent.events`` must not pull the loop (and
+through it the runtime's tools and the danger checker) into the app's first screen.
 """
 
-from hermes_tui.agent.events import AgentEvent
-from hermes_tui.agent.loop import Agent
-from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
+from __future__ import annotations
 
-__all__ = ["Agent", "AgentEvent", "ProviderError", "ProviderSettings", "resolve_provider"]
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+_WHERE = {"Agent": "loop", "AgentEvent": "events", "ProviderError": "providers", "ProviderSettings": "providers",
+          "resolve_provider": "providers"}
+
+if TYPE_CHECKING:
+    from hermes_tui.agent.events import AgentEvent
+    from hermes_tui.agent.loop import Agent
+    from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
+
+
+def __getattr__(name: str) -> object:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"hermes_tui.agent.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_WHERE)

@@ -16,7 +16,8 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
     """Open the app on ``config`` (already loaded, so a broken one is reported as one line, not inside the app)."""
     if args.app_yolo:
         config.approvals.mode = "off"
-    from hermes_tui.agent.providers import ProviderError, resolve_provider
+    from hermes_tui.agent.keys import ProviderError
+    from hermes_tui.agent.resolve import resolve_provider
     from hermes_tui.paths import hermes_home
 
     flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}

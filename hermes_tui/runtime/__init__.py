@@ -1,46 +1,39 @@
-"""The headless engine: session kernels, execute_code, events. Never imports Textual."""
+"""The headless engine: session kernels, execute_code, events. Never imports Textual.
 
-from hermes_tui.runtime.events import (
-    EventBus,
-    ExecFinished,
-    ExecOutput,
-    ExecStarted,
-    KernelDied,
-    KernelEvicted,
-    KernelReaped,
-    KernelStarted,
-    KernelStateChanged,
-    RuntimeEvent,
-    Subscription,
-    ToolCallMade,
-)
-from hermes_tui.runtime.models import ExecResult, KernelInfo, KernelRef
+Every name is imported on first use (module ``__getattr__``): ``hermes_tui.runtime.hardening``
+is the CLI's very first import, and the app's first screen needs neither the engine (executor,
+rpc, the danger checker) nor its pydantic models.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+_WHERE = {
+    "EventBus": "events", "ExecFinished": "events", "ExecOutput": "events", "ExecStarted": "events",
+    "KernelDied": "events", "KernelEvicted": "events", "KernelReaped": "events", "KernelStarted": "events",
+    "KernelStateChanged": "events", "RuntimeEvent": "events", "Subscription": "events", "ToolCallMade": "events",
+    "ExecResult": "models", "KernelInfo": "models", "KernelRef": "models",
+    "Runtime": "runtime",
+}
+
+if TYPE_CHECKING:
+    from hermes_tui.runtime.events import (
+        EventBus, ExecFinished, ExecOutput, ExecStarted, KernelDied, KernelEvicted, KernelReaped, KernelStarted,
+        KernelStateChanged, RuntimeEvent, Subscription, ToolCallMade,
+    )
+    from hermes_tui.runtime.models import ExecResult, KernelInfo, KernelRef
+    from hermes_tui.runtime.runtime import Runtime
 
 
 def __getattr__(name: str) -> object:
-    # The engine itself is imported on first use: `hermes_tui.runtime.hardening` (the CLI's very
-    # first import) and the event types must not pull the executor, rpc and the danger checker.
-    if name == "Runtime":
-        from hermes_tui.runtime.runtime import Runtime
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"hermes_tui.runtime.{module}"), name)
+    globals()[name] = value
+    return value
 
-        return Runtime
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = [
-    "EventBus",
-    "ExecFinished",
-    "ExecOutput",
-    "ExecResult",
-    "ExecStarted",
-    "KernelDied",
-    "KernelEvicted",
-    "KernelInfo",
-    "KernelReaped",
-    "KernelRef",
-    "KernelStarted",
-    "KernelStateChanged",
-    "Runtime",
-    "RuntimeEvent",
-    "Subscription",
-    "ToolCallMade",
-]
+__all__ = sorted(_WHERE)

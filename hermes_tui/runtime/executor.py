@@ -32,11 +32,7 @@ from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, s
 
 log = logging.getLogger(__name__)
 
-INTERRUPT_NOTICE = "[execution interrupted — user sent a new message]"
-STOP_NOTICE = "[execution interrupted — stopped by the user]"
-"""Esc, Ctrl+C, /stop or the kernels pane's ``i`` (SPEC's notice is for a new message)."""
-SWITCH_NOTICE = "[execution interrupted — the user switched to another session]"
-DISPOSED_NOTICE = "[execution interrupted — session disposed]"
+from hermes_tui.runtime.notices import DISPOSED_NOTICE, INTERRUPT_NOTICE, STOP_NOTICE, SWITCH_NOTICE  # noqa: E402,F401
 STDERR_LABEL = "--- stderr ---\n"
 
 
