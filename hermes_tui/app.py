@@ -112,7 +112,8 @@ class HermesApp(App[None]):
         self.provider_problem = provider_problem
         self.workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
                                    settings=self.settings, provider_problem=provider_problem, host_env=host_env,
-                                   max_cost=max_cost, program="hermes-tui app", on_store=self._store_news)
+                                   max_cost=max_cost, program="hermes-tui app", on_store=self._store_news,
+                                   on_lost=self._session_lost)
         self.runtime = self.workspace.runtime
         self._session_ready = asyncio.Event()
         self._config_noticed = False
@@ -198,6 +199,14 @@ class HermesApp(App[None]):
         said in the conversation and as a toast (the session goes on in memory meanwhile)."""
         self.main.conversation.add_note(message, level)
         self.notify(visible(message), severity="warning" if level != "info" else "information", markup=False)
+
+    def _session_lost(self, session_id: str) -> None:
+        """Another process took the open session over: stop driving it (a new session opens;
+        ``/resume`` gets it back once the other is done)."""
+        if session_id == self.session:
+            self.main.conversation.add_note(f"Opening a new session: /resume {session_id} once the other process is "
+                                            "done with it.", "warning")
+            self.switch_session(None)
 
     @work(group="session-switch", exclusive=True, exit_on_error=False)
     async def switch_session(self, session_id: str | None) -> None:

@@ -484,18 +484,18 @@ def test_a_lease_is_taken_refused_taken_over_and_released(store_backend: str, he
         assert first.ok and first.holder is None
         again = leases.take(conn, "s1", "owner-a", here, "hermes-tui app", pid=os.getpid())
         assert again.ok and again.holder is None  # its own: still its
-        refused = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7)
+        refused = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7, space="otherbox")
         assert not refused.ok and refused.holder is not None
         assert refused.holder.owner == "owner-a"
         assert refused.holder.describe().startswith(f"hermes-tui app on {here} (pid {os.getpid()}, heartbeat ")
         assert not refused.holder.stale
         assert leases.beat(conn, "s1", "owner-a") and not leases.beat(conn, "s1", "owner-b")
         assert set(leases.all_leases(conn)) == {"s1"}
-        assert leases.live_holder(leases.lease_of(conn, "s1"), here) is not None
+        assert leases.live_holder(leases.lease_of(conn, "s1")) is not None
 
         time.sleep(0.7)  # stale after 0.5 s without a beat
-        assert leases.live_holder(leases.lease_of(conn, "s1"), here, stale_after=0.5) is None
-        over = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7, stale_after=0.5)
+        assert leases.live_holder(leases.lease_of(conn, "s1"), stale_after=0.5) is None
+        over = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7, stale_after=0.5, space="otherbox")
         assert over.ok and over.holder is not None and over.holder.owner == "owner-a"
         assert not leases.beat(conn, "s1", "owner-a")  # taken over: the old holder learns it
         assert leases.beat(conn, "s1", "owner-b")
@@ -518,12 +518,12 @@ def test_a_lease_whose_holder_is_gone_from_this_host_is_taken_at_once(store_back
     gone = dead_pid()
     try:
         assert leases.take(conn, "s1", "dead-owner", here, "hermes-tui app", pid=gone).ok
-        assert leases.take(conn, "s2", "far-owner", "otherbox", "hermes-tui app", pid=gone).ok
-        assert leases.live_holder(leases.lease_of(conn, "s1"), here) is None
+        assert leases.take(conn, "s2", "far-owner", "otherbox", "hermes-tui app", pid=gone, space="otherbox").ok
+        assert leases.live_holder(leases.lease_of(conn, "s1")) is None
         taken = leases.take(conn, "s1", "me", here, "hermes-tui run")
         assert taken.ok and taken.holder is not None and taken.holder.pid == gone
         assert not leases.beat(conn, "s1", "dead-owner")
-        # On another machine the pid says nothing: refused while its beat is fresh.
+        # In another pid space (another machine, another container) the pid says nothing: refused while fresh.
         refused = leases.take(conn, "s2", "me", here, "hermes-tui run")
         assert not refused.ok and refused.holder.host == "otherbox"
     finally:

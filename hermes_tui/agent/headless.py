@@ -235,8 +235,9 @@ class HeadlessRun:
         self.session = session
         self.printer = printer
         self.approver = approver
+        # A run that cannot store its requests must not "pause" into nowhere: no memory fallback.
         self.workspace = Workspace(config, home=home, cwd=cwd, ask=approver, settings=settings, max_cost=max_cost,
-                                   program=program, on_store=self._store_news)
+                                   program=program, on_store=self._store_news, memory_fallback=False)
         self._ended: asyncio.Queue[TurnEnded] = asyncio.Queue()
         approver.on_pause = self._pausing
 

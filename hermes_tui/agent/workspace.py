@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,12 +69,18 @@ class Workspace:
         program: who drives the session, as its lease names it (``hermes-tui app``, ``hermes-tui run``).
         on_store: called on the event loop with ``(level, message)`` when a shared store's server
             stops answering, answers again, or another process took the session over.
+        on_lost: called on the event loop with the session id when another process took the
+            open session over (this one's heartbeat could not be written in time): the front
+            end should stop driving it.
+        memory_fallback: when the store cannot be opened, keep the session in memory and say so
+            (the app); False raises instead (a headless run must not pause into nowhere).
     """
 
     def __init__(
         self, config: Config, *, home: Path, cwd: str, ask: Approver, settings: ProviderSettings | None,
         provider_problem: str | None = None, host_env: Mapping[str, str] | None = None,
         max_cost: float | None = None, program: str = "hermes-tui", on_store: Callable[[str, str], None] | None = None,
+        on_lost: Callable[[str], None] | None = None, memory_fallback: bool = True,
     ) -> None:
         self.config = config
         self.home = home
@@ -93,6 +98,8 @@ class Workspace:
         """The open session, when this workspace created it (removed on close if still empty)."""
         self.program = program
         self.on_store = on_store
+        self.on_lost = on_lost
+        self.memory_fallback = memory_fallback
         self.lease_owner = leases.new_owner()
         self._leased: str | None = None
         self._answer: Answerer | None = None
@@ -105,14 +112,17 @@ class Workspace:
         if self.store is not None:
             return []
         self._loop = asyncio.get_running_loop()
+        url = None
         try:
             url = db.store_url(self.config, self.home)
             self.store = await asyncio.to_thread(db.SessionStore.open, self.home, url, on_health=self._health)
         except (OSError, *DB_ERRORS) as exc:  # the front end still works; this session is not kept
+            if not self.memory_fallback:
+                raise
             self.store = await asyncio.to_thread(db.SessionStore, Path(":memory:"))
-            where = db.sessions_db_path(self.home) if isinstance(exc, (OSError, sqlite3.Error)) else "store"
-            return [(f"The sessions {'database ' + str(where) if where != 'store' else 'store'} cannot be opened "
-                     f"({exc}); this session is kept in memory only and will not survive a restart.", "error")]
+            where = f"database {url.path}" if url is not None and url.path is not None else "store"
+            return [(f"The sessions {where} cannot be opened ({exc}); this session is kept in memory only and "
+                     "will not survive a restart.", "error")]
         self.store.every_tick(self._heartbeat)
         return []
 
@@ -131,9 +141,10 @@ class Workspace:
             return
         self._leased = None
         holder = leases.lease_of(conn, session)
-        self._tell("warning", f"Session {session} was taken over by "
-                              f"{holder.describe() if holder else 'another process'} while this one's heartbeat "
-                              "could not be written: what this app adds to it from now on may interleave with theirs.")
+        self._tell("error", f"Session {session} was taken over by {holder.describe() if holder else 'another process'} "
+                            "while this one's heartbeat could not be written: it is not driven from here any more.")
+        if self.on_lost is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.on_lost, session)
 
     async def _take_lease(self, session_id: str) -> list[tuple[str, NoticeLevel]]:
         assert self.store is not None
@@ -277,8 +288,11 @@ class Workspace:
 
     async def aclose(self) -> None:
         """Close the session, the runtime (every kernel ends) and the store. A request still
-        waiting for an answer stays pending, to be asked again on resume."""
+        waiting for an answer stays pending, to be asked again on resume. A shared store's
+        server that cannot be reached is waited for a few seconds, not for ever."""
         self.approvals.closing = True
+        if self.store is not None:
+            self.store.begin_close()
         await self.close_session()
         await self.runtime.aclose()
         if self.store is not None:

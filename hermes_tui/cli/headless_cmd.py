@@ -126,6 +126,7 @@ def _message(args: argparse.Namespace) -> str:
 def _drive(args: argparse.Namespace, config: Config, session: str, text: str | None) -> int:
     from hermes_tui.agent.headless import HeadlessRun, Printer, RunApprover
     from hermes_tui.agent.workspace import SessionBusy
+    from hermes_tui.storage.errors import StoreError
     from hermes_tui.agent.providers import ProviderError, resolve_provider
     from hermes_tui.cli.exec_cmd import _check_home
     from hermes_tui.cli.tty_approver import tty_approver
@@ -159,6 +160,8 @@ def _drive(args: argparse.Namespace, config: Config, session: str, text: str | N
         outcome = asyncio.run(run.start(text) if text is not None else run.resume())
     except SessionBusy as exc:  # another machine drives it (the shared store's lease)
         raise UsageError(str(exc)) from None
+    except StoreError as exc:  # the store cannot be opened: nothing would be kept, nothing runs
+        raise UsageError(f"{exc}; nothing was run") from None
     finally:
         lock.close()
     return _report(outcome, printer, run.summary(), resumed=text is None)

@@ -88,7 +88,7 @@ def driver_of(session: str, stale_after: float | None = None) -> leases.Lease | 
             holder = leases.lease_of(conn, session)
     except NoSessions:
         return None
-    return leases.live_holder(holder, db.host_name(), stale_after or leases.STALE_AFTER)
+    return leases.live_holder(holder, stale_after or leases.STALE_AFTER)
 
 
 def refuse_if_driven(session: str, stale_after: float | None = None) -> None:

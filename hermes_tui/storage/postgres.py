@@ -28,6 +28,15 @@ CHANNEL = "hermes_tui"
 """The ``LISTEN`` / ``NOTIFY`` channel: answers given on another machine."""
 CONNECT_TIMEOUT = 5
 """Seconds to wait for the server when connecting."""
+CHECKOUT_TIMEOUT = 2.0
+"""Seconds a write waits for a pooled connection before it counts the server as unreachable
+(and tries again later): short, so quitting during an outage is not held up."""
+
+# psycopg's pool logs every failed reconnection to stderr (Python's last-resort handler): the
+# store says it once itself, in the conversation, and stderr is the app's terminal.
+for _name in ("psycopg", "psycopg.pool"):
+    logging.getLogger(_name).addHandler(logging.NullHandler())
+    logging.getLogger(_name).propagate = False
 _GONE_STATES = ("57P01", "57P02", "57P03")  # admin shutdown, crash shutdown, cannot connect now
 
 
@@ -89,7 +98,7 @@ class Result:
 def connection_kwargs(url: StoreURL) -> dict[str, Any]:
     """What every connection to ``url`` is opened with."""
     kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT, "application_name": "hermes-tui"}
-    if url.password:
+    if url.password and not url.url_password:  # a password written in the URL wins
         kwargs["password"] = url.password
     return kwargs
 
@@ -113,7 +122,7 @@ class PostgresDatabase:
             raise self.problem(exc, "cannot connect to") from None
         kwargs["row_factory"] = _row_factory
         self.pool = ConnectionPool(url.text, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
-                                   name="hermes-store", timeout=CONNECT_TIMEOUT)
+                                   name="hermes-store", timeout=CHECKOUT_TIMEOUT)
         try:
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT * 2)
         except PoolTimeout as exc:

@@ -34,7 +34,7 @@ class StoreURL:
     path: Path | None = None
     """The SQLite file (None for PostgreSQL)."""
     password: str | None = field(default=None, repr=False)
-    """From ``store.password_env`` (a password in the URL stays in ``text``)."""
+    """From ``store.password_env``: used when the URL carries none (one written in it wins)."""
     origin: str = "default"
     """Where it was set: ``--store``, ``HERMES_TUI_STORE_URL``, ``store.url`` or ``default``."""
 
@@ -52,14 +52,28 @@ class StoreURL:
             return f"sqlite://{self.path}"
         return redact(self.text)
 
+    @property
+    def url_password(self) -> str | None:
+        """The password written in the URL itself, if any."""
+        try:
+            return urlsplit(self.text).password
+        except ValueError:
+            return None
+
     def secrets(self) -> list[str]:
-        """Passwords this URL carries (scrubbed from any message that might quote them)."""
+        """Passwords this URL carries (scrubbed from any message that might quote them),
+        longest first. A raw ``@`` in a password splits differently for libpq (at the first) and
+        for Python (at the last), so each piece of it counts too."""
         found = [self.password] if self.password else []
-        parts = urlsplit(self.text)
+        try:
+            parts = urlsplit(self.text)
+            query = parse_qsl(parts.query)
+        except ValueError:
+            return found
         if parts.password:
-            found.append(parts.password)
-        found += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
-        return found
+            found += [parts.password, *parts.password.split("@")]
+        found += [v for k, v in query if k in SECRET_PARAMETERS and v]
+        return sorted({f for f in found if f}, key=len, reverse=True)
 
     def scrub(self, message: str) -> str:
         """``message`` with this URL's passwords replaced by ``***``."""
@@ -68,16 +82,24 @@ class StoreURL:
         return message
 
 
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""libpq parameters that hold a secret (masked, scrubbed)."""
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` parameter)."""
-    parts = urlsplit(url)
+    """``url`` without its password (in the user part, or a ``password=`` / ``sslpassword=``
+    parameter). A URL Python cannot even split is shown only up to its scheme."""
+    try:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return url.partition("://")[0] + "://(not shown: not a valid URL)"
     netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
-                      safe="/:*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    user, at, host = netloc.partition("@")  # as libpq reads it: the user part ends at the first @
+    if at and ":" in user:
+        netloc = f"{user.split(':', 1)[0]}:***@{netloc.rpartition('@')[2]}"
+    query_text = urlencode([(k, "***" if k in SECRET_PARAMETERS else v) for k, v in query], safe="/:*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query_text, parts.fragment))
 
 
 def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store.url") -> StoreURL:
@@ -95,7 +117,11 @@ def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store
             path = tui_dir(home).parent / path
         return StoreURL("sqlite", text, path, origin=origin)
     if scheme in ("postgresql", "postgres"):
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError as exc:  # an unclosed [ of an IPv6 host, ...
+            raise StoreURLError(f"{origin} {redact(text)!r} is not a valid URL ({exc})",
+                                "a valid URL: postgresql://USER@HOST[:PORT]/DATABASE") from None
         try:
             parts.port  # noqa: B018 - raises for a port that is not a number
         except ValueError:
