@@ -12,13 +12,11 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
 from hermes_tui import store as db
-from hermes_tui.storage import leases
 from hermes_tui.storage.errors import StoreUnavailable
 from hermes_tui.storage.postgres import NotifyListener
 from hermes_tui.storage.url import parse_store_url
