@@ -42,7 +42,7 @@ from hermes_tui.paths import tui_dir
 from hermes_tui.runtime.fsutil import FileRefused, file_kind
 from hermes_tui.storage.base import Database
 from hermes_tui.storage.errors import DB_ERRORS, StoreError, StoreUnavailable
-from hermes_tui.storage.leases import STALE_AFTER
+from hermes_tui.storage.leases import FUTURE_SLACK, STALE_AFTER
 from hermes_tui.storage.schema import LATEST, migrate
 from hermes_tui.storage.sqlite import SQLiteDatabase
 from hermes_tui.storage.url import StoreURL
@@ -362,6 +362,10 @@ class SessionStore:
                 delay = self.RETRY_DELAYS[min(tries, len(self.RETRY_DELAYS) - 1)]
                 self._wake.wait(delay)  # begin_close() cuts the wait short
                 tries += 1
+                try:
+                    self._db.recover()  # type: ignore[union-attr]
+                except Exception:  # noqa: BLE001 - the next try says what is wrong
+                    pass
                 continue
             except BaseException as exc:
                 future.set_exception(exc)
@@ -373,7 +377,8 @@ class SessionStore:
         future.set_result(result)
 
     def _health(self, reachable: bool, message: str) -> None:
-        log.warning("%s", message) if not reachable else log.info("%s", message)
+        # Said by the front end (on_health); logged loudly only when nobody would say it.
+        log.log(logging.INFO if self.on_health is not None or reachable else logging.WARNING, "%s", message)
         if self.on_health is not None:
             try:
                 self.on_health(reachable, message)
@@ -610,9 +615,10 @@ def _info(row: Any) -> SessionInfo:
         unpriced_calls=row["unpriced"] or 0 if "unpriced" in keys else 0,
         max_cost_usd=row["max_cost_usd"] if "max_cost_usd" in keys else None,
         host=row["host"] if "host" in keys else None,
-        lease=(f"{row['lease_program']} on {row['lease_host']} (pid {row['lease_pid']}, heartbeat "
-               f"{max(0, row['lease_age']):.0f}s ago)")
-        if "lease_age" in keys and row["lease_age"] is not None and row["lease_age"] <= STALE_AFTER else None,
+        lease=(f"{str(row['lease_program'])[:40]} on {str(row['lease_host'])[:60]} (pid {row['lease_pid']}, "
+               f"heartbeat {max(0, row['lease_age']):.0f}s ago)")
+        if "lease_age" in keys and row["lease_age"] is not None and -FUTURE_SLACK <= row["lease_age"] <= STALE_AFTER
+        else None,
     )
 
 
@@ -655,6 +661,13 @@ def find_session(db: Database, wanted: str) -> str | None:
     rows = db.execute(f"SELECT id FROM sessions s WHERE substr(id, 1, ?) = ? AND {HAS_MESSAGES} LIMIT 2",
                       (len(wanted), wanted)).fetchall()
     return rows[0]["id"] if len(rows) == 1 else None
+
+
+def sessions_starting(db: Database, prefix: str, limit: int = 6) -> list[str]:
+    """Ids of listed sessions (with a conversation) that start with ``prefix``, newest first."""
+    return [row["id"] for row in db.execute(
+        f"SELECT id FROM sessions s WHERE substr(id, 1, ?) = ? AND {HAS_MESSAGES} ORDER BY updated_at DESC LIMIT ?",
+        (len(prefix), prefix, limit))]
 
 
 def load_session(db: Database, session_id: str) -> StoredSession | None:

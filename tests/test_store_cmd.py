@@ -551,7 +551,7 @@ def test_bad_urls_and_an_unreachable_server_are_one_line_exit_2(source: Path, tm
          "does not exist"),
         (["store", "migrate", "--from", sqlite_url(source), "--to", nobody], "--to: the sessions store"),
         (["store", "migrate", "--from", nobody, "--to", sqlite_url(tmp_path / "c.db")], "--from: the sessions store"),
-        (["--store", nobody, "store", "info"], "cannot connect"),
+        (["--store", nobody, "store", "info"], "cannot be reached"),
         (["--store", "postgresql://hermes@127.0.0.1/", "store", "info"], "names no database"),
     ]
     for argv, expected in cases:

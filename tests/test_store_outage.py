@@ -177,6 +177,6 @@ def test_a_headless_run_refuses_a_store_it_cannot_reach(server, hermes_home: Pat
         done = subprocess.run([sys.executable, "-m", "hermes_tui", "run", "--session", "j1", "go"], cwd=tmp_path,
                               capture_output=True, text=True, timeout=60, env=os.environ.copy())
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "cannot connect to" in done.stderr and "nothing was run" in done.stderr
+    assert "cannot be reached" in done.stderr and "nothing was run" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "ran.txt").exists() and not model.requests

@@ -258,7 +258,7 @@ class HeadlessRun:
         """Run ``text`` as a new automation turn of the session."""
         try:
             opened = await self.workspace.open(self.session, self._listen)
-            self._notes(opened.notes)
+            self._notes(opened.notes + opened.after)
             await opened.agent.submit(text, "automation", "message")
             ended = await self._ended.get()
             return self._outcome(ended)
@@ -269,7 +269,7 @@ class HeadlessRun:
         """Go on with the session's paused (or cut short) turn."""
         try:
             opened = await self.workspace.open(self.session, self._listen)
-            self._notes(opened.notes)
+            self._notes(opened.notes + opened.after)
             loaded = opened.loaded
             if loaded is None:
                 return Outcome("missing", EXIT_USAGE, self.session)

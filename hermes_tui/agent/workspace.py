@@ -52,6 +52,8 @@ class OpenedSession:
     loaded: LoadedSession | None
     """What was stored (None for a new session)."""
     notes: list[tuple[str, NoticeLevel]] = field(default_factory=list)
+    after: list[tuple[str, NoticeLevel]] = field(default_factory=list)
+    """What to say below the stored conversation (a session taken over: seen where it goes on)."""
 
 
 class Workspace:
@@ -104,6 +106,8 @@ class Workspace:
         self._leased: str | None = None
         self._answer: Answerer | None = None
         self._listener: object | None = None
+        self._looking = False
+        self._look_again = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def open_store(self) -> list[tuple[str, NoticeLevel]]:
@@ -170,7 +174,7 @@ class Workspace:
         """Open (or create) ``session_id``: its agent loaded and serving, nothing asked yet
         (call ``opened.agent.resume_pending()`` once the front end has drawn it)."""
         notes = await self.open_store()
-        notes += await self._take_lease(session_id)  # SessionBusy when another process drives it
+        after = await self._take_lease(session_id)  # SessionBusy when another process drives it
         agent = Agent(
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd, listener=listener,
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
@@ -189,7 +193,7 @@ class Workspace:
             notes.append((f"The configured model cannot be used: {self.provider_problem}", "error"))
         elif self.settings is not None:
             notes += provider_notes(self.settings)
-        return OpenedSession(agent, loaded, notes)
+        return OpenedSession(agent, loaded, notes, after)
 
     def budget(self) -> Budget:
         """The cost ceilings a session opens with: ``--max-cost``, else ``agent.max_cost_usd``
@@ -225,20 +229,39 @@ class Workspace:
         assert self.store is not None and self._loop is not None
         loop = self._loop
 
+        def look() -> None:
+            # One look-up at a time, and one more after it at most: a flood of NOTIFYs (anyone
+            # who can connect may send them) costs one read, not one read each.
+            if self._looking:
+                self._look_again = True
+                return
+            self._looking = True
+            asyncio.ensure_future(self._look_up(session_id))
+
         def on_message(payload: str) -> None:
             try:
                 note = json.loads(payload)
             except ValueError:
                 return
             if isinstance(note, dict) and note.get("event") == "answer" and note.get("session") == session_id:
-                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.answers_from_store(session_id)))
+                loop.call_soon_threadsafe(look)
 
         def on_connect() -> None:  # answers given while it was not listening
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.answers_from_store(session_id)))
+            loop.call_soon_threadsafe(look)
 
         listener = NotifyListener(self.store.url, on_message, on_connect)
         listener.start()
         self._listener = listener
+
+    async def _look_up(self, session_id: str) -> None:
+        try:
+            while True:
+                self._look_again = False
+                await self.answers_from_store(session_id)
+                if not self._look_again:
+                    return
+        finally:
+            self._looking = False
 
     async def answers_from_store(self, session_id: str) -> int:
         """Give the front end's open requests the answers stored for them from a shell (on any

@@ -304,13 +304,18 @@ def _inspection(stored: Any, pending: list[dict[str, Any]]) -> dict[str, Any]:
     from hermes_tui.runtime.approvals import allowlist_path
     from hermes_tui.paths import hermes_home
 
+    from hermes_tui.store import store_url
+
     info = stored.info
+    shared = store_url().shared  # another machine may be the one that runs it
     items = []
     for row in pending:
         request = row["request"]
         kind = row["kind"]
+        where = "the allowlist.yaml of the machine that runs it (HERMES_HOME/tui/allowlist.yaml there)" \
+            if shared else allowlist_path(hermes_home())
         always = "nothing (not offered)" if "always" not in request.get("choices", []) else \
-            f"{request.get('always_rule') or request['text']!r} in {allowlist_path(hermes_home())}"
+            f"{request.get('always_rule') or request['text']!r} in {where}"
         on_resume = None
         if kind == "terminal" and request.get("exec_id"):
             on_resume = ("the script that ran this command runs again from its start, and this command runs as "

@@ -20,6 +20,8 @@ STALE_AFTER = 30.0
 """Seconds without a heartbeat after which a lease may be taken over."""
 HEARTBEAT_EVERY = 5.0
 """Seconds between a holder's heartbeats."""
+FUTURE_SLACK = 60.0
+"""Seconds a heartbeat may lie in the store's future (clock steps) before it counts as forged."""
 MIN_STALE_AFTER = 3 * HEARTBEAT_EVERY
 """The shortest ``store.lease_timeout`` allowed: three missed heartbeats, so a live holder is
 never taken for a stopped one."""
@@ -53,13 +55,15 @@ class Lease:
     """Seconds since the last heartbeat (by the store's clock)."""
 
     def describe(self) -> str:
-        """``hermes-tui run on buildbox (pid 4242, heartbeat 3s ago)``."""
-        return f"{self.program} on {self.host} (pid {self.pid}, heartbeat {self.age:.0f}s ago)"
+        """``hermes-tui run on buildbox (pid 4242, heartbeat 3s ago)`` (its texts are anyone's
+        who can write the store: bounded)."""
+        return f"{self.program[:40]} on {self.host[:60]} (pid {self.pid}, heartbeat {max(self.age, 0):.0f}s ago)"
 
     @property
     def stale(self) -> bool:
-        """True when its heartbeat is older than :data:`STALE_AFTER`."""
-        return self.age > STALE_AFTER
+        """True when its heartbeat is older than :data:`STALE_AFTER` (or set in the future: a
+        forged row must not hold a session for ever)."""
+        return self.age > STALE_AFTER or self.age < -FUTURE_SLACK
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def new_owner() -> str:
 
 def _lease(row: Any) -> Lease:
     return Lease(row["session_id"], row["owner"], row["host"], int(row["pid"]), row["pid_space"] or "",
-                 row["program"], float(row["taken_at"]), max(0.0, float(row["age"])))
+                 row["program"], float(row["taken_at"]), float(row["age"]))
 
 
 def lease_of(db: Database, session_id: str) -> Lease | None:
@@ -115,7 +119,7 @@ def holder_gone(lease: Lease) -> bool:
 
 def live_holder(lease: Lease | None, stale_after: float = STALE_AFTER) -> Lease | None:
     """``lease`` when it still counts: its heartbeat is fresh and its process is not known gone."""
-    if lease is None or lease.age > stale_after or holder_gone(lease):
+    if lease is None or lease.age > stale_after or lease.age < -FUTURE_SLACK or holder_gone(lease):
         return None
     return lease
 
@@ -138,8 +142,9 @@ def take(db: Database, session_id: str, owner: str, host: str, program: str, pid
         "program = excluded.program, "
         "taken_at = CASE WHEN leases.owner = excluded.owner THEN leases.taken_at ELSE excluded.taken_at END, "
         "heartbeat_at = excluded.heartbeat_at "
-        f"WHERE leases.owner = excluded.owner OR leases.heartbeat_at < {db.now} - ? OR leases.owner = ?",
-        (session_id, owner, host, pid, pid_space() if space is None else space, program, stale_after,
+        f"WHERE leases.owner = excluded.owner OR leases.heartbeat_at < {db.now} - ? "
+        f"OR leases.heartbeat_at > {db.now} + ? OR leases.owner = ?",
+        (session_id, owner, host, pid, pid_space() if space is None else space, program, stale_after, FUTURE_SLACK,
          dead_owner)).rowcount
     if changed:
         taken_over = before if before is not None and before.owner != owner else None

@@ -115,19 +115,22 @@ class PostgresDatabase:
         self.url = url
         self.label = url.redacted()
         self._local = threading.local()
-        kwargs = connection_kwargs(url)
         try:  # one plain connection first: its error says what is wrong (refused, password...)
-            psycopg.connect(url.text, **kwargs).close()
+            psycopg.connect(url.text, **connection_kwargs(url)).close()
         except psycopg.Error as exc:
-            raise self.problem(exc, "cannot connect to") from None
-        kwargs["row_factory"] = _row_factory
-        self.pool = ConnectionPool(url.text, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
-                                   name="hermes-store", timeout=CHECKOUT_TIMEOUT)
+            raise self.problem(exc, "cannot be reached") from None
+        self.max_size = max_size
+        self.pool = self._new_pool()
         try:
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT * 2)
         except PoolTimeout as exc:
             self.pool.close()
-            raise self.problem(exc, "cannot connect to") from None
+            raise self.problem(exc, "cannot be reached") from None
+
+    def _new_pool(self) -> ConnectionPool:
+        kwargs = {**connection_kwargs(self.url), "row_factory": _row_factory}
+        return ConnectionPool(self.url.text, kwargs=kwargs, min_size=1, max_size=self.max_size, open=False,
+                              name="hermes-store", timeout=CHECKOUT_TIMEOUT)
 
     def problem(self, exc: BaseException, doing: str = "failed on") -> StoreError:
         """``exc`` as a one-line StoreError (StoreUnavailable when the server cannot be reached)."""
@@ -135,6 +138,19 @@ class PostgresDatabase:
         kind = StoreUnavailable if unavailable(exc) else StoreError
         return kind(f"the sessions store {self.label} {doing}: {detail}" if doing != "failed on"
                     else f"the sessions store {self.label}: {detail}")
+
+    def recover(self) -> None:
+        """After the server was unreachable: when a plain connection works again, start a new
+        pool at once (the old one would wait out its reconnect backoff, which grows to minutes
+        in a long outage)."""
+        try:
+            psycopg.connect(self.url.text, **{**connection_kwargs(self.url), "connect_timeout": 2}).close()
+        except psycopg.Error:
+            return  # still away
+        old = self.pool
+        self.pool = self._new_pool()
+        self.pool.open(wait=False)
+        old.close(timeout=0)
 
     @contextmanager
     def unit(self) -> Iterator[None]:
