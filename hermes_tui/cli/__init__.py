@@ -289,8 +289,14 @@ def _store_section(path: str | None) -> tuple[str | None, str | None] | str:
     from hermes_tui.config import StoreConfig, load_yaml
     from hermes_tui.paths import config_path
 
+    import stat
+
+    target = path or config_path()
     try:
-        with open(path or config_path(), encoding="utf-8") as handle:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the read for ever
+        with open(fd, encoding="utf-8", closefd=True) as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return f"{target} is not a regular file"
             raw = load_yaml(handle.read(1 << 20))
         section = raw.get("store") if isinstance(raw, dict) else None
         store = StoreConfig.model_validate(section or {})
