@@ -57,6 +57,17 @@ def open_store(url: str) -> db.Database:
     return db.open_database(parse_store_url(url))
 
 
+def stored_session(url: str, session: str) -> db.StoredSession:
+    """The session as the store holds it."""
+    conn = open_store(url)
+    try:
+        stored = db.load_session(conn, session)
+    finally:
+        conn.close()
+    assert stored is not None
+    return stored
+
+
 def wait_until(predicate, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -159,12 +170,7 @@ def test_kill_9_mid_stream_loses_nothing_that_was_shown(pg_url: str, tmp_path: P
             os.killpg(running.pid, signal.SIGKILL)
         finally:
             running.wait(10)
-    conn = open_store(pg_url)
-    try:
-        stored = db.load_session(conn, "job4")
-    finally:
-        conn.close()
-    assert stored is not None
+    stored = stored_session(pg_url, "job4")
     replies = [m["content"] for m in stored.messages if m["role"] == "assistant"]
     assert replies and "".join(shown) in replies[-1] and "word199" not in replies[-1]  # cut mid-stream
 
@@ -249,12 +255,7 @@ def test_postgresql_stopped_mid_session_the_app_says_so_and_catches_up(tmp_path:
         finally:
             terminal.close()
         server.start()
-        conn = open_store(url)
-        try:
-            stored = db.load_session(conn, "outage")
-        finally:
-            conn.close()
-        assert stored is not None
+        stored = stored_session(url, "outage")
         typed = [m["content"] for m in stored.messages if m["role"] == "user"]
         assert typed == ["print('before-' + 'outage')", "print('during-' + 'outage')"]
         results = [c["result"] for c in stored.tool_calls.values()]

@@ -603,10 +603,10 @@ def test_a_session_in_use_in_the_source_is_copied_and_said(source: Path, pg_url:
     ((5, 4), (5, 5), None, "keep", "the target has more (as many messages, and it went on there since)"),
 ])
 def test_what_is_done_with_a_session_the_target_may_have(source, target, driver, action, why) -> None:
-    from hermes_tui.storage.copy import Tally, decide
+    from hermes_tui.storage.copy import Progress, decide
 
     def tally(counts):
-        return None if counts is None else Tally(messages=counts[0], done=counts[1])
+        return None if counts is None else Progress(messages=counts[0], done=counts[1])
 
     planned = decide("s", tally(source), tally(target), driver)
     assert (planned.action, planned.why) == (action, why)

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import json
 import os
-import socket
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -422,9 +420,7 @@ async def _audit(home: Any, session: str, targets: list[dict[str, Any]], choice:
 
 def _who() -> str:
     """Who answered: user, host and process, for the audit log."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()} (pid {os.getpid()}, {time.strftime('%Y-%m-%d %H:%M:%S')})"
+    from hermes_tui.store import local_user
+
+    return f"{local_user()} (pid {os.getpid()}, {time.strftime('%Y-%m-%d %H:%M:%S')})"
 
