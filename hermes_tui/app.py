@@ -133,7 +133,7 @@ class HermesApp(App[None]):
             self._workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
                                         settings=self.settings, provider_problem=self.provider_problem,
                                         host_env=self.host_env, max_cost=self.max_cost, program="hermes-tui app",
-                                        on_store=self._store_news)
+                                        on_store=self._store_news, on_lost=self._session_lost)
         return self._workspace
 
     @property
@@ -218,6 +218,8 @@ class HermesApp(App[None]):
             from hermes_tui.widgets.transcript import draw_session
 
             draw_session(conversation, opened.loaded)
+        for text, level in opened.after:
+            conversation.add_note(text, level)
         problem = await self.workspace.listen_for_injected(opened.agent, self.answer_from_shell)
         if problem:
             conversation.add_note(problem, "warning")
@@ -228,12 +230,32 @@ class HermesApp(App[None]):
     def _store_news(self, level: str, message: str) -> None:
         """A shared store's server stopped answering or is back, or the session was taken over:
         said in the conversation and as a toast (the session goes on in memory meanwhile)."""
+        if not self.is_running:  # said after the app closed (a write given up on the way out)
+            return
         self.main.conversation.add_note(message, level)
         self.notify(visible(message), severity="warning" if level != "info" else "information", markup=False)
 
+    def _session_lost(self, session_id: str) -> None:
+        """Another process took the open session over: stop driving it (a new session opens;
+        ``/resume`` gets it back once the other is done)."""
+        if session_id == self.session:
+            self.main.conversation.add_note(f"Opening a new session: /resume {session_id} once the other process is "
+                                            "done with it.", "warning")
+            self.switch_session(None)
+
     @work(group="session-switch", exclusive=True, exit_on_error=False)
     async def switch_session(self, session_id: str | None) -> None:
-        """Leave this session (its kernels idle on) and open another, or a new one."""
+        """Leave this session (its kernels idle on) and open another, or a new one. One that
+        another process drives is not opened, and this one is not left."""
+        if session_id is not None and self.workspace.store is not None:
+            from hermes_tui.agent.workspace import busy_message
+            from hermes_tui.storage import leases
+
+            holder = leases.live_holder(await self.workspace.store.call(leases.lease_of, session_id),
+                                        self.config.store.lease_timeout)
+            if holder is not None and holder.owner != self.workspace.lease_owner:
+                self.main.conversation.add_note(busy_message(session_id, holder), "warning")
+                return
         await self.runtime.interrupt(self.session, SWITCH_NOTICE)
         await self.workspace.close_session()
         self.main.conversation.action_clear()
@@ -304,7 +326,10 @@ class HermesApp(App[None]):
         await self.runtime.gate.audit.write(event="answer_from_shell", id=request.id, session=request.session,
                                             decision=choice, why=reason if isinstance(reason, str) else None, who=who,
                                             text=request.text)
-        self.main.post_message(MainScreen.ApprovalWithdrawn(request.id, f"Answered from {who}: {choice}."))
+        said = f"Answered from {who[:200]}: {choice}" + (f" ({reason[:200]})" if isinstance(reason, str) and reason
+                                                          else "") + f" — {request.text[:120]}"
+        self.main.conversation.add_note(said, "info")  # stays in the conversation; the toast fades
+        self.main.post_message(MainScreen.ApprovalWithdrawn(request.id, f"Answered from {who[:200]}: {choice}."))
         return {"ok": True, "answered": request.id, "choice": choice}
 
     # -- attention ------------------------------------------------------------------------

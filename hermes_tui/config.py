@@ -419,13 +419,14 @@ class UIConfig(_Section):
 class StoreConfig(_Section):
     """``store``: where sessions are kept (docs/store.md)."""
 
-    url: str | None = None
+    url: str | None = Field(default=None, repr=False)  # it may carry the database's password
     """``sqlite:///PATH`` (default: ``$HERMES_HOME/tui/sessions.db``) or ``postgresql://USER@HOST/DB``."""
     password_env: str | None = None
     """The environment variable holding the PostgreSQL password (else the URL, ``PGPASSWORD``
     or ``~/.pgpass``)."""
-    lease_timeout: Seconds = 30.0
-    """Seconds without a heartbeat after which another process may take a session over."""
+    lease_timeout: Annotated[float, Field(ge=15, allow_inf_nan=False)] = 30.0
+    """Seconds without a heartbeat after which another process may take a session over (at
+    least 15: three of the holder's heartbeats, 5 s apart, so a live one is never taken)."""
 
     @field_validator("url")
     @classmethod

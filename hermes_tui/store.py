@@ -42,7 +42,7 @@ from hermes_tui.paths import tui_dir
 from hermes_tui.runtime.fsutil import FileRefused, file_kind
 from hermes_tui.storage.base import Database
 from hermes_tui.storage.errors import DB_ERRORS, StoreError, StoreUnavailable
-from hermes_tui.storage.leases import STALE_AFTER
+from hermes_tui.storage.leases import FUTURE_SLACK, STALE_AFTER
 from hermes_tui.storage.schema import LATEST, migrate
 from hermes_tui.storage.sqlite import SQLiteDatabase
 from hermes_tui.storage.url import StoreURL
@@ -64,19 +64,24 @@ SESSION_ID_RULE = "a session id is 1-64 letters, digits, '.', '_' or '-', starti
 
 
 _chosen: StoreURL | None = None
+_chosen_problem: StoreError | None = None
 
 
-def choose_store(url: StoreURL | None) -> None:
+def choose_store(url: StoreURL | None, problem: StoreError | None = None) -> None:
     """Use ``url`` for every store this process opens without naming one (the command line
-    resolves ``--store`` / ``HERMES_TUI_STORE_URL`` / ``store.url`` once, here)."""
-    global _chosen
-    _chosen = url
+    resolves ``--store`` / ``HERMES_TUI_STORE_URL`` / ``store.url`` once, here), or remember
+    why it could not be resolved (``problem``: raised by :func:`store_url`, so only commands
+    that use the store fail). ``choose_store(None)`` forgets the choice."""
+    global _chosen, _chosen_problem
+    _chosen, _chosen_problem = url, problem
 
 
 def store_url(config: Any = None, home: Path | None = None) -> StoreURL:
     """The store to use: the one the command line chose, else ``$HERMES_TUI_STORE_URL``, else
     ``config.store.url``, else ``$HERMES_HOME/tui/sessions.db``. Raises
     :class:`~hermes_tui.storage.errors.StoreURLError` for a URL that cannot be used."""
+    if _chosen_problem is not None:
+        raise _chosen_problem
     if _chosen is not None:
         return _chosen
     from hermes_tui.storage.url import resolve_store_url
@@ -248,6 +253,8 @@ class SessionStore:
 
     RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
     """Seconds between tries of a write while the server cannot be reached (the last repeats)."""
+    TICK_EVERY = 5.0
+    """Seconds between runs of :meth:`every_tick`'s function (lease heartbeats)."""
     CLOSE_WAIT = 10.0
     """Seconds :meth:`close` waits for an unreachable server before it gives the queued writes up."""
 
@@ -261,9 +268,12 @@ class SessionStore:
         self._thread = threading.Thread(target=self._run, name="hermes-store", daemon=True)
         self._started = threading.Event()
         self._closing: float | None = None
+        self._closed = False
+        self._gave_up: BaseException | None = None
+        self._wake = threading.Event()
         self._error: BaseException | None = None
         self._tick: Callable[[Database], None] | None = None
-        self.tick_every = 5.0
+        self.tick_every = self.TICK_EVERY
         self._thread.start()
         self._started.wait()
         if self._error is not None:
@@ -308,7 +318,7 @@ class SessionStore:
                 item = ()  # type: ignore[assignment]
             if time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + self.tick_every
-                if self._tick is not None:
+                if self._tick is not None and self._closing is None:
                     self._attempt(lambda: self._tick(self._db) if self._tick and self._db else None, Future())
             if item == ():
                 continue
@@ -318,26 +328,44 @@ class SessionStore:
             if not future.set_running_or_notify_cancel():
                 continue
             self._attempt(fn, future)
+        self._closed = True
+        while True:  # anything queued after close() began: it will never run, say so to its waiter
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item and item[1].set_running_or_notify_cancel():
+                item[1].set_exception(RuntimeError("the sessions store is closed"))
         self._db.close()
 
     def _attempt(self, fn: Callable[[], Any], future: Future[Any]) -> None:
-        """Run ``fn`` as one unit; while the server cannot be reached, wait and try it again."""
+        """Run ``fn`` as one unit; while the server cannot be reached, wait and try it again —
+        until :meth:`begin_close`'s deadline, after which what cannot be written is given up
+        at once (each waiter gets the error)."""
         tries = 0
         while True:
+            if self._gave_up is not None:
+                future.set_exception(self._gave_up)
+                return
             try:
                 with self._db.unit():  # type: ignore[union-attr]
                     result = fn()
             except StoreUnavailable as exc:
                 if self._closing is not None and time.monotonic() > self._closing:
-                    log.warning("closing: a write to %s was given up: %s", self.label, exc)
-                    future.set_exception(exc)
-                    return
+                    log.warning("closing: the writes still waiting for %s were given up: %s", self.label, exc)
+                    self._gave_up = exc
+                    continue
                 if self.reachable:
                     self.reachable = False
                     self._health(False, f"{exc}. Nothing is lost: the session is kept in memory, and what "
                                         "comes next waits and is written when the server is back.")
-                time.sleep(self.RETRY_DELAYS[min(tries, len(self.RETRY_DELAYS) - 1)])
+                delay = self.RETRY_DELAYS[min(tries, len(self.RETRY_DELAYS) - 1)]
+                self._wake.wait(delay)  # begin_close() cuts the wait short
                 tries += 1
+                try:
+                    self._db.recover()  # type: ignore[union-attr]
+                except Exception:  # noqa: BLE001 - the next try says what is wrong
+                    pass
                 continue
             except BaseException as exc:
                 future.set_exception(exc)
@@ -345,12 +373,12 @@ class SessionStore:
             break
         if not self.reachable:
             self.reachable = True
-            self._health(True, f"The sessions store {self.label} is back: "
-                               f"{self._queue.qsize() + 1} waiting write(s) written.")
+            self._health(True, f"The sessions store {self.label} is back: what waited is being written.")
         future.set_result(result)
 
     def _health(self, reachable: bool, message: str) -> None:
-        log.warning("%s", message) if not reachable else log.info("%s", message)
+        # Said by the front end (on_health); logged loudly only when nobody would say it.
+        log.log(logging.INFO if self.on_health is not None or reachable else logging.WARNING, "%s", message)
         if self.on_health is not None:
             try:
                 self.on_health(reachable, message)
@@ -363,7 +391,7 @@ class SessionStore:
 
     def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
         """Queue ``fn(db, *args, **kwargs)`` on the writer thread."""
-        if not self._thread.is_alive():
+        if self._closed or not self._thread.is_alive():
             raise RuntimeError("the sessions store is closed")
         future: Future[T] = Future()
         self._queue.put((lambda: fn(self._db, *args, **kwargs), future))
@@ -377,11 +405,20 @@ class SessionStore:
         """Run ``fn(db, ...)`` and wait, from a thread that is not the event loop."""
         return self.submit(fn, *args, **kwargs).result()
 
+    def begin_close(self, wait: float | None = None) -> None:
+        """From now on a server that cannot be reached is waited for ``wait`` seconds more
+        (default :attr:`CLOSE_WAIT`); then every write still waiting fails at once. Call it
+        first when quitting, so the last writes (a lease let go, a turn marked) cannot hang it."""
+        if self._closing is None:
+            self._closing = time.monotonic() + (self.CLOSE_WAIT if wait is None else wait)
+            self._wake.set()
+
     def close(self) -> None:
         """Finish queued writes and close the connection. A server that cannot be reached is
-        waited for :attr:`CLOSE_WAIT` seconds; what is still queued then is given up (logged)."""
+        waited for :attr:`CLOSE_WAIT` seconds (from :meth:`begin_close`, if it was called);
+        what is still queued then is given up (logged)."""
+        self.begin_close()
         if self._thread.is_alive():
-            self._closing = time.monotonic() + self.CLOSE_WAIT
             self._queue.put(None)
             self._thread.join()
 
@@ -578,9 +615,10 @@ def _info(row: Any) -> SessionInfo:
         unpriced_calls=row["unpriced"] or 0 if "unpriced" in keys else 0,
         max_cost_usd=row["max_cost_usd"] if "max_cost_usd" in keys else None,
         host=row["host"] if "host" in keys else None,
-        lease=(f"{row['lease_program']} on {row['lease_host']} (pid {row['lease_pid']}, heartbeat "
-               f"{max(0, row['lease_age']):.0f}s ago)")
-        if "lease_age" in keys and row["lease_age"] is not None and row["lease_age"] <= STALE_AFTER else None,
+        lease=(f"{str(row['lease_program'])[:40]} on {str(row['lease_host'])[:60]} (pid {row['lease_pid']}, "
+               f"heartbeat {max(0, row['lease_age']):.0f}s ago)")
+        if "lease_age" in keys and row["lease_age"] is not None and -FUTURE_SLACK <= row["lease_age"] <= STALE_AFTER
+        else None,
     )
 
 
@@ -623,6 +661,13 @@ def find_session(db: Database, wanted: str) -> str | None:
     rows = db.execute(f"SELECT id FROM sessions s WHERE substr(id, 1, ?) = ? AND {HAS_MESSAGES} LIMIT 2",
                       (len(wanted), wanted)).fetchall()
     return rows[0]["id"] if len(rows) == 1 else None
+
+
+def sessions_starting(db: Database, prefix: str, limit: int = 6) -> list[str]:
+    """Ids of listed sessions (with a conversation) that start with ``prefix``, newest first."""
+    return [row["id"] for row in db.execute(
+        f"SELECT id FROM sessions s WHERE substr(id, 1, ?) = ? AND {HAS_MESSAGES} ORDER BY updated_at DESC LIMIT ?",
+        (len(prefix), prefix, limit))]
 
 
 def load_session(db: Database, session_id: str) -> StoredSession | None:
@@ -669,6 +714,8 @@ def delete_session_if_empty(db: Database, session_id: str) -> bool:
 def delete_session(db: Database, session_id: str) -> bool:
     """Remove a session and everything in it (what was typed in it too)."""
     db.execute("DELETE FROM approvals WHERE session_id = ?", (session_id,))
+    db.execute("DELETE FROM approval_answers WHERE session_id = ?", (session_id,))
+    db.execute("DELETE FROM leases WHERE session_id = ?", (session_id,))
     db.execute("DELETE FROM input_history WHERE session_id = ?", (session_id,))
     return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 

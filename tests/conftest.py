@@ -146,6 +146,7 @@ def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -
     from hermes_tui import store
 
     monkeypatch.setattr(store, "_chosen", None)
+    monkeypatch.setattr(store, "_chosen_problem", None)
     if request.param == "postgresql":
         monkeypatch.setenv("HERMES_TUI_STORE_URL", request.getfixturevalue("pg_url"))
     else:

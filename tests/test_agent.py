@@ -20,9 +20,17 @@ from hermes_tui.agent.loop import (
 )
 from hermes_tui.agent.providers import ProviderError, resolve_provider
 from hermes_tui.runtime.approvals import ApprovalDecision
-from hermes_tui.store import SessionStore, load_session
+from hermes_tui.store import SessionStore, load_session, sessions_db_path
 from conftest import make_config
 from fake_models import FakeModelServer
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
+    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
+    yield
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
+        assert not sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 class Harness:
@@ -97,7 +105,7 @@ def code_call(code: str, **extra) -> dict:
     return {"name": "execute_code", "arguments": {"code": code, **extra}}
 
 
-async def test_structured_tool_call_round_trip(harness_factory):
+async def test_structured_tool_call_round_trip(store_backend: str, harness_factory):
     with FakeModelServer([
         {"text": "Let me compute.", "tool_calls": [code_call("x = 6 * 7\nprint(x)")]},
         {"text": "The answer is **42**."},
@@ -168,7 +176,7 @@ async def test_malformed_calls_go_back_to_the_model_then_stop(harness_factory):
     assert "not valid JSON" in json.loads(server.requests[4]["messages"][-1]["content"])["error"]
 
 
-async def test_provider_errors_are_clear_and_retry_works(harness_factory):
+async def test_provider_errors_are_clear_and_retry_works(store_backend: str, harness_factory):
     with FakeModelServer([
         {"status": 401, "error": "invalid api key"},
         {"status": 503, "error": "overloaded"},
@@ -203,7 +211,7 @@ async def test_max_steps_bounds_a_turn(harness_factory):
     assert len(server.requests) == 2 and "agent.max_steps (2" in h.of(Notice)[-1].text
 
 
-async def test_new_message_interrupts_running_script(harness_factory):
+async def test_new_message_interrupts_running_script(store_backend: str, harness_factory):
     with FakeModelServer([
         {"tool_calls": [code_call("kept = 42\nimport time\nprint('started', flush=True)\ntime.sleep(60)")]},
         {"text": "never read"},
@@ -228,7 +236,7 @@ async def test_new_message_interrupts_running_script(harness_factory):
     assert after.output == "42\n" and not after.kernel.state_reset
 
 
-async def test_injected_turn_is_queued_and_whole_script_approved(harness_factory):
+async def test_injected_turn_is_queued_and_whole_script_approved(store_backend: str, harness_factory):
     asked = []
 
     async def approver(request):
@@ -269,7 +277,7 @@ async def test_anthropic_wire(harness_factory):
     assert "Sum is 10." in h.reply_text()
 
 
-async def test_reply_is_stored_before_it_is_shown(harness_factory):
+async def test_reply_is_stored_before_it_is_shown(store_backend: str, harness_factory):
     seen_stored = []
 
     with FakeModelServer([{"text": "one two three four five six", "chunk": 2, "delay": 0.01}]) as server:
@@ -315,7 +323,7 @@ def test_provider_resolution(hermes_home: Path):
         resolve_provider(make_config("model:\n  provider: ollama\n"), hermes_home, {})
 
 
-async def test_new_message_stops_a_top_level_command(harness_factory):
+async def test_new_message_stops_a_top_level_command(store_backend: str, harness_factory):
     with FakeModelServer([
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "sleep 30; echo late"}}]},
         {"text": "never read"},
@@ -334,7 +342,7 @@ async def test_new_message_stops_a_top_level_command(harness_factory):
     assert result["status"] == "interrupted" and "user sent a new message" in result["error"]
 
 
-async def test_retry_of_an_injected_turn_still_asks_first(harness_factory):
+async def test_retry_of_an_injected_turn_still_asks_first(store_backend: str, harness_factory):
     asked = []
 
     async def approver(request):
@@ -368,7 +376,7 @@ async def test_a_missing_key_goes_unsent_and_the_error_names_the_setting(harness
                            "model.base_url with model.api_key.")
 
 
-async def test_history_sent_stays_within_the_context_budget(harness_factory):
+async def test_history_sent_stays_within_the_context_budget(store_backend: str, harness_factory):
     with FakeModelServer([{"text": "x" * 600} for _ in range(6)]) as server:
         h = await harness_factory(server, "agent:\n  max_context_chars: 1500\n")
         for index in range(6):

@@ -14,9 +14,18 @@ from pathlib import Path
 import pytest
 
 from hermes_tui import store as db
+from conftest import open_store_db
 from fake_models import FakeModelServer
 
 CLI = [sys.executable, "-m", "hermes_tui"]
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
+    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
+    yield
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
+        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 @pytest.fixture
@@ -44,7 +53,8 @@ def events(output: str) -> list[dict]:
     return [json.loads(line) for line in output.splitlines() if line.strip()]
 
 
-def test_a_run_pauses_before_its_script_then_approve_and_resume_run_it(hermes_home: Path, workdir: Path) -> None:
+def test_a_run_pauses_before_its_script_then_approve_and_resume_run_it(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     script = "open('made.txt', 'w').write('hello')\nprint('wrote it')"
     with FakeModelServer([{"text": "Writing.", "tool_calls": [code_call(script)]}, {"text": "All done."}]) as server:
         configure(hermes_home, server)
@@ -73,7 +83,8 @@ def test_a_run_pauses_before_its_script_then_approve_and_resume_run_it(hermes_ho
     assert "[done · resumed 1x] make the file" in listing.stdout
 
 
-def test_two_commands_one_approved_and_one_left_pending_ends_blocked(hermes_home: Path, workdir: Path) -> None:
+def test_two_commands_one_approved_and_one_left_pending_ends_blocked(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     script = ("from hermes_tools import terminal\nprint(terminal('echo first-ok')['output'].strip())\n"
               "r = terminal('echo second-held')\nprint('second:', r.get('status'))\nprint('script end')")
     with FakeModelServer([{"text": "", "tool_calls": [code_call(script)]}, {"text": "Finished."}]) as server:
@@ -95,7 +106,8 @@ def test_two_commands_one_approved_and_one_left_pending_ends_blocked(hermes_home
     assert json.loads(cli(workdir, "inspect", "job2", "--pending", "--json").stdout)["pending"] == []
 
 
-def test_deny_with_a_reason_reaches_the_model_and_nothing_runs(hermes_home: Path, workdir: Path) -> None:
+def test_deny_with_a_reason_reaches_the_model_and_nothing_runs(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     with FakeModelServer([{"text": "", "tool_calls": [code_call("open('x.txt', 'w').write('x')")]},
                           {"text": "Understood, I will not."}]) as server:
         configure(hermes_home, server)
@@ -110,7 +122,8 @@ def test_deny_with_a_reason_reaches_the_model_and_nothing_runs(hermes_home: Path
     assert any("not on a Friday" in str(m.get("content")) for m in sent if m["role"] == "tool")
 
 
-def test_kill_9_mid_turn_then_resume_goes_on_from_the_last_stored_step(hermes_home: Path, workdir: Path) -> None:
+def test_kill_9_mid_turn_then_resume_goes_on_from_the_last_stored_step(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     (workdir / "notes.txt").write_text("the answer is 42\n")
     read = {"name": "read_file", "arguments": {"path": str(workdir / "notes.txt")}}
     with FakeModelServer([{"text": "Reading.", "tool_calls": [read]}, {"text": "thinking...", "hang": 60},
@@ -136,7 +149,7 @@ def test_kill_9_mid_turn_then_resume_goes_on_from_the_last_stored_step(hermes_ho
     assert len(results) == 1 and "the answer is 42" in results[0]["content"]  # not read a second time
 
 
-def test_budget_exit_code_and_refusals_in_one_line(hermes_home: Path, workdir: Path) -> None:
+def test_budget_exit_code_and_refusals_in_one_line(store_backend: str, hermes_home: Path, workdir: Path) -> None:
     usage = {"prompt_tokens": 100_000, "completion_tokens": 1000}
     with FakeModelServer([{"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "nope"}}],
                            "usage": usage}] * 3) as server:
@@ -153,7 +166,8 @@ def test_budget_exit_code_and_refusals_in_one_line(hermes_home: Path, workdir: P
         assert missing.returncode == 2 and "no session matches" in missing.stderr
 
 
-def test_run_and_resume_refuse_a_session_open_in_the_app(hermes_home: Path, workdir: Path) -> None:
+def test_run_and_resume_refuse_a_session_open_in_the_app(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     import asyncio
 
     from hermes_tui.inject import InjectServer
@@ -173,7 +187,7 @@ def test_run_and_resume_refuse_a_session_open_in_the_app(hermes_home: Path, work
 
     with FakeModelServer([]) as model:
         configure(hermes_home, model)
-        conn = db.connect(db.sessions_db_path(hermes_home))
+        conn = open_store_db(hermes_home)
         db.create_session(conn, "held", "custom", "fake", str(workdir))
         db.start_turn(conn, "held", "t1", "user", "hello")
         conn.close()
@@ -182,7 +196,8 @@ def test_run_and_resume_refuse_a_session_open_in_the_app(hermes_home: Path, work
         assert refused.returncode == 2 and "open in a running hermes-tui" in refused.stderr
 
 
-def test_a_once_answer_serves_one_request_not_a_repeat_of_the_same_call(hermes_home: Path, workdir: Path) -> None:
+def test_a_once_answer_serves_one_request_not_a_repeat_of_the_same_call(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     script = "open('count.txt', 'a').write('x')"
     same = {"name": "execute_code", "id": "c1", "arguments": {"code": script}}  # the model repeats its call id
     with FakeModelServer([{"text": "", "tool_calls": [same]}, {"text": "", "tool_calls": [same]},
@@ -195,7 +210,7 @@ def test_a_once_answer_serves_one_request_not_a_repeat_of_the_same_call(hermes_h
     assert (workdir / "count.txt").read_text() == "x"  # ran once, as approved
 
 
-def test_identical_commands_each_take_their_own_answer(hermes_home: Path, workdir: Path) -> None:
+def test_identical_commands_each_take_their_own_answer(store_backend: str, hermes_home: Path, workdir: Path) -> None:
     script = ("from hermes_tools import terminal\n"
               "for n in range(3):\n    print(n, terminal('echo same-text >> same.txt').get('status'))")
     with FakeModelServer([{"text": "", "tool_calls": [code_call(script)]}, {"text": "done"}]) as server:
@@ -214,7 +229,8 @@ def test_identical_commands_each_take_their_own_answer(hermes_home: Path, workdi
     assert (workdir / "same.txt").read_text() == "same-text\n"
 
 
-def test_a_second_resume_of_the_same_session_is_refused_while_one_runs(hermes_home: Path, workdir: Path) -> None:
+def test_a_second_resume_of_the_same_session_is_refused_while_one_runs(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     with FakeModelServer([{"text": "", "tool_calls": [code_call("print(1)")]}, {"text": "slow", "hang": 3}]) as server:
         configure(hermes_home, server)
         assert cli(workdir, "run", "--session", "lock1", "go").returncode == 3
@@ -233,7 +249,8 @@ def test_a_second_resume_of_the_same_session_is_refused_while_one_runs(hermes_ho
     assert first.returncode == 0, out + err
 
 
-def test_a_turn_stopped_by_its_ceiling_resumes_with_a_higher_one(hermes_home: Path, workdir: Path) -> None:
+def test_a_turn_stopped_by_its_ceiling_resumes_with_a_higher_one(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
     usage = {"prompt_tokens": 100_000, "completion_tokens": 1000}
     with FakeModelServer([{"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "nope"}}],
                            "usage": usage}, {"text": "finished", "usage": usage}]) as server:
@@ -244,7 +261,7 @@ def test_a_turn_stopped_by_its_ceiling_resumes_with_a_higher_one(hermes_home: Pa
         assert "finished" in resumed.stdout
 
 
-def test_the_ceiling_a_run_started_with_holds_on_resume(hermes_home: Path, workdir: Path) -> None:
+def test_the_ceiling_a_run_started_with_holds_on_resume(store_backend: str, hermes_home: Path, workdir: Path) -> None:
     usage = {"prompt_tokens": 100_000, "completion_tokens": 1000}  # $0.21 a call at $2/$10
     loop = [{"text": "", "usage": usage, "tool_calls": [{"name": "read_file", "arguments": {"path": "nope"}}]}] * 6
     with FakeModelServer([{"text": "", "usage": usage, "tool_calls": [code_call("print(1)")]}, *loop]) as server:
@@ -257,8 +274,8 @@ def test_the_ceiling_a_run_started_with_holds_on_resume(hermes_home: Path, workd
     assert report["cost_usd"] <= 0.50
 
 
-def test_a_sub_agent_session_is_not_resumed_on_its_own(hermes_home: Path, workdir: Path) -> None:
-    conn = db.connect(db.sessions_db_path(hermes_home))
+def test_a_sub_agent_session_is_not_resumed_on_its_own(store_backend: str, hermes_home: Path, workdir: Path) -> None:
+    conn = open_store_db(hermes_home)
     db.create_session(conn, "top::child::abc-kid", "custom", "fake", str(workdir))
     db.start_turn(conn, "top::child::abc-kid", "t1", "automation", "a task")
     conn.close()
@@ -266,7 +283,7 @@ def test_a_sub_agent_session_is_not_resumed_on_its_own(hermes_home: Path, workdi
     assert refused.returncode == 2 and "hermes-tui resume top" in refused.stderr
 
 
-def test_a_refusal_names_who_refused(hermes_home: Path, workdir: Path) -> None:
+def test_a_refusal_names_who_refused(store_backend: str, hermes_home: Path, workdir: Path) -> None:
     with FakeModelServer([{"text": "", "tool_calls": [code_call("print('never')")]}, {"text": "ok"}]) as server:
         configure(hermes_home, server)
         assert cli(workdir, "run", "--session", "who1", "go").returncode == 3

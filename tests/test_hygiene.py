@@ -62,6 +62,19 @@ def test_widgets_and_themes_install_inside_the_package() -> None:
     assert (RUNTIME / "child" / "driver.py").is_file()
 
 
+def test_every_package_is_installed() -> None:
+    """A regular (not editable) install copies only the packages pyproject.toml lists: a new
+    folder left out works in the checkout and fails with ModuleNotFoundError once installed."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(("hermes_tui", *init.parent.relative_to(root / "hermes_tui").parts))
+             for init in (root / "hermes_tui").rglob("__init__.py") if "__pycache__" not in init.parts}
+    missing = found - listed
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
+
+
 def test_widgets_touch_no_processes_or_sockets() -> None:
     import hermes_tui.widgets
 

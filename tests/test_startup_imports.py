@@ -47,6 +47,13 @@ DEFERRED = (
     "hermes_tui.widgets.child_transcript",
     "hermes_tui.export",
     "hermes_tui.doctor_checks",
+    # the engine itself, built after the first frame (the probe imports runtime.runtime itself, to
+    # watch its preload, so the runtime's own modules cannot be listed here), and a shared store's driver
+    "hermes_tui.agent.loop",
+    "hermes_tui.agent.workspace",
+    "hermes_tui.agent.tools",
+    "psycopg",
+    "hermes_tui.storage.postgres",
 )
 
 PROBE = textwrap.dedent('''

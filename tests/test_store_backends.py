@@ -484,18 +484,18 @@ def test_a_lease_is_taken_refused_taken_over_and_released(store_backend: str, he
         assert first.ok and first.holder is None
         again = leases.take(conn, "s1", "owner-a", here, "hermes-tui app", pid=os.getpid())
         assert again.ok and again.holder is None  # its own: still its
-        refused = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7)
+        refused = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7, space="otherbox")
         assert not refused.ok and refused.holder is not None
         assert refused.holder.owner == "owner-a"
         assert refused.holder.describe().startswith(f"hermes-tui app on {here} (pid {os.getpid()}, heartbeat ")
         assert not refused.holder.stale
         assert leases.beat(conn, "s1", "owner-a") and not leases.beat(conn, "s1", "owner-b")
         assert set(leases.all_leases(conn)) == {"s1"}
-        assert leases.live_holder(leases.lease_of(conn, "s1"), here) is not None
+        assert leases.live_holder(leases.lease_of(conn, "s1")) is not None
 
         time.sleep(0.7)  # stale after 0.5 s without a beat
-        assert leases.live_holder(leases.lease_of(conn, "s1"), here, stale_after=0.5) is None
-        over = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7, stale_after=0.5)
+        assert leases.live_holder(leases.lease_of(conn, "s1"), stale_after=0.5) is None
+        over = leases.take(conn, "s1", "owner-b", "otherbox", "hermes-tui run", pid=7, stale_after=0.5, space="otherbox")
         assert over.ok and over.holder is not None and over.holder.owner == "owner-a"
         assert not leases.beat(conn, "s1", "owner-a")  # taken over: the old holder learns it
         assert leases.beat(conn, "s1", "owner-b")
@@ -518,12 +518,12 @@ def test_a_lease_whose_holder_is_gone_from_this_host_is_taken_at_once(store_back
     gone = dead_pid()
     try:
         assert leases.take(conn, "s1", "dead-owner", here, "hermes-tui app", pid=gone).ok
-        assert leases.take(conn, "s2", "far-owner", "otherbox", "hermes-tui app", pid=gone).ok
-        assert leases.live_holder(leases.lease_of(conn, "s1"), here) is None
+        assert leases.take(conn, "s2", "far-owner", "otherbox", "hermes-tui app", pid=gone, space="otherbox").ok
+        assert leases.live_holder(leases.lease_of(conn, "s1")) is None
         taken = leases.take(conn, "s1", "me", here, "hermes-tui run")
         assert taken.ok and taken.holder is not None and taken.holder.pid == gone
         assert not leases.beat(conn, "s1", "dead-owner")
-        # On another machine the pid says nothing: refused while its beat is fresh.
+        # In another pid space (another machine, another container) the pid says nothing: refused while fresh.
         refused = leases.take(conn, "s2", "me", here, "hermes-tui run")
         assert not refused.ok and refused.holder.host == "otherbox"
     finally:
@@ -757,3 +757,57 @@ def test_the_password_from_password_env(pg_server, hermes_home: Path, url_from: 
     wrong = run_cli("sessions", env=cli_env(**url_env, **{PASSWORD_VAR: "Wr0ng-Secret-7731"}))
     assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
     assert "password authentication failed" in wrong.stderr and "Wr0ng-Secret-7731" not in wrong.stderr
+
+
+def test_a_password_a_url_cannot_carry_is_never_shown_and_the_fix_is_said() -> None:
+    from hermes_tui.storage.errors import StoreURLError
+
+    for text in ("postgresql://weird:ab/cdSECRET@127.0.0.1:5432/db", "postgresql://weird:ab?cdSECRET@127.0.0.1/db",
+                 "postgresql://weird:p@ss:w/rdSECRET@h/db", "postgresql://weird:ab#cdSECRET@h/db"):
+        with pytest.raises(StoreURLError) as refused:
+            parse_store_url(text)
+        assert "SECRET" not in str(refused.value) and "percent-encoded" in str(refused.value)
+        assert "weird:***@" in str(refused.value)
+    assert parse_store_url("postgresql://u:pa%40ss%2FSECRET@h/db").redacted() == "postgresql://u:***@h/db"
+    assert parse_store_url("postgresql:///db").redacted() == "postgresql:///db"
+
+
+def test_password_env_is_given_only_to_the_server_the_config_means() -> None:
+    from hermes_tui.storage.url import resolve_store_url
+
+    env = {"TEAM_PW": "team-secret"}
+    configured = "postgresql://hermes@db.internal:5432/hermes"
+    mine = resolve_store_url(configured, "TEAM_PW", env=env)
+    assert mine.password == "team-secret"
+    other = resolve_store_url(configured, "TEAM_PW", flag="postgresql://someone@127.0.0.1:54329/other", env=env)
+    assert other.password is None  # another server named on the command line never receives it
+    same = resolve_store_url(configured, "TEAM_PW", flag="postgresql://hermes@db.internal/archive", env=env)
+    assert same.password == "team-secret"
+    written = resolve_store_url("postgresql://hermes:in-url@db.internal/hermes", "TEAM_PW", env={})
+    assert written.password is None and written.url_password == "in-url"  # the URL's own wins, no variable needed
+
+
+def test_an_ambiguous_prefix_names_the_sessions_it_matches(store_backend: str, hermes_home: Path) -> None:
+    conn = open_store_db(hermes_home)
+    try:
+        for sid in ("quitdown", "quitdown2"):
+            db.create_session(conn, sid, None, None, "/tmp")
+            db.start_turn(conn, sid, f"t-{sid}", "user", "hello")
+    finally:
+        conn.close()
+    done = run_cli("inspect", "qu")
+    assert done.returncode == 2 and "matches several sessions" in done.stderr
+    assert "quitdown" in done.stderr and "quitdown2" in done.stderr
+
+
+def test_a_lease_with_a_heartbeat_in_the_future_does_not_hold_a_session(store_backend: str,
+                                                                        hermes_home: Path) -> None:
+    conn = open_store_db(hermes_home)
+    try:
+        assert leases.take(conn, "s1", "forger", "elsewhere", "hermes-tui run", pid=1, space="elsewhere").ok
+        conn.execute(f"UPDATE leases SET heartbeat_at = {conn.now} + 86400 WHERE session_id = 's1'")
+        held = leases.lease_of(conn, "s1")
+        assert held is not None and held.stale and leases.live_holder(held) is None
+        assert leases.take(conn, "s1", "me", db.host_name(), "hermes-tui app").ok
+    finally:
+        conn.close()

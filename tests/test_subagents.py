@@ -24,11 +24,19 @@ from hermes_tui.agent.providers import resolve_provider
 from hermes_tui.agent.subagents import DelegateProgress
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.store import SessionStore
-from conftest import make_config
+from conftest import make_config, open_store_db
 from fake_models import FakeModelServer
 from test_agent import Harness
 
 PARENT = "working in the user's terminal"
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
+    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
+    yield
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
+        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 def delegate(*tasks: dict) -> dict:
@@ -65,7 +73,8 @@ def tool_result(request: dict) -> dict:
     return json.loads([m for m in request["messages"] if m["role"] == "tool"][-1]["content"])
 
 
-async def test_five_tasks_fan_out_three_at_a_time_and_only_summaries_come_back(parent_agent) -> None:
+async def test_five_tasks_fan_out_three_at_a_time_and_only_summaries_come_back(
+        store_backend: str, parent_agent) -> None:
     tasks = [{"goal": f"count the letters of WORD{i}", "name": f"w{i}"} for i in range(5)]
     page = "lorem ipsum " * 2000  # what a child reads: 24 KB the parent must never see
     children = [{"match": f"WORD{i}", "text": "", "hang": 0.4,
@@ -95,7 +104,7 @@ async def test_five_tasks_fan_out_three_at_a_time_and_only_summaries_come_back(p
     assert any("lorem ipsum" in json.dumps(m["tool_calls"] or "") for m in transcript.messages)  # kept, viewable
 
 
-async def test_a_failing_child_one_out_of_steps_and_one_that_asks(parent_agent) -> None:
+async def test_a_failing_child_one_out_of_steps_and_one_that_asks(store_backend: str, parent_agent) -> None:
     asked: list[ApprovalRequest] = []
 
     async def approver(request: ApprovalRequest) -> ApprovalDecision:
@@ -122,7 +131,7 @@ async def test_a_failing_child_one_out_of_steps_and_one_that_asks(parent_agent) 
     assert asked and asked[0].session.startswith("p1::child::") and asked[0].session.endswith("asker")
 
 
-async def test_children_share_the_parents_ceiling_and_roll_up_their_cost(parent_agent) -> None:
+async def test_children_share_the_parents_ceiling_and_roll_up_their_cost(store_backend: str, parent_agent) -> None:
     from hermes_tui.agent.budget import Budget
 
     big = {"prompt_tokens": 100_000, "completion_tokens": 1000}  # $0.21 a call at $2/$10
@@ -161,7 +170,8 @@ async def test_esc_stops_the_parent_and_every_child(parent_agent) -> None:
     await h.until(lambda: not [k for k in h.runtime.kernels() if k.subagent and k.state != "dead"], timeout=10)
 
 
-def test_a_run_killed_mid_fan_out_resumes_with_what_finished(hermes_home: Path, tmp_path: Path) -> None:
+def test_a_run_killed_mid_fan_out_resumes_with_what_finished(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     tasks = [{"goal": "QUICK one", "name": "quick"}, {"goal": "SLOW one", "name": "slow"}]
@@ -174,7 +184,7 @@ def test_a_run_killed_mid_fan_out_resumes_with_what_finished(hermes_home: Path, 
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
         try:
-            conn = db.connect(db.sessions_db_path(hermes_home))
+            conn = open_store_db(hermes_home)
             deadline = time.monotonic() + 30
             while True:  # the quick child's summary is kept on the running call
                 row = conn.execute("SELECT result FROM tool_calls WHERE session_id = 'fan' AND name = 'delegate_task'"
@@ -210,7 +220,8 @@ def test_delegate_task_is_refused_inside_a_script_and_sub_agents_get_none() -> N
     assert len(DelegateArgs.model_validate({"goal": "one"}).all_tasks()) == 1
 
 
-def test_headless_run_prints_a_line_per_child_start_and_end(hermes_home: Path, tmp_path: Path) -> None:
+def test_headless_run_prints_a_line_per_child_start_and_end(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     tasks = [{"goal": "ALPHA task", "name": "alpha"}, {"goal": "BETA task", "name": "beta"}]
@@ -254,7 +265,8 @@ async def test_a_child_on_an_unpriced_model_is_refused_under_a_ceiling(parent_ag
     assert not any("CHEAP" in json.dumps(r["messages"]) and PARENT not in json.dumps(r) for r in server.requests)
 
 
-def test_headless_child_requests_are_refused_with_a_reason_not_lost(hermes_home: Path, tmp_path: Path) -> None:
+def test_headless_child_requests_are_refused_with_a_reason_not_lost(
+        store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     script = "from hermes_tools import terminal\nprint(terminal('echo from-child').get('error'))"

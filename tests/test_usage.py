@@ -2,8 +2,8 @@
 
 The server reports usage in each shape providers use (an OpenAI stream asked for it, one that
 puts it on its last chunk, one that never sends it, a whole reply, Anthropic's with cache
-tokens, OpenRouter's own cost); the tests read what was stored in sessions.db, what the CLI
-lists and what the app shows.
+tokens, OpenRouter's own cost); the tests read what was stored (in SQLite and, where the
+store is what is tested, in PostgreSQL too), what the CLI lists and what the app shows.
 """
 
 from __future__ import annotations
@@ -29,6 +29,14 @@ from fake_models import FakeModelServer
 from test_agent import Harness
 
 PRICES = "  pricing:\n    input_per_mtok: 2\n    output_per_mtok: 10\n    cache_read_per_mtok: 0.5\n"
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
+    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
+    yield
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
+        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 class Session(Harness):
@@ -84,7 +92,7 @@ def code_call(code: str) -> dict:
 
 # -- what each provider shape reports --------------------------------------------------------
 
-async def test_openai_stream_asked_for_usage_is_stored_and_priced(open_session) -> None:
+async def test_openai_stream_asked_for_usage_is_stored_and_priced(store_backend: str, open_session) -> None:
     usage = {"prompt_tokens": 1500, "completion_tokens": 120, "prompt_tokens_details": {"cached_tokens": 1000},
              "completion_tokens_details": {"reasoning_tokens": 40}}
     with FakeModelServer([{"text": "hello", "usage": usage}]) as server:
@@ -102,7 +110,7 @@ async def test_openai_stream_asked_for_usage_is_stored_and_priced(open_session) 
     assert updated.totals.tokens_in == 1500 and updated.totals.calls == 1
 
 
-async def test_usage_on_the_last_chunk_and_a_whole_reply_are_read(open_session) -> None:
+async def test_usage_on_the_last_chunk_and_a_whole_reply_are_read(store_backend: str, open_session) -> None:
     with FakeModelServer([{"text": "a", "usage_mode": "last_chunk", "usage": {"prompt_tokens": 700, "completion_tokens": 9}},
                           ]) as server:
         s = await open_session(server)
@@ -119,7 +127,7 @@ async def test_usage_on_the_last_chunk_and_a_whole_reply_are_read(open_session) 
     assert [m["reasoning"] for m in stored.messages if m["role"] == "assistant"] == ["mull"]
 
 
-async def test_a_server_that_never_reports_usage_is_estimated_and_marked(open_session) -> None:
+async def test_a_server_that_never_reports_usage_is_estimated_and_marked(store_backend: str, open_session) -> None:
     with FakeModelServer([{"text": "x" * 400, "usage_mode": "never"}]) as server:
         s = await open_session(server, PRICES)
         assert await s.turn("hello there") == "done"
@@ -130,7 +138,8 @@ async def test_a_server_that_never_reports_usage_is_estimated_and_marked(open_se
     assert row["cost_usd"] is not None and row["cost_usd"] > 0
 
 
-async def test_anthropic_cache_tokens_are_added_to_input_and_priced_from_the_table(open_session) -> None:
+async def test_anthropic_cache_tokens_are_added_to_input_and_priced_from_the_table(
+        store_backend: str, open_session) -> None:
     usage = {"input_tokens": 200, "output_tokens": 50, "cache_read_input_tokens": 3000,
              "cache_creation_input_tokens": 500}
     with FakeModelServer([{"text": "bonjour", "usage": usage, "reasoning": "let me think"}]) as server:
@@ -148,7 +157,8 @@ async def test_anthropic_cache_tokens_are_added_to_input_and_priced_from_the_tab
     assert [m["reasoning"] for m in stored.messages if m["role"] == "assistant"] == ["let me think"]
 
 
-async def test_a_cost_the_provider_reports_wins_and_an_unknown_price_stays_unknown(open_session) -> None:
+async def test_a_cost_the_provider_reports_wins_and_an_unknown_price_stays_unknown(
+        store_backend: str, open_session) -> None:
     with FakeModelServer([{"text": "a", "usage": {"prompt_tokens": 10000, "completion_tokens": 2000, "cost": 0.0421}},
                           {"text": "b", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}]) as server:
         s = await open_session(server, PRICES)
@@ -173,7 +183,8 @@ def test_usage_readers_take_what_the_sdks_give() -> None:
 
 # -- hard budgets ----------------------------------------------------------------------------
 
-async def test_a_session_ceiling_stops_a_tool_loop_with_status_budget_then_budget_and_retry_go_on(open_session) -> None:
+async def test_a_session_ceiling_stops_a_tool_loop_with_status_budget_then_budget_and_retry_go_on(
+        store_backend: str, open_session) -> None:
     big = {"prompt_tokens": 100_000, "completion_tokens": 1000}  # $0.21 a call at $2/$10 per million
     replies = [{"text": "", "tool_calls": [code_call(f"n = {i}")], "usage": big} for i in range(6)]
     with FakeModelServer([*replies, {"text": "finished", "usage": big}]) as server:
@@ -196,7 +207,8 @@ async def test_a_session_ceiling_stops_a_tool_loop_with_status_budget_then_budge
         assert (await s.store.call(db.load_session, "s1")).info.max_cost_usd == 5.0
 
 
-async def test_a_turn_ceiling_stops_the_turn_and_the_session_ceiling_survives_resume(open_session) -> None:
+async def test_a_turn_ceiling_stops_the_turn_and_the_session_ceiling_survives_resume(
+        store_backend: str, open_session) -> None:
     big = {"prompt_tokens": 100_000, "completion_tokens": 1000}
     replies = [{"text": "", "tool_calls": [code_call("x = 1")], "usage": big} for _ in range(4)]
     with FakeModelServer(replies) as server:
@@ -242,7 +254,8 @@ async def test_max_context_tokens_leaves_out_the_oldest_turns_counted_as_the_pro
 
 # -- what the user sees outside the app ------------------------------------------------------
 
-async def test_sessions_json_and_listing_give_tokens_and_cost(open_session, hermes_home: Path, tmp_path: Path) -> None:
+async def test_sessions_json_and_listing_give_tokens_and_cost(
+        store_backend: str, open_session, hermes_home: Path, tmp_path: Path) -> None:
     with FakeModelServer([{"text": "a", "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}]) as server:
         s = await open_session(server, PRICES)
         await s.turn("count me")
@@ -262,7 +275,7 @@ async def test_sessions_json_and_listing_give_tokens_and_cost(open_session, herm
 
 # -- what an untrusted endpoint may report -----------------------------------------------------
 
-async def test_impossible_counts_and_costs_are_not_believed(open_session) -> None:
+async def test_impossible_counts_and_costs_are_not_believed(store_backend: str, open_session) -> None:
     replies = [{"text": "a", "usage": {"prompt_tokens": 1e30, "completion_tokens": 10}},
                {"text": "b", "usage": {"prompt_tokens": 1000, "completion_tokens": 10, "cost": 1e30}}]
     with FakeModelServer(replies) as server:

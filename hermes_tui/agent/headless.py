@@ -235,8 +235,9 @@ class HeadlessRun:
         self.session = session
         self.printer = printer
         self.approver = approver
+        # A run that cannot store its requests must not "pause" into nowhere: no memory fallback.
         self.workspace = Workspace(config, home=home, cwd=cwd, ask=approver, settings=settings, max_cost=max_cost,
-                                   program=program, on_store=self._store_news)
+                                   program=program, on_store=self._store_news, memory_fallback=False)
         self._ended: asyncio.Queue[TurnEnded] = asyncio.Queue()
         approver.on_pause = self._pausing
 
@@ -257,7 +258,7 @@ class HeadlessRun:
         """Run ``text`` as a new automation turn of the session."""
         try:
             opened = await self.workspace.open(self.session, self._listen)
-            self._notes(opened.notes)
+            self._notes(opened.notes + opened.after)
             await opened.agent.submit(text, "automation", "message")
             ended = await self._ended.get()
             return self._outcome(ended)
@@ -268,7 +269,7 @@ class HeadlessRun:
         """Go on with the session's paused (or cut short) turn."""
         try:
             opened = await self.workspace.open(self.session, self._listen)
-            self._notes(opened.notes)
+            self._notes(opened.notes + opened.after)
             loaded = opened.loaded
             if loaded is None:
                 return Outcome("missing", EXIT_USAGE, self.session)

@@ -141,6 +141,9 @@ class Agent:
         self.totals = Totals(max_cost_usd=self.budget.max_cost_usd)
         """What this session's model calls used and cost (kept across ``--resume``)."""
         self._largest_output = 0
+        self.reserved = 0.0
+        """What model calls running now (this agent's and its sub-agents') are estimated to cost:
+        held against the cost ceilings until each is counted."""
         self._retired: list[Provider] = []
         self.paused = False
         """Set by :meth:`pause`: the running turn stops at its next tool result, unstored."""
@@ -351,11 +354,16 @@ class Agent:
         for _ in range(self.max_steps):
             if turn.interrupted:
                 return "interrupted"
-            refused = self._over_budget(turn)
+            refused, estimate = self._over_budget(turn)
             if refused is not None:
                 self.listener(Notice(turn.id, refused, "warning"))
                 return "budget"
-            reply = await self._reply(turn)
+            owner = self.root  # the call's estimate is held against the ceiling while it runs:
+            owner.reserved += estimate  # sub-agents calling at once must not all fit the same room
+            try:
+                reply = await self._reply(turn)
+            finally:
+                owner.reserved -= estimate
             if reply is None:
                 return "interrupted" if turn.interrupted else "error"
             message_id, text, calls = reply
@@ -373,13 +381,14 @@ class Agent:
                                       "stopped. Say 'continue' to go on, or raise agent.max_steps.", "warning"))
         return "stopped"
 
-    def _over_budget(self, turn: _Turn) -> str | None:
-        """Why the next model call may not be made (a ceiling would be passed), or None. A
-        sub-agent is held to its parent's ceilings, with what the parent and all its children
-        have spent."""
+    def _over_budget(self, turn: _Turn) -> tuple[str | None, float]:
+        """Why the next model call may not be made (a ceiling would be passed), or None; and the
+        call's estimated cost, to hold while it runs. A sub-agent is held to its parent's
+        ceilings, with what the parent and all its children have spent and what their calls
+        still running are estimated to spend."""
         owner = self.root
         if not owner.budget.active or self.settings is None:
-            return None
+            return None, 0.0
         system, messages, tools = self.history.request(self._system, self.tools, self.settings.tool_format == "hermes")
         sent = self.history.tokens_for(request_chars(system, messages, tools))
         output = min(max(self._largest_output, MIN_OUTPUT_ESTIMATE), MAX_OUTPUT_ESTIMATE)
@@ -389,16 +398,18 @@ class Agent:
                 and self.settings.model != owner.settings.model:
             # A sub-agent on another model with no known price would spend past the ceiling unseen.
             return (f"No price is known for {self.settings.model}, so a sub-agent cannot use it while a cost ceiling "
-                    "is set: give the task no model (the parent's is priced), or set model.pricing.")
+                    "is set: give the task no model (the parent's is priced), or set model.pricing."), 0.0
         if estimate is None:
             if not owner.budget.warned_unpriced:
                 owner.budget.warned_unpriced = True
                 self.listener(Notice(turn.id, f"No price is known for {self.settings.model}, so the cost ceiling "
                                               "cannot be held: set model.pricing (input_per_mtok, output_per_mtok) "
                                               "to enforce it.", "warning"))
-            return None
+            return None, 0.0
         current = owner._current if self.ledger is not None else turn  # a sub-agent spends its root's turn
-        return owner.budget.refuse(owner.totals.cost_usd, current.spent if current else 0.0, estimate)
+        running = owner.reserved
+        return owner.budget.refuse(owner.totals.cost_usd + running, (current.spent if current else 0.0) + running,
+                                   estimate), estimate
 
     @property
     def root(self) -> Agent:
@@ -410,10 +421,16 @@ class Agent:
 
     def make_child(self, session: str, settings: ProviderSettings | None, listener: Listener, max_steps: int,
                    tool_names: tuple[str, ...], system_prompt: str) -> Agent:
-        """A sub-agent of this agent (:mod:`.subagents`): its spending is this agent's."""
-        return Agent(self.runtime, self.store, session, settings=settings, listener=listener, cwd=self.cwd,
-                     max_steps=max_steps, system_prompt=system_prompt, approvals=self.approvals,
-                     depth=self.depth + 1, subagents=self.subagents, tool_names=tool_names, ledger=self)
+        """A sub-agent of this agent (:mod:`.subagents`): its spending is this agent's. On the
+        same model it starts from what this agent learnt of it (tokens per character of a
+        request, the largest reply), so its first calls are not estimated as free."""
+        child = Agent(self.runtime, self.store, session, settings=settings, listener=listener, cwd=self.cwd,
+                      max_steps=max_steps, system_prompt=system_prompt, approvals=self.approvals,
+                      depth=self.depth + 1, subagents=self.subagents, tool_names=tool_names, ledger=self)
+        if settings is not None and self.settings is not None and settings.model == self.settings.model:
+            child.history.tokens_per_char = self.history.tokens_per_char
+            child._largest_output = self._largest_output
+        return child
 
     def absorb(self, usage: CallUsage) -> None:
         """A sub-agent's call: counted in this session's and this turn's spending (not its

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,8 @@ class OpenedSession:
     loaded: LoadedSession | None
     """What was stored (None for a new session)."""
     notes: list[tuple[str, NoticeLevel]] = field(default_factory=list)
+    after: list[tuple[str, NoticeLevel]] = field(default_factory=list)
+    """What to say below the stored conversation (a session taken over: seen where it goes on)."""
 
 
 class Workspace:
@@ -70,12 +71,18 @@ class Workspace:
         program: who drives the session, as its lease names it (``hermes-tui app``, ``hermes-tui run``).
         on_store: called on the event loop with ``(level, message)`` when a shared store's server
             stops answering, answers again, or another process took the session over.
+        on_lost: called on the event loop with the session id when another process took the
+            open session over (this one's heartbeat could not be written in time): the front
+            end should stop driving it.
+        memory_fallback: when the store cannot be opened, keep the session in memory and say so
+            (the app); False raises instead (a headless run must not pause into nowhere).
     """
 
     def __init__(
         self, config: Config, *, home: Path, cwd: str, ask: Approver, settings: ProviderSettings | None,
         provider_problem: str | None = None, host_env: Mapping[str, str] | None = None,
         max_cost: float | None = None, program: str = "hermes-tui", on_store: Callable[[str, str], None] | None = None,
+        on_lost: Callable[[str], None] | None = None, memory_fallback: bool = True,
     ) -> None:
         self.config = config
         self.home = home
@@ -93,10 +100,14 @@ class Workspace:
         """The open session, when this workspace created it (removed on close if still empty)."""
         self.program = program
         self.on_store = on_store
+        self.on_lost = on_lost
+        self.memory_fallback = memory_fallback
         self.lease_owner = leases.new_owner()
         self._leased: str | None = None
         self._answer: Answerer | None = None
         self._listener: object | None = None
+        self._looking = False
+        self._look_again = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def open_store(self) -> list[tuple[str, NoticeLevel]]:
@@ -105,14 +116,17 @@ class Workspace:
         if self.store is not None:
             return []
         self._loop = asyncio.get_running_loop()
+        url = None
         try:
             url = db.store_url(self.config, self.home)
             self.store = await asyncio.to_thread(db.SessionStore.open, self.home, url, on_health=self._health)
         except (OSError, *DB_ERRORS) as exc:  # the front end still works; this session is not kept
+            if not self.memory_fallback:
+                raise
             self.store = await asyncio.to_thread(db.SessionStore, Path(":memory:"))
-            where = db.sessions_db_path(self.home) if isinstance(exc, (OSError, sqlite3.Error)) else "store"
-            return [(f"The sessions {'database ' + str(where) if where != 'store' else 'store'} cannot be opened "
-                     f"({exc}); this session is kept in memory only and will not survive a restart.", "error")]
+            where = f"database {url.path}" if url is not None and url.path is not None else "store"
+            return [(f"The sessions {where} cannot be opened ({exc}); this session is kept in memory only and "
+                     "will not survive a restart.", "error")]
         self.store.every_tick(self._heartbeat)
         return []
 
@@ -131,9 +145,10 @@ class Workspace:
             return
         self._leased = None
         holder = leases.lease_of(conn, session)
-        self._tell("warning", f"Session {session} was taken over by "
-                              f"{holder.describe() if holder else 'another process'} while this one's heartbeat "
-                              "could not be written: what this app adds to it from now on may interleave with theirs.")
+        self._tell("error", f"Session {session} was taken over by {holder.describe() if holder else 'another process'} "
+                            "while this one's heartbeat could not be written: it is not driven from here any more.")
+        if self.on_lost is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.on_lost, session)
 
     async def _take_lease(self, session_id: str) -> list[tuple[str, NoticeLevel]]:
         assert self.store is not None
@@ -159,7 +174,7 @@ class Workspace:
         """Open (or create) ``session_id``: its agent loaded and serving, nothing asked yet
         (call ``opened.agent.resume_pending()`` once the front end has drawn it)."""
         notes = await self.open_store()
-        notes += await self._take_lease(session_id)  # SessionBusy when another process drives it
+        after = await self._take_lease(session_id)  # SessionBusy when another process drives it
         agent = Agent(
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd, listener=listener,
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
@@ -178,7 +193,7 @@ class Workspace:
             notes.append((f"The configured model cannot be used: {self.provider_problem}", "error"))
         elif self.settings is not None:
             notes += provider_notes(self.settings)
-        return OpenedSession(agent, loaded, notes)
+        return OpenedSession(agent, loaded, notes, after)
 
     def budget(self) -> Budget:
         """The cost ceilings a session opens with: ``--max-cost``, else ``agent.max_cost_usd``
@@ -214,20 +229,39 @@ class Workspace:
         assert self.store is not None and self._loop is not None
         loop = self._loop
 
+        def look() -> None:
+            # One look-up at a time, and one more after it at most: a flood of NOTIFYs (anyone
+            # who can connect may send them) costs one read, not one read each.
+            if self._looking:
+                self._look_again = True
+                return
+            self._looking = True
+            asyncio.ensure_future(self._look_up(session_id))
+
         def on_message(payload: str) -> None:
             try:
                 note = json.loads(payload)
             except ValueError:
                 return
             if isinstance(note, dict) and note.get("event") == "answer" and note.get("session") == session_id:
-                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.answers_from_store(session_id)))
+                loop.call_soon_threadsafe(look)
 
         def on_connect() -> None:  # answers given while it was not listening
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.answers_from_store(session_id)))
+            loop.call_soon_threadsafe(look)
 
         listener = NotifyListener(self.store.url, on_message, on_connect)
         listener.start()
         self._listener = listener
+
+    async def _look_up(self, session_id: str) -> None:
+        try:
+            while True:
+                self._look_again = False
+                await self.answers_from_store(session_id)
+                if not self._look_again:
+                    return
+        finally:
+            self._looking = False
 
     async def answers_from_store(self, session_id: str) -> int:
         """Give the front end's open requests the answers stored for them from a shell (on any
@@ -277,8 +311,11 @@ class Workspace:
 
     async def aclose(self) -> None:
         """Close the session, the runtime (every kernel ends) and the store. A request still
-        waiting for an answer stays pending, to be asked again on resume."""
+        waiting for an answer stays pending, to be asked again on resume. A shared store's
+        server that cannot be reached is waited for a few seconds, not for ever."""
         self.approvals.closing = True
+        if self.store is not None:
+            self.store.begin_close()
         await self.close_session()
         await self.runtime.aclose()
         if self.store is not None:

@@ -253,29 +253,59 @@ def _drop_stdout() -> None:
 
 def _choose_store(args: argparse.Namespace) -> None:
     """Resolve the store once for the whole command: ``--store``, else ``HERMES_TUI_STORE_URL``,
-    else ``store.url`` in the config (a config that cannot be read leaves the default, and the
-    command that needs it says why)."""
+    else ``store.url`` in the config, else the SQLite default. What cannot be resolved (a bad URL,
+    an unset ``store.password_env``, a config whose ``store`` section is unreadable) is not an
+    error here: a command that uses the store says it in one line when it opens it (so ``exec``
+    and ``doctor`` still run)."""
     from hermes_tui.config import ConfigError, load_config
     from hermes_tui.paths import hermes_home
     from hermes_tui.store import choose_store
-    from hermes_tui.storage.url import ENV_URL, parse_store_url, resolve_store_url
+    from hermes_tui.storage.errors import StoreError
+    from hermes_tui.storage.url import parse_store_url, resolve_store_url
 
     flag = getattr(args, "store", None)
-    if flag is not None:
-        if parse_store_url(flag, origin="--store").secrets():  # a bad one is one line now
-            print("hermes-tui: warning: --store carries a password, which every process on this machine can read "
-                  "in the command line (ps, /proc/PID/cmdline): prefer store.password_env, PGPASSWORD or "
-                  "~/.pgpass (docs/store.md)", file=sys.stderr)
-    section = None
+    if flag is not None and parse_store_url(flag, origin="--store").secrets():  # a bad one: one line now
+        print("hermes-tui: warning: --store carries a password, which every process on this machine can read "
+              "in the command line (ps, /proc/PID/cmdline): prefer store.password_env, PGPASSWORD or "
+              "~/.pgpass (docs/store.md)", file=sys.stderr)
+    url, password_env = None, None
     try:
         args.loaded_config = load_config(getattr(args, "sub_config", None) or args.config)
-        section = args.loaded_config.store
-    except ConfigError:
-        pass
-    if (flag or os.environ.get(ENV_URL)) and section is not None:
-        section = section.model_copy(update={"url": None})
-    choose_store(resolve_store_url(getattr(section, "url", None), getattr(section, "password_env", None),
-                                   hermes_home(), flag=flag))
+        url, password_env = args.loaded_config.store.url, args.loaded_config.store.password_env
+    except ConfigError as exc:
+        problem = _store_section(getattr(args, "sub_config", None) or args.config)
+        if isinstance(problem, str):  # store: itself cannot be read: which store is meant is unknown
+            choose_store(None, StoreError(f"the sessions store is unknown: config error: {exc}"))
+            return
+        url, password_env = problem
+    try:
+        choose_store(resolve_store_url(url, password_env, hermes_home(), flag=flag))
+    except StoreError as exc:
+        choose_store(None, exc)
+
+
+def _store_section(path: str | None) -> tuple[str | None, str | None] | str:
+    """``store.url`` and ``store.password_env`` read from a config that does not load as a whole
+    (another section is wrong); a string (the problem) when ``store`` itself cannot be read."""
+    from hermes_tui.config import StoreConfig, load_yaml
+    from hermes_tui.paths import config_path
+
+    import stat
+
+    target = path or config_path()
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the read for ever
+        with open(fd, encoding="utf-8", closefd=True) as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return f"{target} is not a regular file"
+            raw = load_yaml(handle.read(1 << 20))
+        section = raw.get("store") if isinstance(raw, dict) else None
+        store = StoreConfig.model_validate(section or {})
+    except FileNotFoundError:
+        return None, None
+    except Exception as exc:  # noqa: BLE001 - YAML, validation, a FIFO...: all mean "unknown"
+        return str(exc)
+    return store.url, store.password_env
 
 
 def _load_config(args: argparse.Namespace) -> Config:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import json
 import os
-import socket
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -126,6 +124,7 @@ def _message(args: argparse.Namespace) -> str:
 def _drive(args: argparse.Namespace, config: Config, session: str, text: str | None) -> int:
     from hermes_tui.agent.headless import HeadlessRun, Printer, RunApprover
     from hermes_tui.agent.workspace import SessionBusy
+    from hermes_tui.storage.errors import StoreError
     from hermes_tui.agent.providers import ProviderError, resolve_provider
     from hermes_tui.cli.exec_cmd import _check_home
     from hermes_tui.cli.tty_approver import tty_approver
@@ -159,6 +158,8 @@ def _drive(args: argparse.Namespace, config: Config, session: str, text: str | N
         outcome = asyncio.run(run.start(text) if text is not None else run.resume())
     except SessionBusy as exc:  # another machine drives it (the shared store's lease)
         raise UsageError(str(exc)) from None
+    except StoreError as exc:  # the store cannot be opened: nothing would be kept, nothing runs
+        raise UsageError(f"{exc}; nothing was run") from None
     finally:
         lock.close()
     return _report(outcome, printer, run.summary(), resumed=text is None)
@@ -301,13 +302,18 @@ def _inspection(stored: Any, pending: list[dict[str, Any]]) -> dict[str, Any]:
     from hermes_tui.runtime.approvals import allowlist_path
     from hermes_tui.paths import hermes_home
 
+    from hermes_tui.store import store_url
+
     info = stored.info
+    shared = store_url().shared  # another machine may be the one that runs it
     items = []
     for row in pending:
         request = row["request"]
         kind = row["kind"]
+        where = "the allowlist.yaml of the machine that runs it (HERMES_HOME/tui/allowlist.yaml there)" \
+            if shared else allowlist_path(hermes_home())
         always = "nothing (not offered)" if "always" not in request.get("choices", []) else \
-            f"{request.get('always_rule') or request['text']!r} in {allowlist_path(hermes_home())}"
+            f"{request.get('always_rule') or request['text']!r} in {where}"
         on_resume = None
         if kind == "terminal" and request.get("exec_id"):
             on_resume = ("the script that ran this command runs again from its start, and this command runs as "
@@ -414,9 +420,7 @@ async def _audit(home: Any, session: str, targets: list[dict[str, Any]], choice:
 
 def _who() -> str:
     """Who answered: user, host and process, for the audit log."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()} (pid {os.getpid()}, {time.strftime('%Y-%m-%d %H:%M:%S')})"
+    from hermes_tui.store import local_user
+
+    return f"{local_user()} (pid {os.getpid()}, {time.strftime('%Y-%m-%d %H:%M:%S')})"
 

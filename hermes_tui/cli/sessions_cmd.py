@@ -60,6 +60,10 @@ def _find(conn: db.Database, wanted: str) -> str:
     found = db.find_session(conn, wanted)
     if found is None and not db.has_sessions(conn):
         raise NoSessions(f"no sessions stored yet ({db.store_url().redacted()} holds none)")
+    several = db.sessions_starting(conn, wanted) if found is None and wanted != "latest" else []
+    if len(several) > 1:
+        shown_ids = ", ".join(shown(i) for i in several[:5]) + (", ..." if len(several) > 5 else "")
+        raise UsageError(f"{wanted!r} matches several sessions ({shown_ids}): give more of the id")
     if found is None:
         raise UsageError(f"no session matches {wanted!r} (`hermes-tui sessions` lists them)")
     return found
@@ -88,7 +92,7 @@ def driver_of(session: str, stale_after: float | None = None) -> leases.Lease | 
             holder = leases.lease_of(conn, session)
     except NoSessions:
         return None
-    return leases.live_holder(holder, db.host_name(), stale_after or leases.STALE_AFTER)
+    return leases.live_holder(holder, stale_after or leases.STALE_AFTER)
 
 
 def refuse_if_driven(session: str, stale_after: float | None = None) -> None:
@@ -170,10 +174,10 @@ def sessions_command(args: argparse.Namespace) -> int:
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
             flag = "  interrupted" if info.interrupted and not info.lease else ""
-            flag += f"  [driven by {shown(info.lease)}]" if info.lease else ""
+            flag += f"  [driven by {shown(info.lease[:120])}]" if info.lease else ""
             # A title is the first line of a turn, and an injected turn is anyone's text.
             count = f"{info.messages:>4} {noun(info.messages, 'msg'):<4}"
             used = f"{tokens(info.tokens_in + info.tokens_out):>6} tok  {session_cost(info):>9}"
-            host = f"  {shown(info.host or '-'):<12}" if shared else ""
-            print(f"{shown(info.id)}  {when}{host}  {count}  {used}  {shown(info.title or '(empty)')}{flag}")
+            host = f"  {shown((info.host or '-')[:24]):<12}" if shared else ""  # store text: anyone's, bounded
+            print(f"{shown(info.id)}  {when}{host}  {count}  {used}  {shown((info.title or '(empty)')[:100])}{flag}")
     return EXIT_OK

@@ -48,6 +48,9 @@ class Database(Protocol):
         """One piece of the writer's work: a transaction on PostgreSQL (so a write cut by a lost
         connection is tried again whole), nothing on SQLite (each statement commits)."""
 
+    def recover(self) -> None:
+        """After the server could not be reached: reconnect at once if it is back."""
+
     def notify(self, payload: str) -> None:
         """Tell the other machines sharing the store (PostgreSQL ``NOTIFY``; nothing on SQLite)."""
 

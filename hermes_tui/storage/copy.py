@@ -178,7 +178,7 @@ def identity(db: Database) -> tuple[Any, ...]:
 
 
 @dataclass(frozen=True)
-class Tally:
+class Progress:
     """How far a session has got, from counts that grow as it goes on."""
 
     messages: int = 0
@@ -216,7 +216,7 @@ _TALLIES = {
 }
 
 
-def tallies(db: Database, present: set[str]) -> dict[str, Tally]:
+def tallies(db: Database, present: set[str]) -> dict[str, Progress]:
     """Every session of ``db`` and how far it has got (one grouped scan per table)."""
     counts: dict[str, dict[str, int]] = {row[0]: {} for row in db.execute("SELECT id FROM sessions")}
     for table, (select, names) in _TALLIES.items():
@@ -226,7 +226,7 @@ def tallies(db: Database, present: set[str]) -> dict[str, Tally]:
         for row in db.execute(f"SELECT session_id, {select.format(resumes=resumes)} FROM {table} GROUP BY session_id"):
             if row[0] in counts:
                 counts[row[0]].update((name, int(value or 0)) for name, value in zip(names, row[1:]))
-    return {session: Tally(**values) for session, values in counts.items()}
+    return {session: Progress(**values) for session, values in counts.items()}
 
 
 # -- the plan ---------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def with_children(wanted: Iterable[str], known: Iterable[str]) -> set[str]:
     return {s for s in known if s in wanted or any(s.startswith(w + CHILD) for w in wanted)}
 
 
-def decide(session_id: str, source: Tally, target: Tally | None, driver: str | None = None) -> Planned:
+def decide(session_id: str, source: Progress, target: Progress | None, driver: str | None = None) -> Planned:
     """What to do with a session the source holds as ``source`` and the target as ``target``
     (None: not there); ``driver`` describes who drives it in the target now, if anyone."""
     if target is None:

@@ -11,8 +11,10 @@ class StoreError(Exception):
 
 
 class StoreUnavailable(StoreError):
-    """The store's server cannot be reached (down, restarting, the network): a write is kept
-    and tried again, a read fails with this."""
+    """The store's server cannot be reached (down, restarting, the network). The writer keeps
+    what was asked of it (writes and reads alike) and tries again until the server is back; a
+    caller sees this only once the store is closing (:meth:`SessionStore.begin_close`), or
+    when it opens a store directly (a command)."""
 
 
 class SchemaTooNew(StoreError):

@@ -28,6 +28,15 @@ CHANNEL = "hermes_tui"
 """The ``LISTEN`` / ``NOTIFY`` channel: answers given on another machine."""
 CONNECT_TIMEOUT = 5
 """Seconds to wait for the server when connecting."""
+CHECKOUT_TIMEOUT = 2.0
+"""Seconds a write waits for a pooled connection before it counts the server as unreachable
+(and tries again later): short, so quitting during an outage is not held up."""
+
+# psycopg's pool logs every failed reconnection to stderr (Python's last-resort handler): the
+# store says it once itself, in the conversation, and stderr is the app's terminal.
+for _name in ("psycopg", "psycopg.pool"):
+    logging.getLogger(_name).addHandler(logging.NullHandler())
+    logging.getLogger(_name).propagate = False
 _GONE_STATES = ("57P01", "57P02", "57P03")  # admin shutdown, crash shutdown, cannot connect now
 
 
@@ -89,7 +98,7 @@ class Result:
 def connection_kwargs(url: StoreURL) -> dict[str, Any]:
     """What every connection to ``url`` is opened with."""
     kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT, "application_name": "hermes-tui"}
-    if url.password:
+    if url.password and not url.url_password:  # a password written in the URL wins
         kwargs["password"] = url.password
     return kwargs
 
@@ -106,19 +115,22 @@ class PostgresDatabase:
         self.url = url
         self.label = url.redacted()
         self._local = threading.local()
-        kwargs = connection_kwargs(url)
         try:  # one plain connection first: its error says what is wrong (refused, password...)
-            psycopg.connect(url.text, **kwargs).close()
+            psycopg.connect(url.text, **connection_kwargs(url)).close()
         except psycopg.Error as exc:
-            raise self.problem(exc, "cannot connect to") from None
-        kwargs["row_factory"] = _row_factory
-        self.pool = ConnectionPool(url.text, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
-                                   name="hermes-store", timeout=CONNECT_TIMEOUT)
+            raise self.problem(exc, "cannot be reached") from None
+        self.max_size = max_size
+        self.pool = self._new_pool()
         try:
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT * 2)
         except PoolTimeout as exc:
             self.pool.close()
-            raise self.problem(exc, "cannot connect to") from None
+            raise self.problem(exc, "cannot be reached") from None
+
+    def _new_pool(self) -> ConnectionPool:
+        kwargs = {**connection_kwargs(self.url), "row_factory": _row_factory}
+        return ConnectionPool(self.url.text, kwargs=kwargs, min_size=1, max_size=self.max_size, open=False,
+                              name="hermes-store", timeout=CHECKOUT_TIMEOUT)
 
     def problem(self, exc: BaseException, doing: str = "failed on") -> StoreError:
         """``exc`` as a one-line StoreError (StoreUnavailable when the server cannot be reached)."""
@@ -126,6 +138,19 @@ class PostgresDatabase:
         kind = StoreUnavailable if unavailable(exc) else StoreError
         return kind(f"the sessions store {self.label} {doing}: {detail}" if doing != "failed on"
                     else f"the sessions store {self.label}: {detail}")
+
+    def recover(self) -> None:
+        """After the server was unreachable: when a plain connection works again, start a new
+        pool at once (the old one would wait out its reconnect backoff, which grows to minutes
+        in a long outage)."""
+        try:
+            psycopg.connect(self.url.text, **{**connection_kwargs(self.url), "connect_timeout": 2}).close()
+        except psycopg.Error:
+            return  # still away
+        old = self.pool
+        self.pool = self._new_pool()
+        self.pool.open(wait=False)
+        old.close(timeout=0)
 
     @contextmanager
     def unit(self) -> Iterator[None]:

@@ -83,7 +83,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "a shared store: who drives a session (leases), where it ran; turns by session", (
         """CREATE TABLE IF NOT EXISTS leases (
             session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid BIGINT NOT NULL,
-            program TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL, heartbeat_at DOUBLE PRECISION NOT NULL)""",
+            pid_space TEXT NOT NULL DEFAULT '', program TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL,
+            heartbeat_at DOUBLE PRECISION NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, started_at)",
     ), (
         ("sessions", "host", "TEXT"),

@@ -56,6 +56,9 @@ class SQLiteDatabase:
         """Nothing: each statement commits on its own (WAL makes that cheap)."""
         return nullcontext()
 
+    def recover(self) -> None:
+        """Nothing: a file does not go away and come back."""
+
     def notify(self, payload: str) -> None:
         """Nothing: a SQLite file is not shared between machines."""
 

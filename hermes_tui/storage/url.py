@@ -12,6 +12,7 @@ URL forms:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ class StoreURL:
     path: Path | None = None
     """The SQLite file (None for PostgreSQL)."""
     password: str | None = field(default=None, repr=False)
-    """From ``store.password_env`` (a password in the URL stays in ``text``)."""
+    """From ``store.password_env``: used when the URL carries none (one written in it wins)."""
     origin: str = "default"
     """Where it was set: ``--store``, ``HERMES_TUI_STORE_URL``, ``store.url`` or ``default``."""
 
@@ -52,14 +53,32 @@ class StoreURL:
             return f"sqlite://{self.path}"
         return redact(self.text)
 
+    @property
+    def url_password(self) -> str | None:
+        """The password written in the URL itself, if any."""
+        try:
+            return urlsplit(self.text).password
+        except ValueError:
+            return None
+
     def secrets(self) -> list[str]:
-        """Passwords this URL carries (scrubbed from any message that might quote them)."""
+        """Passwords this URL carries (scrubbed from any message that might quote them),
+        longest first. A raw ``@`` in a password splits differently for libpq (at the first) and
+        for Python (at the last), so each piece of it counts too."""
         found = [self.password] if self.password else []
-        parts = urlsplit(self.text)
+        try:
+            parts = urlsplit(self.text)
+            query = parse_qsl(parts.query)
+        except ValueError:
+            raw = _userinfo_password(self.text)
+            return [*found, raw] if raw else found
         if parts.password:
-            found.append(parts.password)
-        found += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
-        return found
+            found += [parts.password, *parts.password.split("@")]
+        found += [v for k, v in query if k in SECRET_PARAMETERS and v]
+        raw = _userinfo_password(self.text)
+        if raw:
+            found += [raw, *raw.split("@")]
+        return sorted({f for f in found if f}, key=len, reverse=True)
 
     def scrub(self, message: str) -> str:
         """``message`` with this URL's passwords replaced by ``***``."""
@@ -68,16 +87,34 @@ class StoreURL:
         return message
 
 
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""libpq parameters that hold a secret (masked, scrubbed)."""
+
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/?#]*):(?P<password>.*)@")
+"""``scheme://user:PASSWORD@``, the password running to the LAST ``@``: whatever it holds (an
+unencoded ``/``, ``#``, ``?`` or ``@`` that makes the URL unreadable), none of it is shown."""
+
+
+def _userinfo_password(url: str) -> str | None:
+    found = _USERINFO.match(url)
+    return found.group("password") if found else None
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` parameter)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
-                      safe="/:*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """``url`` without its password (in the user part, or a ``password=`` / ``sslpassword=``
+    parameter). A URL Python cannot even split is shown only up to its scheme."""
+    url = _USERINFO.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", url, count=1)
+    try:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return url.partition("://")[0] + "://(not shown: not a valid URL)"
+    query_text = urlencode([(k, "***" if k in SECRET_PARAMETERS else v) for k, v in query], safe="/:*")
+    shown = urlunsplit((parts.scheme, parts.netloc, parts.path, query_text, parts.fragment))
+    if not parts.netloc and url.startswith(f"{parts.scheme}:///"):  # postgresql:///db (the default host)
+        shown = shown.replace(f"{parts.scheme}:", f"{parts.scheme}://", 1)
+    return shown
 
 
 def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store.url") -> StoreURL:
@@ -85,7 +122,8 @@ def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store
     text = text.strip()
     scheme, sep, rest = text.partition("://")
     if not sep:
-        raise StoreURLError(f"{origin} {redact(text)!r} is not a URL: use {SCHEMES}", f"a URL: {SCHEMES}")
+        hint = " (sqlite://RELATIVE.db for a file under HERMES_HOME)" if text.lower().startswith("sqlite:") else ""
+        raise StoreURLError(f"{origin} {redact(text)!r} is not a URL: use {SCHEMES}{hint}", f"a URL: {SCHEMES}{hint}")
     scheme = scheme.lower()
     if scheme == "sqlite":
         if not rest:
@@ -95,7 +133,17 @@ def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store
             path = tui_dir(home).parent / path
         return StoreURL("sqlite", text, path, origin=origin)
     if scheme in ("postgresql", "postgres"):
-        parts = urlsplit(text)
+        raw = _userinfo_password(text)
+        if raw is not None and any(c in raw for c in "/?#@"):
+            raise StoreURLError(f"{origin} {redact(text)!r}: the password holds a character a URL cannot carry as it "
+                                "is (/ ? # or @): write it percent-encoded (%2F %3F %23 %40), or give it with "
+                                "store.password_env, PGPASSWORD or ~/.pgpass",
+                                "a URL whose password has / ? # and @ percent-encoded (%2F %3F %23 %40)")
+        try:
+            parts = urlsplit(text)
+        except ValueError as exc:  # an unclosed [ of an IPv6 host, ...
+            raise StoreURLError(f"{origin} {redact(text)!r} is not a valid URL ({exc})",
+                                "a valid URL: postgresql://USER@HOST[:PORT]/DATABASE") from None
         try:
             parts.port  # noqa: B018 - raises for a port that is not a number
         except ValueError:
@@ -121,9 +169,25 @@ def resolve_store_url(configured: str | None, password_env: str | None, home: Pa
             break
     else:
         url = StoreURL("sqlite", "sqlite://", tui_dir(home) / "sessions.db")
-    if url.kind == "postgresql" and password_env:
+    # The configured password goes only to the server the config means, and only when the URL
+    # carries none: a --store or HERMES_TUI_STORE_URL naming another server than store.url
+    # never receives it (with no store.url, password_env is for whichever URL is in use).
+    meant = url.origin == "store.url" or not configured or _same_server(url.text, configured)
+    if url.kind == "postgresql" and password_env and meant and not url.url_password:
         password = env.get(password_env)
         if password is None:
             raise StoreURLError(f"store.password_env names {password_env}, which is not set in the environment")
         url = StoreURL(url.kind, url.text, None, password, url.origin)
     return url
+
+
+def _same_server(one: str, other: str) -> bool:
+    """True when two PostgreSQL URLs name the same host and port (a socket dir counts as a host)."""
+    def where(text: str) -> tuple[str, int]:
+        try:
+            parts = urlsplit(text)
+            query = dict(parse_qsl(parts.query))
+            return (parts.hostname or query.get("host", "")), int(parts.port or query.get("port") or 5432)
+        except ValueError:
+            return text, 0
+    return where(one) == where(other)
