@@ -86,6 +86,22 @@ class KernelsPane(Vertical):
         self.border_title = "kernels"
         self.kernels: list[KernelInfo] = []
         self.memory: dict[str, int] = {}
+        self._shown: list[tuple[str, tuple[str, ...]]] = []
+        """The rows on screen: (kernel id, cells)."""
+
+    @staticmethod
+    def _cells(info: KernelInfo, memory: dict[str, int], now: datetime) -> tuple[str, ...]:
+        idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
+        countdown = short_duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
+        flags = " ".join(f for f, on in (("interrupting…", info.state == "interrupting"),
+                                         ("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
+                                         ("sub-agent", info.subagent),
+                                         ("env-from-skills:" + ",".join(info.skill_env), bool(info.skill_env)))
+                         if on)
+        # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
+        return (GLYPHS.get(info.state, "?"), escaped(info.id), short_duration(idle) if idle else "—", countdown,
+                _memory(memory.get(info.id)), session_cell(info), escaped(info.mode), str(info.pid or "—"),
+                str(info.execution_count), escaped(flags), escaped(info.cwd), escaped(info.interpreter))
 
     def compose(self) -> ComposeResult:
         table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="kernel-table")
@@ -94,27 +110,27 @@ class KernelsPane(Vertical):
         yield table
 
     def update_kernels(self, kernels: list[KernelInfo], memory: dict[str, int], now: datetime | None = None) -> None:
-        """Show these kernels (``now`` fixes the clock, for tests)."""
+        """Show these kernels (``now`` fixes the clock, for tests). The same kernels in the same
+        order change only the cells that differ (each second an idle time ticks): rebuilding
+        the table re-lays it out and restyles it, which a flood of output cannot afford."""
         self.kernels, self.memory = kernels, memory
         now = now or datetime.now()
         table = self.query_one(DataTable)
+        rows = [(info.id, self._cells(info, memory, now)) for info in grouped(kernels)]
+        shown = self._shown
+        if [key for key, _ in rows] == [key for key, _ in shown] and table.row_count == len(rows):
+            for (key, cells), (_, before) in zip(rows, shown):
+                for column, value, old in zip(COLUMNS, cells, before):
+                    if value != old:
+                        table.update_cell(key, column or "state", value)
+            self._shown = rows
+            self.border_subtitle = f"{len(kernels)} live"
+            return
         selected = self.selected_id()
         table.clear()
-        for info in grouped(kernels):
-            idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
-            countdown = short_duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
-            flags = " ".join(f for f, on in (("interrupting…", info.state == "interrupting"),
-                                             ("next-evicted", info.next_to_evict), ("stale-env", info.stale_env),
-                                             ("sub-agent", info.subagent),
-                                             ("env-from-skills:" + ",".join(info.skill_env), bool(info.skill_env)))
-                             if on)
-            # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
-            table.add_row(
-                GLYPHS.get(info.state, "?"), escaped(info.id), short_duration(idle) if idle else "—", countdown,
-                _memory(memory.get(info.id)), session_cell(info), escaped(info.mode), str(info.pid or "—"),
-                str(info.execution_count), escaped(flags), escaped(info.cwd), escaped(info.interpreter),
-                key=info.id,
-            )
+        for key, cells in rows:
+            table.add_row(*cells, key=key)
+        self._shown = rows
         if selected is not None and selected in {k.id for k in kernels}:
             table.move_cursor(row=table.get_row_index(selected))
         self.border_subtitle = f"{len(kernels)} live"
