@@ -12,8 +12,9 @@ through it the runtime's tools and the danger checker) into the app's first scre
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from hermes_tui.lazy import exports
 
 _WHERE = {"Agent": "loop", "AgentEvent": "events", "ProviderError": "providers", "ProviderSettings": "providers",
           "resolve_provider": "providers"}
@@ -24,13 +25,6 @@ if TYPE_CHECKING:
     from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
 
 
-def __getattr__(name: str) -> object:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"hermes_tui.agent.{module}"), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = exports(__name__, _WHERE, globals())
 
 __all__ = sorted(_WHERE)

@@ -7,8 +7,9 @@ rpc, the danger checker) nor its pydantic models.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from hermes_tui.lazy import exports
 
 _WHERE = {
     "EventBus": "events", "ExecFinished": "events", "ExecOutput": "events", "ExecStarted": "events",
@@ -27,13 +28,6 @@ if TYPE_CHECKING:
     from hermes_tui.runtime.runtime import Runtime
 
 
-def __getattr__(name: str) -> object:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"hermes_tui.runtime.{module}"), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = exports(__name__, _WHERE, globals())
 
 __all__ = sorted(_WHERE)
