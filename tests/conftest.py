@@ -140,9 +140,10 @@ def pg_url(pg_server, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> str:
+def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path):
     """Run the test on each backend: ``postgresql`` points ``HERMES_TUI_STORE_URL`` (which every
-    store this process and its children open without naming one reads) at a fresh database."""
+    store this process and its children open without naming one reads) at a fresh database, and
+    checks at the end that nothing fell back to the SQLite file."""
     from hermes_tui import store
 
     monkeypatch.setattr(store, "_chosen", None)
@@ -151,7 +152,9 @@ def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -
         monkeypatch.setenv("HERMES_TUI_STORE_URL", request.getfixturevalue("pg_url"))
     else:
         monkeypatch.delenv("HERMES_TUI_STORE_URL", raising=False)
-    return request.param
+    yield request.param
+    if request.param == "postgresql":
+        assert not store.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 def open_store_db(home: Path | None = None):

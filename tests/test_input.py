@@ -7,7 +7,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
 from textual import events
 
 from hermes_tui import store as db
@@ -21,14 +20,6 @@ from hermes_tui.widgets.history_search import HistorySearchBar, InputHistory
 from conftest import open_store_db, strict_config
 from fake_models import FakeModelServer
 from test_app import SIZE, blocks, log_text, make_app, submit, wait_until
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
-    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
-    yield
-    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
-        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 def prompt_of(app: HermesApp) -> PromptInput:

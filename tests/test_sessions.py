@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,14 +51,6 @@ def test_malformed_blocks_become_errors_the_model_can_fix() -> None:
         assert "unknown tool 'delegate_task'" in str(exc) and "execute_code" in str(exc)
     else:
         raise AssertionError("accepted a call of an unknown tool")
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
-    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
-    yield
-    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
-        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 def make_session(home: Path) -> str:

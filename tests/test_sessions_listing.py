@@ -23,14 +23,6 @@ from test_app import SIZE, submit, wait_until
 CLI = [sys.executable, "-m", "hermes_tui"]
 
 
-@pytest.fixture(autouse=True)
-def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
-    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
-    yield
-    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
-        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
-
-
 def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=60)
 

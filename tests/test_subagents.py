@@ -31,14 +31,6 @@ from test_agent import Harness
 PARENT = "working in the user's terminal"
 
 
-@pytest.fixture(autouse=True)
-def _postgresql_runs_leave_no_sqlite_file(request: pytest.FixtureRequest, hermes_home: Path):
-    """A test run on PostgreSQL (``store_backend``) must not have fallen back to the SQLite file."""
-    yield
-    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("store_backend") == "postgresql":
-        assert not db.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
-
-
 def delegate(*tasks: dict) -> dict:
     return {"name": "delegate_task", "arguments": {"tasks": list(tasks)}}
 

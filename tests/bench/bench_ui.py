@@ -24,14 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-FLOOD = """
-import sys
-line = b'x' * 99 + b'\\n'
-chunk = line * 655
-for _ in range({chunks}):
-    sys.stdout.buffer.write(chunk)
-sys.stdout.flush()
-"""
+from bench_exec import FLOOD_LINES as FLOOD  # noqa: E402  (this folder is on sys.path when run)
 
 
 def percentile(values: list[float], fraction: float) -> float:
