@@ -52,6 +52,7 @@ from hermes_tui.widgets.completion import (
     word_before,
 )
 from hermes_tui.widgets.delegate import DelegateBlock
+from hermes_tui.widgets.focus_frame import FocusFrame
 from hermes_tui.widgets.history_search import HistorySearch, HistorySearchBar, InputHistory
 from hermes_tui.widgets.messages import OpenEntry
 from hermes_tui.widgets.paste import Pastes, is_big, normalise, remember_shown, shown_for
@@ -783,13 +784,12 @@ class Hint(Label):
         self.update(plain(fit_hint(self.text, width) if width > 0 else self.text))
 
 
-class ConversationPane(Vertical):
+class ConversationPane(FocusFrame, Vertical):
     """Transcript of runs and notes, and the input."""
 
     ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
     ConversationPane { border: round $panel-lighten-2; border-title-color: $primary; }
-    ConversationPane:focus-within { border: round $primary; }
     ConversationPane #transcript { height: 1fr; }
     ConversationPane .note { color: $text-muted; margin: 0 0 1 0; padding: 0 1; }
     ConversationPane .note.warning { color: $warning; }

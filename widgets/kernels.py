@@ -13,6 +13,7 @@ from textual.widgets import DataTable
 
 from hermes_tui.runtime.models import SUBAGENT_SEPARATOR, KernelInfo, parent_session
 from hermes_tui.units import short_duration
+from hermes_tui.widgets.focus_frame import FocusFrame
 from hermes_tui.widgets.safe import escaped
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
@@ -55,14 +56,13 @@ def session_cell(info: KernelInfo) -> str:
     return "  " * (len(parts) - 2) + "└ " + escaped(parts[-1])
 
 
-class KernelsPane(Vertical):
+class KernelsPane(FocusFrame, Vertical):
     """A table of kernels, fed by the app every second (it never reads processes itself)."""
 
     ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
     /* The subtitle ("N live") would take the faint border's colour: unreadable on a light theme. */
     KernelsPane { border: round $panel-lighten-2; border-title-color: $primary; border-subtitle-color: $text-muted; }
-    KernelsPane:focus-within { border: round $primary; }
     KernelsPane DataTable { height: 1fr; }
     """
 

@@ -16,6 +16,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
@@ -134,6 +135,10 @@ class MainScreen(Screen[None]):
         provider_problem: why the configured model cannot be used, if it cannot.
     """
 
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+    """Textual's, without its repaint of the whole screen on every focus change (issue 20): a
+    full-screen render per key held the GIL the output capture needed during a flood. What
+    looks different when focus moves repaints itself (``:focus`` styles, the panes' frames)."""
 
     class AgentUpdate(Message):
         """An agent event of ``session``, delivered in order."""

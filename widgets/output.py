@@ -22,6 +22,7 @@ from textual.widgets import Log, Static
 
 from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
 from hermes_tui.runtime.models import ExecResult
+from hermes_tui.widgets.focus_frame import FocusFrame
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import plain, visible
 
@@ -237,13 +238,12 @@ class OutputLog(Log):
         return strip.crop_extend(0, width, rich_style).apply_offsets(offset, index)
 
 
-class OutputPane(Vertical):
+class OutputPane(FocusFrame, Vertical):
     """Streams output in batches (one ``Log.write`` per ~16 ms), bounded to MAX_LINES lines."""
 
     ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
     OutputPane { border: round $panel-lighten-2; border-title-color: $primary; }
-    OutputPane:focus-within { border: round $primary; }
     OutputPane #output-header { height: 1; padding: 0 1; background: $panel; }
     OutputPane #output-spill { height: auto; padding: 0 1; color: $text-muted; }
     OutputPane Log { height: 1fr; }
