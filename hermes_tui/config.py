@@ -1,38 +1,88 @@
-"""Pydantic models of ``config.yaml`` and loading with one-line errors.
+"""The sections of ``config.yaml`` (msgspec structs) and loading with one-line errors.
 
-The file is shared with Hermes Agent, so unknown keys are kept (``extra="allow"``) and
+The file is shared with Hermes Agent, so unknown keys are kept (each section's ``extra``) and
 ignored, and hermes-tui never rewrites it. A wrong value raises :class:`ConfigError` whose
 message is a single line naming the file, the key path, the bad value and what is allowed.
+
+Why msgspec and not pydantic (issue 20): the config is read before the first frame, and
+importing pydantic and building these models cost about 90 ms of every start (more than half
+of a minimal Textual app's whole start); msgspec does the same checks in a few. Hermes Agent's
+spellings and lenient values are read by each section's hooks before its values are checked
+(:meth:`_Section.prepare`, ``_before``); what must be checked after (a duration, a URL) is in
+``_problems``.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
+import msgspec
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hermes_tui.paths import config_path
 from hermes_tui.units import parse_duration, parse_size
 
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+"""Positive seconds (finite: every float of a section is checked to be)."""
+AtLeastZero = Annotated[float, msgspec.Meta(ge=0)]
 
 
 class ConfigError(Exception):
     """A config file that cannot be used; ``str(err)`` is one line fit for a user."""
 
 
-class _Section(BaseModel):
-    """A config section: unknown keys are kept and ignored; an empty section means defaults."""
+def _none_is_empty(data: Any) -> Any:
+    # `terminal:` with nothing under it loads as None in YAML: treat it as all defaults.
+    return {} if data is None else data
 
-    model_config = ConfigDict(extra="allow", validate_default=True)
 
-    @model_validator(mode="before")
+class _Section(msgspec.Struct, kw_only=True, dict=True):
+    """A config section: unknown keys are kept in :attr:`extra` and ignored; an empty section
+    means defaults.
+
+    Hooks a section may define (class attributes, not fields):
+
+    * ``_before(data)``: the section's mapping as the file has it → what its fields read
+      (Hermes Agent's spellings, older layouts);
+    * ``_field_before``: field name → a function reading that field's value leniently
+      (``None`` as empty, ``yes``/``no`` as booleans...), run when the key is there;
+    * ``_problems()``: ``(field, what is allowed)`` for values the types cannot check.
+    """
+
+    _secret = frozenset()
+    """Fields never shown by ``repr`` (keys, headers, a URL that may carry a password)."""
+    _field_before: ClassVar[dict[str, Callable[[Any], Any]]] = {}
+
+    def __post_init__(self) -> None:
+        self.extra: dict[Any, Any] = {}
+        """Keys of this section in the file that are not its fields (Hermes Agent's, typos)."""
+
     @classmethod
-    def _none_is_empty(cls, data: Any) -> Any:
-        # `terminal:` with nothing under it loads as None in YAML: treat it as all defaults.
-        return {} if data is None else data
+    def _before(cls, data: Any) -> Any:
+        return data
+
+    def _problems(self) -> list[tuple[str, str]]:
+        return []
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__struct_fields__
+                          if name not in self._secret)
+        return f"{type(self).__name__}({shown})"
+
+    @classmethod
+    def read(cls, data: Any) -> Any:
+        """Check ``data`` (a section as YAML gives it) as this section. Raises :class:`ConfigError`
+        with every problem found, each as ``key = value is not allowed: must be ...``."""
+        problems: list[str] = []
+        section = _read(cls, data, (), problems)
+        if problems:
+            raise ConfigError("; ".join(problems))
+        return section
 
 
 class CodeExecutionConfig(_Section):
@@ -40,45 +90,59 @@ class CodeExecutionConfig(_Section):
 
     mode: Literal["project", "strict"] = "project"
     """`project`: the session's working dir and the active venv/conda Python; `strict`: a temp dir and the host's Python."""
-    timeout: Seconds = 300
+    timeout: Seconds = 300.0
     """Seconds one execution may run before its kernel is killed."""
-    interrupt_grace: Seconds = 3
+    interrupt_grace: Seconds = 3.0
     """Seconds an interrupted script has to stop after SIGINT (its kernel and state stay); then it is killed."""
-    max_tool_calls: Annotated[int, Field(ge=0)] = 50
+    max_tool_calls: Annotated[int, msgspec.Meta(ge=0)] = 50
     """Tool calls allowed per execution."""
-    kernel_idle_timeout: Seconds = 1800
+    kernel_idle_timeout: Seconds = 1800.0
     """Idle seconds before a kernel is reaped."""
-    max_session_kernels: Annotated[int, Field(ge=1)] = 4
+    max_session_kernels: Annotated[int, msgspec.Meta(ge=1)] = 4
     """Live top-level kernels; one more evicts the least recently used idle one."""
     rpc_transport: Literal["socket", "file"] = "socket"
     """How scripts reach the tools: a Unix socket, or request/response files (remote backends)."""
 
-    @field_validator("max_session_kernels", mode="before")
-    @classmethod
-    def _at_least_one(cls, value: Any) -> Any:
+    _field_before = {
         # Hermes Agent reads 0 and negative caps as 1 (not "unlimited", not "off").
-        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
-            return 1
-        return value
+        "max_session_kernels": lambda value: 1 if isinstance(value, int) and not isinstance(value, bool)
+        and value <= 0 else value,
+    }
+
+
+def _backend_name(value: Any) -> Any:
+    if value is None:  # `backend:` with nothing after it: Hermes Agent's default
+        return "local"
+    return (value.strip().lower() or "local") if isinstance(value, str) else value
 
 
 class TerminalConfig(_Section):
     """``terminal``: the terminal() tool."""
 
-    env_passthrough: list[str] = Field(default_factory=list)
+    env_passthrough: list[str] = []
     """Exact variable names let into children on top of the safe defaults."""
-    timeout: Seconds = 180
+    timeout: Seconds = 180.0
     """Seconds for one terminal() command."""
     backend: str = "local"
     """Where Hermes Agent runs commands. hermes-tui runs them on this machine only: any other
     value (docker, ssh, modal, ...) refuses terminal() and scripts, never runs them here."""
 
-    @field_validator("backend", mode="before")
-    @classmethod
-    def _backend_name(cls, value: Any) -> Any:
-        if value is None:  # `backend:` with nothing after it: Hermes Agent's default
-            return "local"
-        return (value.strip().lower() or "local") if isinstance(value, str) else value
+    _field_before = {"backend": _backend_name}
+
+
+def _one_or_many(value: Any) -> Any:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else value
+
+
+def _approvals_mode(value: Any) -> Any:
+    # YAML 1.1 reads a bare `mode: off` as the boolean false.
+    if value is False:
+        return "off"
+    if isinstance(value, str) and value.strip().lower() in MODE_RENAMED:
+        return "manual"  # the notice saying so comes from config_notes
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 class ApprovalsConfig(_Section):
@@ -91,28 +155,13 @@ class ApprovalsConfig(_Section):
     """
 
     mode: Literal["strict", "manual", "off"] = "manual"
-    timeout: Seconds = 60
+    timeout: Seconds = 60.0
     """Seconds an approval waits; no answer is a deny."""
-    deny: list[str] = Field(default_factory=list)
+    deny: list[str] = []
     """Hermes Agent's deny list: globs (case-insensitive) of commands refused in every mode,
     ``off`` included, matched against the whole command and each simple command in it."""
 
-    @field_validator("deny", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        if value is None:
-            return []
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _hermes_names(cls, value: Any) -> Any:
-        # YAML 1.1 reads a bare `mode: off` as the boolean false.
-        if value is False:
-            return "off"
-        if isinstance(value, str) and value.strip().lower() in MODE_RENAMED:
-            return "manual"  # the notice saying so comes from config_notes
-        return value.strip().lower() if isinstance(value, str) else value
+    _field_before = {"deny": _one_or_many, "mode": _approvals_mode}
 
 
 MODE_RENAMED = {
@@ -131,16 +180,16 @@ class WebConfig(_Section):
     searxng_url: str | None = None
     extract_backend: Literal["none", "http"] = "none"
     """`http`: fetch pages directly and convert HTML to Markdown."""
-    timeout: Seconds = 20
+    timeout: Seconds = 20.0
     """Seconds per web request."""
-    max_chars: Annotated[int, Field(ge=100)] = 20_000
+    max_chars: Annotated[int, msgspec.Meta(ge=100)] = 20_000
     """Characters of one page web_extract returns unless the call asks otherwise."""
 
-    @model_validator(mode="before")
     @classmethod
-    def _null_backends(cls, data: Any) -> Any:
+    def _before(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            data = {k: ("none" if k.endswith("_backend") and v is None else v) for k, v in data.items()}
+            data = {k: ("none" if isinstance(k, str) and k.endswith("_backend") and v is None else v)
+                    for k, v in data.items()}
         return data
 
 
@@ -152,19 +201,16 @@ class CacheConfig(_Section):
     max_size: str | None = None
     """Prune the oldest entries until the folder fits (e.g. ``2G``); none by default."""
 
-    @field_validator("retention")
-    @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value
-
-    @field_validator("max_size")
-    @classmethod
-    def _size(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_size(value)
-        return value
+    def _problems(self) -> list[tuple[str, str]]:
+        problems = []
+        for name, check in (("retention", parse_duration), ("max_size", parse_size)):
+            value = getattr(self, name)
+            try:
+                if value is not None:
+                    check(value)
+            except ValueError as exc:
+                problems.append((name, str(exc)))
+        return problems
 
 
 def _first_alias(data: Any, target: str, *aliases: str) -> Any:
@@ -207,30 +253,22 @@ class PricingConfig(_Section):
     """``model.pricing`` (or a provider entry's ``pricing``): US dollars per million tokens,
     used instead of the price table's."""
 
-    input_per_mtok: Annotated[float, Field(ge=0)]
-    output_per_mtok: Annotated[float, Field(ge=0)]
-    cache_read_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    input_per_mtok: AtLeastZero
+    output_per_mtok: AtLeastZero
+    cache_read_per_mtok: AtLeastZero | None = None
     """Cached input read (default: the input price)."""
-    cache_write_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    cache_write_per_mtok: AtLeastZero | None = None
     """Input written to the cache (default: the input price)."""
 
 
-class _Endpoint(_Section):
-    """What the model section and a provider entry read alike: header maps (values as text,
-    empty ones dropped) and yes/no words for booleans, as Hermes Agent reads them."""
-
-    @field_validator("default_headers", "extra_headers", mode="before", check_fields=False)
-    @classmethod
-    def _read_headers(cls, value: Any) -> Any:
-        return _headers(value)
-
-    @field_validator("streaming", "enabled", mode="before", check_fields=False)
-    @classmethod
-    def _read_yes_no(cls, value: Any) -> Any:
-        return _truthy(value)
+_ENDPOINT_BEFORE = {
+    # What the model section and a provider entry read alike: header maps (values as text,
+    # empty ones dropped) and yes/no words for booleans, as Hermes Agent reads them.
+    "default_headers": _headers, "extra_headers": _headers, "streaming": _truthy, "enabled": _truthy,
+}
 
 
-class ModelConfig(_Endpoint):
+class ModelConfig(_Section):
     """``model``: the conversation model (Hermes Agent's keys)."""
 
     provider: str | None = None
@@ -239,7 +277,7 @@ class ModelConfig(_Endpoint):
     """The model name sent to the provider (``model.model`` and ``model.name`` are read as this)."""
     base_url: str | None = None
     """The endpoint (``api_base`` is read as this)."""
-    api_key: str | None = Field(default=None, repr=False)
+    api_key: str | None = None
     """A key written in the file, or ``${VAR}`` (``api`` is read as this)."""
     key_env: str | None = None
     """The variable holding the key for this model (``api_key_env`` is read as this)."""
@@ -247,20 +285,22 @@ class ModelConfig(_Endpoint):
     """``chat_completions`` or ``anthropic_messages``; other Hermes modes are refused with one line."""
     tool_format: Literal["native", "hermes"] | None = None
     """``native``: the API's structured tool calls; ``hermes``: ``<tool_call>`` blocks in the text."""
-    max_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    max_retries: Annotated[int, msgspec.Meta(ge=0, le=10)] = 2
     """Retries of a request that failed on the network, with 429 or 5xx (the SDK's backoff)."""
-    context_length: Annotated[int, Field(gt=0)] | None = None
+    context_length: Annotated[int, msgspec.Meta(gt=0)] | None = None
     """The model's context window in tokens (``context_window`` is read as this); default: the price table's."""
     pricing: PricingConfig | None = None
     """Prices to use instead of the price table's (a cost the provider reports still wins)."""
     streaming: bool = True
     """``false``: ask for whole replies instead of a stream."""
-    default_headers: Headers = Field(default_factory=dict, repr=False)
+    default_headers: Headers = {}
     """Headers sent with every request (``extra_headers`` is merged in and wins). Secrets: never logged."""
 
-    @model_validator(mode="before")
+    _secret = frozenset({"api_key", "default_headers"})
+    _field_before = _ENDPOINT_BEFORE
+
     @classmethod
-    def _hermes_spellings(cls, data: Any) -> Any:
+    def _before(cls, data: Any) -> Any:
         if isinstance(data, str):  # older Hermes configs say `model: some/model-name`
             return {"default": data}
         data = _first_alias(data, "default", "model", "name")
@@ -277,15 +317,26 @@ class ModelConfig(_Endpoint):
         return data
 
 
+def _model_names(value: Any) -> Any:
+    # Hermes Agent writes this as a list of names or a map of name -> details.
+    if value is None:
+        return []
+    return list(value) if isinstance(value, dict) else value
 
-class ProviderConfig(_Endpoint):
+
+def _unset_when_not_positive(value: Any) -> Any:
+    # Hermes Agent reads a timeout <= 0 as "not set".
+    return None if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0 else value
+
+
+class ProviderConfig(_Section):
     """``providers.<name>`` (and each ``custom_providers`` entry): one endpoint and its key."""
 
     name: str | None = None
     """A display name (defaults to the key under ``providers:``)."""
     base_url: str | None = None
     """The endpoint (``url`` and ``api`` are read as this)."""
-    api_key: str | None = Field(default=None, repr=False)
+    api_key: str | None = None
     """The key itself or ``${VAR}``."""
     key_env: str | None = None
     """The environment variable (or ``$HERMES_HOME/.env`` entry) holding the key (``api_key_env`` is read as this)."""
@@ -295,44 +346,32 @@ class ProviderConfig(_Endpoint):
     """The model used when ``model.default`` names none (``default_model`` is read as this)."""
     api_mode: str | None = None
     """``chat_completions`` or ``anthropic_messages`` (``transport`` is read as this)."""
-    extra_headers: Headers = Field(default_factory=dict, repr=False)
+    extra_headers: Headers = {}
     """Headers sent with every request to this provider. Secrets: never logged."""
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = {}
     """Fields merged into every request body."""
     request_timeout_seconds: Seconds | None = None
     """Seconds one request may take (default 600)."""
-    context_length: Annotated[int, Field(gt=0)] | None = None
+    context_length: Annotated[int, msgspec.Meta(gt=0)] | None = None
     pricing: PricingConfig | None = None
     """Prices for this provider's models, instead of the price table's."""
-    models: list[str] = Field(default_factory=list)
+    models: list[str] = []
     """Models offered in the ``/model`` picker (besides what the endpoint lists)."""
     enabled: bool = True
     """``false`` hides the entry (also a built-in provider's)."""
     tool_format: Literal["native", "hermes"] | None = None
 
-    @model_validator(mode="before")
+    _secret = frozenset({"api_key", "extra_headers"})
+    _field_before = {**_ENDPOINT_BEFORE, "models": _model_names,
+                     "request_timeout_seconds": _unset_when_not_positive}
+
     @classmethod
-    def _hermes_spellings(cls, data: Any) -> Any:
+    def _before(cls, data: Any) -> Any:
         data = _first_alias(data, "base_url", "url", "api")
         data = _first_alias(data, "key_env", "api_key_env")
         data = _first_alias(data, "model", "default_model")
         data = _first_alias(data, "context_length", "context_window")
         return _first_alias(data, "api_mode", "transport")
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _model_names(cls, value: Any) -> Any:
-        # Hermes Agent writes this as a list of names or a map of name -> details.
-        if value is None:
-            return []
-        return list(value) if isinstance(value, dict) else value
-
-    @field_validator("request_timeout_seconds", mode="before")
-    @classmethod
-    def _unset_when_not_positive(cls, value: Any) -> Any:
-        # Hermes Agent reads a timeout <= 0 as "not set".
-        return None if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0 else value
-
 
 
 class FallbackConfig(_Section):
@@ -341,13 +380,14 @@ class FallbackConfig(_Section):
     provider: str
     model: str
     base_url: str | None = None
-    api_key: str | None = Field(default=None, repr=False)
+    api_key: str | None = None
     key_env: str | None = None
     key_cmd: KeyCommand | None = None
 
-    @model_validator(mode="before")
+    _secret = frozenset({"api_key"})
+
     @classmethod
-    def _hermes_spellings(cls, data: Any) -> Any:
+    def _before(cls, data: Any) -> Any:
         data = _first_alias(data, "key_env", "api_key_env")
         return _first_alias(data, "model", "default")
 
@@ -355,44 +395,43 @@ class FallbackConfig(_Section):
 class SubagentsConfig(_Section):
     """``agent.subagents``: ``delegate_task`` (docs/subagents.md)."""
 
-    max_concurrency: Annotated[int, Field(ge=1, le=16)] = 3
+    max_concurrency: Annotated[int, msgspec.Meta(ge=1, le=16)] = 3
     """Children running at once; the others wait."""
-    max_depth: Annotated[int, Field(ge=0, le=3)] = 1
+    max_depth: Annotated[int, msgspec.Meta(ge=0, le=3)] = 1
     """Levels of sub-agents: 1, children only (they get no delegate_task); 0, no delegate_task at all."""
-    summary_chars: Annotated[int, Field(ge=200, le=100_000)] = 4000
+    summary_chars: Annotated[int, msgspec.Meta(ge=200, le=100_000)] = 4000
     """A child's final answer is cut to this many characters in the parent's context."""
-    max_steps: Annotated[int, Field(ge=1, le=200)] = 20
+    max_steps: Annotated[int, msgspec.Meta(ge=1, le=200)] = 20
     """A child's model calls when its task does not say."""
 
 
 class AgentConfig(_Section):
     """``agent``: the conversation loop."""
 
-    max_steps: Annotated[int, Field(ge=1)] = 30
+    max_steps: Annotated[int, msgspec.Meta(ge=1)] = 30
     """Model calls one turn may make before it is stopped (``sys.maxsize``: no limit)."""
     max_turns: Any = None
     """Hermes Agent's name for the same limit (model calls per user turn), used when
     ``max_steps`` is not set: 0, a negative number, ``unlimited``, ``inf``... mean no limit;
     a value that is not a limit leaves the default (as in Hermes Agent)."""
-    max_invalid_tool_calls: Annotated[int, Field(ge=0)] = 3
+    max_invalid_tool_calls: Annotated[int, msgspec.Meta(ge=0)] = 3
     """Malformed tool calls in a row sent back to the model before the turn is stopped."""
     system_prompt: str | None = None
     """Replaces the built-in system prompt."""
-    max_context_chars: Annotated[int, Field(ge=1000)] = 400_000
+    max_context_chars: Annotated[int, msgspec.Meta(ge=1000)] = 400_000
     """Characters of conversation sent to the model; the oldest whole turns are left out beyond it."""
-    max_context_tokens: Annotated[int, Field(ge=1000)] | None = None
+    max_context_tokens: Annotated[int, msgspec.Meta(ge=1000)] | None = None
     """Tokens of conversation sent to the model (counted as the provider counts them, once
     it has answered); the oldest whole turns are left out beyond it."""
-    max_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    max_cost_usd: Annotated[float, msgspec.Meta(gt=0)] | None = None
     """A session's hard cost ceiling in US dollars: past it the turn ends with status budget
     (``/budget`` raises it for the session, ``--max-cost`` sets it for a run)."""
-    max_turn_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    max_turn_cost_usd: Annotated[float, msgspec.Meta(gt=0)] | None = None
     """One turn's hard cost ceiling in US dollars."""
-    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    subagents: SubagentsConfig = msgspec.field(default_factory=SubagentsConfig)
 
-    @model_validator(mode="before")
     @classmethod
-    def _hermes_max_turns(cls, data: Any) -> Any:
+    def _before(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("max_steps") is None and data.get("max_turns") is not None:
             from hermes_tui.hermes_keys import turn_limit  # imports nothing of ours
 
@@ -410,82 +449,97 @@ class UIConfig(_Section):
     """Ring the bell and send a desktop notification (OSC 9 / OSC 777) when an approval waits
     or a long turn ends while the terminal is not focused."""
 
-    @field_validator("notify", mode="before")
-    @classmethod
-    def _read_yes_no(cls, value: Any) -> Any:
-        return _truthy(value)
+    _field_before = {"notify": _truthy}
 
 
 class StoreConfig(_Section):
     """``store``: where sessions are kept (docs/store.md)."""
 
-    url: str | None = Field(default=None, repr=False)  # it may carry the database's password
+    url: str | None = None  # it may carry the database's password: never in a repr
     """``sqlite:///PATH`` (default: ``$HERMES_HOME/tui/sessions.db``) or ``postgresql://USER@HOST/DB``."""
     password_env: str | None = None
     """The environment variable holding the PostgreSQL password (else the URL, ``PGPASSWORD``
     or ``~/.pgpass``)."""
-    lease_timeout: Annotated[float, Field(ge=15, allow_inf_nan=False)] = 30.0
+    lease_timeout: Annotated[float, msgspec.Meta(ge=15)] = 30.0
     """Seconds without a heartbeat after which another process may take a session over (at
     least 15: three of the holder's heartbeats, 5 s apart, so a live one is never taken)."""
 
-    @field_validator("url")
-    @classmethod
-    def _known_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        from hermes_tui.storage.url import StoreURLError, parse_store_url
+    _secret = frozenset({"url"})
 
-        try:
-            parse_store_url(value)
-        except StoreURLError as exc:
-            raise ValueError(exc.allowed) from None
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.url is not None and not self.url.strip():
+            self.url = None
+        self.password_env = self.password_env or None
+
+    def _problems(self) -> list[tuple[str, str]]:
+        problems = []
+        if self.url is not None:
+            from hermes_tui.storage.url import StoreURLError, parse_store_url
+
+            try:
+                parse_store_url(self.url)
+            except StoreURLError as exc:
+                problems.append(("url", exc.allowed))
+        if self.password_env is not None and not self.password_env.replace("_", "a").isalnum():
+            problems.append(("password_env", "the name of an environment variable (letters, digits and _)"))
+        return problems
+
+
+def _complete_entries(value: Any) -> Any:
+    # Hermes Agent skips an entry without both provider and model, and repeats.
+    if not isinstance(value, list):
         return value
-
-    @field_validator("password_env")
-    @classmethod
-    def _variable_name(cls, value: str | None) -> str | None:
-        if value is not None and not value.replace("_", "a").isalnum():
-            raise ValueError("the name of an environment variable (letters, digits and _)")
-        return value or None
+    kept, seen = [], set()
+    for entry in value:
+        if isinstance(entry, dict) and not (entry.get("provider") and (entry.get("model") or entry.get("default"))):
+            continue
+        key = repr((entry.get("provider"), entry.get("model") or entry.get("default"), entry.get("base_url"))) \
+            if isinstance(entry, dict) else repr(entry)
+        if key not in seen:
+            seen.add(key)
+            kept.append(entry)
+    return kept
 
 
 class Config(_Section):
-    """The whole of ``config.yaml`` as hermes-tui understands it."""
+    """The whole of ``config.yaml`` as hermes-tui understands it.
 
-    code_execution: CodeExecutionConfig = Field(default_factory=CodeExecutionConfig)
-    terminal: TerminalConfig = Field(default_factory=TerminalConfig)
-    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
-    command_allowlist: list[str] = Field(default_factory=list)
-    web: WebConfig = Field(default_factory=WebConfig)
-    cache: CacheConfig = Field(default_factory=CacheConfig)
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    Besides its sections: ``source``, the file this was read from (None for built-in defaults);
+    ``notices``, one-line notices about the file to show once at start (see
+    :mod:`hermes_tui.config_notes`); ``ignored_keys``, dotted paths of Hermes Agent keys
+    hermes-tui does not use (``hermes-tui doctor --verbose``). None of them is a key of the file.
+    """
+
+    code_execution: CodeExecutionConfig = msgspec.field(default_factory=CodeExecutionConfig)
+    terminal: TerminalConfig = msgspec.field(default_factory=TerminalConfig)
+    approvals: ApprovalsConfig = msgspec.field(default_factory=ApprovalsConfig)
+    command_allowlist: list[str] = []
+    web: WebConfig = msgspec.field(default_factory=WebConfig)
+    cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
+    model: ModelConfig = msgspec.field(default_factory=ModelConfig)
+    providers: dict[str, ProviderConfig] = {}
     """Named endpoints (``custom_providers`` list entries are read into this too)."""
-    fallback_providers: list[FallbackConfig] = Field(default_factory=list)
+    fallback_providers: list[FallbackConfig] = []
     """Tried in order on a connection error, 429 or 5xx (``fallback_model`` is appended)."""
-    agent: AgentConfig = Field(default_factory=AgentConfig)
-    ui: UIConfig = Field(default_factory=UIConfig)
-    store: StoreConfig = Field(default_factory=StoreConfig)
-    source: Path | None = Field(default=None, exclude=True)
-    """The file this was read from (None for built-in defaults)."""
-    notices: list[str] = Field(default_factory=list, exclude=True, repr=False)
-    """One-line notices about the file, to show once at start (see :mod:`hermes_tui.config_notes`)."""
-    ignored_keys: list[str] = Field(default_factory=list, exclude=True, repr=False)
-    """Dotted paths of Hermes Agent keys hermes-tui does not use (``hermes-tui doctor --verbose``)."""
+    agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
+    ui: UIConfig = msgspec.field(default_factory=UIConfig)
+    store: StoreConfig = msgspec.field(default_factory=StoreConfig)
 
-    @field_validator("command_allowlist", mode="before")
-    @classmethod
-    def _none_is_empty_list(cls, value: Any) -> Any:
-        return [] if value is None else value
+    _field_before = {
+        "command_allowlist": lambda value: [] if value is None else value,
+        "providers": lambda value: {} if value is None else value,
+        "fallback_providers": _complete_entries,
+    }
 
-    @field_validator("providers", mode="before")
-    @classmethod
-    def _none_is_empty_dict(cls, value: Any) -> Any:
-        return {} if value is None else value
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.source: Path | None = None
+        self.notices: list[str] = []
+        self.ignored_keys: list[str] = []
 
-    @model_validator(mode="before")
     @classmethod
-    def _hermes_layout(cls, data: Any) -> Any:
+    def _before(cls, data: Any) -> Any:
         """Read the older layouts Hermes Agent still reads: root-level model keys, the
         ``custom_providers`` list, ``fallback_model``."""
         if not isinstance(data, dict):
@@ -516,22 +570,150 @@ class Config(_Section):
             data.pop("fallback_providers", None)
         return data
 
-    @field_validator("fallback_providers", mode="before")
-    @classmethod
-    def _complete_entries(cls, value: Any) -> Any:
-        # Hermes Agent skips an entry without both provider and model, and repeats.
-        if not isinstance(value, list):
-            return value
-        kept, seen = [], set()
-        for entry in value:
-            if isinstance(entry, dict) and not (entry.get("provider") and (entry.get("model") or entry.get("default"))):
-                continue
-            key = repr((entry.get("provider"), entry.get("model") or entry.get("default"), entry.get("base_url"))) \
-                if isinstance(entry, dict) else repr(entry)
-            if key not in seen:
-                seen.add(key)
-                kept.append(entry)
-        return kept
+
+# -- checking a section ---------------------------------------------------------------------
+
+_SECTIONS: dict[type, list[tuple[str, str, type]]] = {}
+
+
+def _nested(cls: type[_Section]) -> list[tuple[str, str, type]]:
+    """``(field, how, section class)`` for each field of ``cls`` holding sections: ``one`` (a
+    section), ``optional`` (a section or None), ``map`` (name → section) or ``list``."""
+    if cls not in _SECTIONS:
+        found = []
+        for field in msgspec.structs.fields(cls):
+            kind, inner = _shape(field.type)
+            if inner is not None:
+                found.append((field.name, kind, inner))
+        _SECTIONS[cls] = found
+    return _SECTIONS[cls]
+
+
+def _shape(annotation: Any) -> tuple[str, type | None]:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, _Section):
+        return "one", annotation
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], _Section):
+        return "map", args[1]
+    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], _Section):
+        return "list", args[0]
+    if origin in (Union, type(int | None)):
+        members = [arg for arg in args if arg is not type(None)]
+        if len(members) == 1 and _shape(members[0])[0] == "one":
+            return "optional", _shape(members[0])[1]
+    return "", None
+
+
+def _read(cls: type[_Section], data: Any, path: tuple[Any, ...], problems: list[str]) -> Any:
+    """``data`` read as ``cls``; what is wrong is added to ``problems`` (None is returned then)."""
+    data = cls._before(_none_is_empty(data))
+    if not isinstance(data, dict):
+        problems.append(_problem(path, data, "must be a mapping of keys"))
+        return None
+    data = dict(data)
+    for name, read in cls._field_before.items():
+        if name in data:
+            data[name] = read(data[name])
+    fields = cls.__struct_fields__
+    values = {key: value for key, value in data.items() if key in fields}
+    sections: dict[str, Any] = {}
+    failed = False
+    for name, kind, inner in _nested(cls):
+        if name not in values:
+            continue
+        value, where = values.pop(name), (*path, name)
+        before = len(problems)
+        if kind == "optional" and value is None:
+            sections[name] = None
+        elif kind in ("one", "optional"):
+            sections[name] = _read(inner, value, where, problems)
+        elif kind == "map":
+            if not isinstance(value, dict):
+                problems.append(_problem(where, value, "must be a mapping of keys"))
+            else:
+                sections[name] = {}
+                for key, entry in value.items():
+                    if not isinstance(key, str):
+                        problems.append(_problem((*where, key), entry, "must be under a name (text)"))
+                        continue
+                    sections[name][key] = _read(inner, entry, (*where, key), problems)
+        elif not isinstance(value, list):
+            problems.append(_problem(where, value, "must be a list"))
+        else:
+            sections[name] = [_read(inner, entry, (*where, index), problems) for index, entry in enumerate(value)]
+        failed = failed or len(problems) > before
+    try:
+        section = msgspec.convert(values, cls, strict=False)
+    except msgspec.ValidationError as exc:
+        problems.append(_from_msgspec(cls, values, path, str(exc)))
+        return None
+    if failed:
+        return None
+    for name, value in sections.items():
+        setattr(section, name, value)
+    section.extra = {key: value for key, value in data.items() if key not in fields}
+    found = [(name, "a finite number") for name in _floats(cls)
+             if isinstance(getattr(section, name), float) and not math.isfinite(getattr(section, name))]
+    for name, allowed in found + section._problems():
+        problems.append(_problem((*path, name), getattr(section, name), "must be " + allowed))
+    return None if found or section._problems() else section
+
+
+@functools.cache
+def _floats(cls: type[_Section]) -> list[str]:
+    """The fields of ``cls`` that hold a number of seconds, dollars...: never infinite nor NaN."""
+    found = []
+    for field in msgspec.structs.fields(cls):
+        kinds = get_args(field.type) if get_origin(field.type) in (Union, type(int | None)) else (field.type,)
+        if any(kind is float or (get_origin(kind) is Annotated and get_args(kind)[0] is float) for kind in kinds):
+            found.append(field.name)
+    return found
+
+
+_BOUND = re.compile(r"Expected `\w+` (>=|>|<=|<) (\S+)")
+_TYPE = re.compile(r"Expected `([^`]+)`, got `\w+`")
+_MISSING = re.compile(r"Object missing required field `([^`]+)`")
+_BOUND_WORDS = {">=": "greater than or equal to", ">": "greater than", "<=": "less than or equal to", "<": "less than"}
+_TYPE_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false", "str": "text",
+               "array": "a list", "object": "a mapping of keys"}
+
+
+def _from_msgspec(cls: type[_Section], values: dict[str, Any], path: tuple[Any, ...], message: str) -> str:
+    """msgspec's ``Expected `int` >= 1 - at `$.n``` as ``path.n = 0 is not allowed: must be ...``."""
+    text, _, at = message.rpartition(" - at `")
+    text = text or message
+    steps: list[Any] = [int(part) if part.isdigit() else part
+                        for part in re.findall(r"\.(\w+)|\[(\d+)\]", at.rstrip("`")) for part in part if part]
+    if (missing := _MISSING.match(text)) is not None:
+        return f"{'.'.join(str(p) for p in (*path, *steps, missing.group(1)))} is missing: it is required"
+    value: Any = values
+    for step in steps:
+        value = value[step] if isinstance(value, (dict, list)) else None
+    options = _literal(cls, steps[0]) if steps else None
+    if options and len(steps) == 1:
+        allowed = "must be " + (" or ".join([", ".join(map(repr, options[:-1])), repr(options[-1])])
+                                if len(options) > 1 else repr(options[0]))
+    elif (bound := _BOUND.match(text)) is not None:
+        number = bound.group(2)
+        number = number[:-2] if number.endswith(".0") else number
+        allowed = f"must be {_BOUND_WORDS[bound.group(1)]} {number}"
+    elif (expected := _TYPE.match(text)) is not None:
+        kinds = [kind for kind in expected.group(1).split(" | ") if kind != "null"]
+        allowed = "must be " + " or ".join(_TYPE_WORDS.get(kind, kind) for kind in kinds)
+    else:
+        allowed = text
+    return _problem((*path, *steps), value, allowed)
+
+
+@functools.cache
+def _literal(cls: type[_Section], name: Any) -> list[Any] | None:
+    for field in msgspec.structs.fields(cls):
+        if field.name == name:
+            annotation = field.type
+            if get_origin(annotation) in (Union, type(int | None)):
+                annotation = next((arg for arg in get_args(annotation) if arg is not type(None)), annotation)
+            return list(get_args(annotation)) if get_origin(annotation) is Literal else None
+    return None
 
 
 def provider_key(name: str) -> str:
@@ -603,9 +785,9 @@ def parse_config(text: str, source: Path | None = None) -> Config:
             and "max_turns" not in (agent or {}):
         data["agent"] = {**(agent or {}), "max_turns": data["max_turns"]}  # Hermes Agent's older place for it
     try:
-        config = Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{where}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+        config = Config.read(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     config.source = source
     from hermes_tui.config_notes import review  # which imports nothing of this module
 
@@ -613,27 +795,17 @@ def parse_config(text: str, source: Path | None = None) -> Config:
     return config
 
 
-def _describe(error: Any) -> str:
-    """One pydantic error as 'key.path = value is not allowed: must be ...'."""
-    key = ".".join(str(part) for part in error["loc"]) or "(top level)"
-    message = str(error["msg"])
-    for prefix in ("Input should be ", "Value should be ", "Value error, "):
-        if message.startswith(prefix):
-            message = "must be " + message[len(prefix):]
-            break
-    if error["type"] == "model_type" or error["type"] == "dict_type":
-        message = "must be a mapping of keys"
-    elif error["type"] == "list_type":
-        message = "must be a list"
-    value = error.get("input")
+def _problem(path: tuple[Any, ...], value: Any, allowed: str) -> str:
+    """One problem as ``key.path = value is not allowed: must be ...`` (secrets not quoted)."""
+    key = ".".join(str(part) for part in path) or "(top level)"
     shown = repr(value) if not isinstance(value, (dict, list)) else _kind(value)
-    if SECRET_KEYS & {str(part) for part in error["loc"]}:
+    if SECRET_KEYS & {str(part) for part in path}:
         shown = f"({_kind(value)}, not shown)"  # a key or a header value, even a malformed one, stays unseen
     elif key == "store.url" and isinstance(value, str):  # a URL may carry the database's password
         from hermes_tui.storage.url import redact
 
         shown = repr(redact(value))
-    return f"{key} = {shown} is not allowed: {message}"
+    return f"{key} = {shown} is not allowed: {allowed}"
 
 
 SECRET_KEYS = frozenset({"api_key", "api", "key_cmd", "default_headers", "extra_headers"})

@@ -24,7 +24,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel
+import msgspec
 
 from hermes_tui import hermes_keys as hermes
 
@@ -43,7 +43,7 @@ def backend_refusal(terminal: Any) -> str | None:
             "set terminal.backend: local to accept that")
 
 
-def review(raw: Mapping[Any, Any], config: BaseModel, mode_renamed: Mapping[str, str]) -> tuple[list[str], list[str]]:
+def review(raw: Mapping[Any, Any], config: msgspec.Struct, mode_renamed: Mapping[str, str]) -> tuple[list[str], list[str]]:
     """``(notices, ignored)`` for the YAML mapping ``raw`` that parsed into ``config`` (a
     :class:`~hermes_tui.config.Config`); ``mode_renamed``: ``approvals.mode`` values read as
     another, with the notice each gives (:data:`hermes_tui.config.MODE_RENAMED`)."""
@@ -53,12 +53,12 @@ def review(raw: Mapping[Any, Any], config: BaseModel, mode_renamed: Mapping[str,
     _top_level(raw, notices, ignored)
     for section in ("code_execution", "terminal", "approvals", "web", "cache", "model", "agent"):
         model = getattr(config, section, None)
-        if isinstance(model, BaseModel) and isinstance(raw.get(section), dict):
-            _keys(section, section, model.model_extra or {}, _fields(model), notices, ignored)
+        if isinstance(model, msgspec.Struct) and isinstance(raw.get(section), dict):
+            _keys(section, section, getattr(model, "extra", {}), _fields(model), notices, ignored)
     providers = getattr(config, "providers", None)
     if isinstance(providers, dict):
         for name, entry in providers.items():
-            if isinstance(entry, BaseModel):
+            if isinstance(entry, msgspec.Struct):
                 _provider_entry(f"providers.{name}", entry, notices, ignored)
     _fallbacks(raw, _entry_fields(config, "fallback_providers"), notices, ignored)
     _turn_limit(raw, config, notices, ignored)
@@ -103,9 +103,9 @@ def _keys(section: str, path: str, extra: Mapping[Any, Any], ours: Iterable[str]
         notices.append(f"unknown config key {path}.{name} (ignored){hint}")
 
 
-def _provider_entry(path: str, entry: BaseModel, notices: list[str], ignored: list[str]) -> None:
+def _provider_entry(path: str, entry: msgspec.Struct, notices: list[str], ignored: list[str]) -> None:
     fields = _fields(entry)
-    extra = dict(entry.model_extra or {})
+    extra = dict(getattr(entry, "extra", {}))
     for spelling, target in hermes.CAMEL_CASE.items():
         if spelling in extra and target in fields:
             del extra[spelling]
@@ -141,14 +141,14 @@ def _turn_limit(raw: Mapping[Any, Any], config: Any, notices: list[str], ignored
                        f"the default agent.max_steps {config.agent.max_steps} is used")
 
 
-def _fields(model: BaseModel) -> list[str]:
-    return [name for name, field in type(model).model_fields.items() if not field.exclude]
+def _fields(section: msgspec.Struct) -> list[str]:
+    return list(section.__struct_fields__)
 
 
-def _entry_fields(config: BaseModel, name: str) -> set[str]:
-    """The fields of the model of one entry of the list field ``name`` (``list[FallbackConfig]``)."""
-    field = type(config).model_fields.get(name)
-    for arg in typing.get_args(field.annotation) if field is not None else ():
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return set(arg.model_fields)
+def _entry_fields(config: msgspec.Struct, name: str) -> set[str]:
+    """The fields of one entry of the list field ``name`` (``list[FallbackConfig]``)."""
+    field = next((field for field in msgspec.structs.fields(type(config)) if field.name == name), None)
+    for arg in typing.get_args(field.type) if field is not None else ():
+        if isinstance(arg, type) and issubclass(arg, msgspec.Struct):
+            return set(arg.__struct_fields__)
     return set()

@@ -43,7 +43,7 @@ def test_reads_hermes_home_config_and_keeps_unknown_keys(hermes_home: Path) -> N
     assert config.terminal.env_passthrough == ["GITHUB_TOKEN"]
     assert config.command_allowlist == ["git status"]
     # Unknown keys are kept (the file is shared) and ignored.
-    assert config.model_extra["toolsets"] == ["web", "terminal"]
+    assert config.extra["toolsets"] == ["web", "terminal"]
     assert config.terminal.backend == "local"  # read: any other value refuses commands (test_hermes_config)
 
 
@@ -102,3 +102,44 @@ def test_cli_exits_2_with_one_line_for_a_bad_value(hermes_home: Path, tmp_path: 
         assert len(lines) == 1, done.stderr
         assert "code_execution.timeout = 'soon' is not allowed" in lines[0]
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("providers:\n  lab:\n    base_url: 5\n", "providers.lab.base_url = 5 is not allowed: must be text"),
+        ("providers:\n  lab:\n    pricing: {input_per_mtok: 1}\n",
+         "providers.lab.pricing.output_per_mtok is missing: it is required"),
+        ("fallback_providers:\n  - {provider: a, model: b}\n  - {provider: c, model: d, base_url: [x]}\n",
+         "fallback_providers.1.base_url = a list is not allowed: must be text"),
+        ("agent:\n  subagents:\n    max_depth: 9\n", "agent.subagents.max_depth = 9 is not allowed: must be less than or equal to 3"),
+        ("terminal:\n  timeout: .inf\n", "terminal.timeout = inf is not allowed: must be a finite number"),
+        ("model:\n  tool_format: xml\n", "model.tool_format = 'xml' is not allowed: must be 'native' or 'hermes'"),
+        ("ui:\n  notify: sometimes\n", "ui.notify = 'sometimes' is not allowed: must be true or false"),
+        ("cache:\n  retention: soon\n", "cache.retention = 'soon' is not allowed: must be 'soon' is not a duration"),
+        ("store:\n  password_env: 'A B'\n", "store.password_env = 'A B' is not allowed: must be the name of an environment"),
+        ("model:\n  api_key: [1, 2]\n", "model.api_key = (a list, not shown) is not allowed: must be text"),
+    ],
+)
+def test_nested_and_checked_values_name_their_whole_key_path(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_every_wrong_section_is_named_at_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config("code_execution:\n  timeout: -1\napprovals:\n  mode: maybe\nweb: 3\n")
+    message = str(caught.value)
+    assert "code_execution.timeout = -1" in message and "approvals.mode = 'maybe'" in message
+    assert "web = 3 is not allowed: must be a mapping of keys" in message
+
+
+def test_the_repr_of_a_config_shows_no_secret() -> None:
+    config = parse_config(
+        "model: {api_key: sk-SECRET, default: m, extra_headers: {X-Key: h-SECRET}}\n"
+        "providers: {lab: {api_key: p-SECRET, base_url: 'http://127.0.0.1:9/v1', extra_headers: {A: e-SECRET}}}\n"
+        "store: {url: 'postgresql://u:db-SECRET@h/d'}\n"
+        "fallback_providers: [{provider: a, model: b, api_key: f-SECRET}]\n")
+    assert config.model.api_key == "sk-SECRET" and config.providers["lab"].extra_headers == {"A": "e-SECRET"}
+    assert "SECRET" not in repr(config) and "m" in repr(config.model)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from hermes_tui.agent.loop import TurnEnded
@@ -139,7 +140,7 @@ def test_renamed_modes_give_notices() -> None:
 
 def test_notices_and_ignored_keys_are_never_dumped() -> None:
     config = parse_config(fixture_text(**{"  timeout: 120 ": "  timout: 120 "}))
-    dumped = config.model_dump()
+    dumped = msgspec.to_builtins(config)
     assert config.notices and "notices" not in dumped and "ignored_keys" not in dumped
 
 

@@ -30,6 +30,7 @@ from textual.widgets import Label, Static, TextArea
 
 from hermes_tui.agent.events import (
     AgentEvent,
+    DelegateProgress,
     Notice,
     ReplyDone,
     ReplyText,
@@ -39,9 +40,7 @@ from hermes_tui.agent.events import (
     TurnQueued,
     TurnStarted,
 )
-from hermes_tui.runtime.models import ExecResult
 from hermes_tui.units import human_size, plural
-from hermes_tui.agent.subagents import DelegateProgress
 from hermes_tui.widgets.completion import (
     Candidate,
     CompletionList,
@@ -59,6 +58,7 @@ from hermes_tui.widgets.paste import Pastes, is_big, normalise, remember_shown, 
 from hermes_tui.widgets.safe import plain, visible
 
 if TYPE_CHECKING:
+    from hermes_tui.runtime.models import ExecResult
     from collections.abc import Callable
 
     from textual.widget import Widget

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static
 
-from hermes_tui.agent.subagents import ChildState
+from hermes_tui.agent.events import ChildState
 from hermes_tui.agent.usage import dollars
 from hermes_tui.units import plural, short_duration
 from hermes_tui.widgets.safe import plain

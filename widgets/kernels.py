@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -11,10 +11,13 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable
 
-from hermes_tui.runtime.models import SUBAGENT_SEPARATOR, KernelInfo, parent_session
+from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR, parent_session
 from hermes_tui.units import short_duration
 from hermes_tui.widgets.focus_frame import FocusFrame
 from hermes_tui.widgets.safe import escaped
+
+if TYPE_CHECKING:
+    from hermes_tui.runtime.models import KernelInfo
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
 COLUMNS = ("", "id", "idle", "reaped in", "memory", "session", "mode", "pid", "runs", "flags", "cwd", "python")

@@ -24,7 +24,6 @@ from textual.widgets import Input, TextArea
 from hermes_tui.agent.events import AgentEvent, ToolFinished, UsageUpdated
 from hermes_tui.agent.usage import Totals, dollars, tokens
 from hermes_tui.runtime.events import RuntimeEvent
-from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
 from hermes_tui.widgets.footer import KeysFooter
 from hermes_tui.widgets.kernels import KernelsPane
@@ -32,6 +31,7 @@ from hermes_tui.widgets.output import OutputPane
 from hermes_tui.widgets.safe import visible
 
 if TYPE_CHECKING:
+    from hermes_tui.runtime.models import KernelInfo
     from hermes_tui.agent.resolve import ProviderSettings
     from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
     from hermes_tui.widgets.approval import ApprovalScreen

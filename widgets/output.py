@@ -21,12 +21,12 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
-from hermes_tui.runtime.models import ExecResult
 from hermes_tui.widgets.focus_frame import FocusFrame
 from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import plain, visible
 
 if TYPE_CHECKING:
+    from hermes_tui.runtime.models import ExecResult
     from typing_extensions import Self
 
 MAX_LINES = 5_000

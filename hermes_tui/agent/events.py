@@ -6,12 +6,15 @@ nothing else of the agent: they never reach into the loop.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from hermes_tui.agent.usage import CallUsage, Totals
-from hermes_tui.runtime.models import ExecResult, Origin
+
+if TYPE_CHECKING:  # annotations only: the first frame does not wait for pydantic (issue 20)
+    from hermes_tui.runtime.models import ExecResult, Origin
 
 SHELL_PREFIX = "!"
 """How a ``!cmd`` turn is stored and shown: the text the user typed."""
@@ -101,3 +104,53 @@ class TurnEnded(AgentEvent):
 
 Listener = Callable[[AgentEvent], object]
 """Receives every event, in order, on the agent's event loop (its return value is ignored)."""
+
+
+# -- sub-agents (delegate_task, hermes_tui.agent.subagents) ---------------------------------------
+
+
+@dataclass
+class ChildState:
+    """What the parent shows of one child, live."""
+
+    name: str
+    goal: str
+    session: str
+    status: str = "waiting"
+    """waiting, running, done, error, budget, interrupted."""
+    steps: int = 0
+    tool_calls: int = 0
+    cost_usd: float = 0.0
+    unpriced: bool = False
+    started_at: float | None = None
+    ended_at: float | None = None
+    summary: str = ""
+    note: str = ""
+    """The last warning or error the child was told (why it stopped, when it gives no answer)."""
+
+    def result(self, summary_chars: int) -> dict[str, Any]:
+        """What the parent's model reads of this child."""
+        summary = self.summary
+        if len(summary) > summary_chars:
+            summary = summary[:summary_chars] + f"\n[... summary cut at {summary_chars} characters]"
+        seconds = 0.0 if self.started_at is None else (self.ended_at or time.time()) - self.started_at
+        return {"name": self.name, "goal": self.goal[:500], "status": self.status, "summary": summary,
+                "model_calls": self.steps, "tool_calls": self.tool_calls,
+                "cost_usd": None if self.unpriced and not self.cost_usd else round(self.cost_usd, 6),
+                "seconds": round(max(seconds, 0.0), 2), "session": self.session}
+
+
+@dataclass
+class DelegateProgress(AgentEvent):
+    """The children of one ``delegate_task`` call, as they stand now (sent on every change)."""
+
+    call_id: str
+    children: list[ChildState] = field(default_factory=list)
+
+
+@dataclass
+class ChildEvent(AgentEvent):
+    """An event of a child's own conversation (for its live transcript)."""
+
+    child_session: str
+    event: AgentEvent

@@ -20,12 +20,14 @@ import asyncio
 import re
 import secrets
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from hermes_tui.agent.events import AgentEvent, Notice, ReplyDone, ToolFinished, TurnEnded, UsageUpdated
+from hermes_tui.agent.events import (  # noqa: F401 - ChildEvent, ChildState, DelegateProgress: importers find them here too
+    AgentEvent, ChildEvent, ChildState, DelegateProgress, Notice, ReplyDone, ToolFinished, TurnEnded, UsageUpdated,
+)
 from hermes_tui.runtime.models import SUBAGENT_SEPARATOR
 
 DELEGATE_DESCRIPTION = (
@@ -83,53 +85,6 @@ class DelegateArgs(Task):
             return list(self.tasks)
         return [Task(goal=self.goal or "", context=self.context, name=self.name, tools=self.tools, model=self.model,
                      max_steps=self.max_steps)]
-
-
-@dataclass
-class ChildState:
-    """What the parent shows of one child, live."""
-
-    name: str
-    goal: str
-    session: str
-    status: str = "waiting"
-    """waiting, running, done, error, budget, interrupted."""
-    steps: int = 0
-    tool_calls: int = 0
-    cost_usd: float = 0.0
-    unpriced: bool = False
-    started_at: float | None = None
-    ended_at: float | None = None
-    summary: str = ""
-    note: str = ""
-    """The last warning or error the child was told (why it stopped, when it gives no answer)."""
-
-    def result(self, summary_chars: int) -> dict[str, Any]:
-        """What the parent's model reads of this child."""
-        summary = self.summary
-        if len(summary) > summary_chars:
-            summary = summary[:summary_chars] + f"\n[... summary cut at {summary_chars} characters]"
-        seconds = 0.0 if self.started_at is None else (self.ended_at or time.time()) - self.started_at
-        return {"name": self.name, "goal": self.goal[:500], "status": self.status, "summary": summary,
-                "model_calls": self.steps, "tool_calls": self.tool_calls,
-                "cost_usd": None if self.unpriced and not self.cost_usd else round(self.cost_usd, 6),
-                "seconds": round(max(seconds, 0.0), 2), "session": self.session}
-
-
-@dataclass
-class DelegateProgress(AgentEvent):
-    """The children of one ``delegate_task`` call, as they stand now (sent on every change)."""
-
-    call_id: str
-    children: list[ChildState] = field(default_factory=list)
-
-
-@dataclass
-class ChildEvent(AgentEvent):
-    """An event of a child's own conversation (for its live transcript)."""
-
-    child_session: str
-    event: AgentEvent
 
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")

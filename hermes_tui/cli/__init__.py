@@ -300,7 +300,7 @@ def _store_section(path: str | None) -> tuple[str | None, str | None] | str:
                 return f"{target} is not a regular file"
             raw = load_yaml(handle.read(1 << 20))
         section = raw.get("store") if isinstance(raw, dict) else None
-        store = StoreConfig.model_validate(section or {})
+        store = StoreConfig.read(section or {})
     except FileNotFoundError:
         return None, None
     except Exception as exc:  # noqa: BLE001 - YAML, validation, a FIFO...: all mean "unknown"

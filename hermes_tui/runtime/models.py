@@ -78,15 +78,8 @@ class KernelInfo(BaseModel):
     let in (secrets included): shown, because a script can write a skill file."""
 
 
-SUBAGENT_SEPARATOR = "::child::"
+# Importers find these here too (their home has no imports: the first screen needs them).
+from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR, is_subagent_session, parent_session  # noqa: E402,F401
 
-
-def is_subagent_session(session: str) -> bool:
-    """True for sub-agent sessions, named ``PARENT::child::NAME``."""
-    return SUBAGENT_SEPARATOR in session
-
-
-def parent_session(session: str) -> str:
-    """The top-level session a (possibly sub-agent) session belongs to."""
-    return session.split(SUBAGENT_SEPARATOR, 1)[0]
+__all__ = ["SUBAGENT_SEPARATOR", "is_subagent_session", "parent_session"]
 
