@@ -433,7 +433,7 @@ def _wire(choice: _Choice, settings: Any, url: str) -> Wire:
 
 
 def _tool_format(config: Any, entry: Any) -> Literal["native", "hermes"]:
-    top_level = getattr(config, "model_extra", None) or {}  # `tool_format:` written at the top level
+    top_level = getattr(config, "extra", None) or {}  # `tool_format:` written at the top level
     return (config.model.tool_format or (entry.tool_format if entry else None)
             or (top_level.get("tool_format") if top_level.get("tool_format") in ("native", "hermes") else None)
             or "native")

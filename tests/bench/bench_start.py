@@ -48,7 +48,10 @@ def one_start(tmux: str, command: str, mark: str, home: str, folder: str, tag: s
     socket = f"hermes-bench-start-{os.getpid()}-{tag}"
     started = time.perf_counter()
     subprocess.run([tmux, "-L", socket, "-f", "/dev/null", "new-session", "-d", "-s", "b", "-x", "160", "-y", "48",
-                    "-e", f"HERMES_HOME={home}", "-c", folder, command], check=True)
+                    "-e", f"HERMES_HOME={home}",
+                    # Bytecode written as a regular install has it (a shell with
+                    # PYTHONDONTWRITEBYTECODE=1 would compile every changed module on every start).
+                    "-e", "PYTHONDONTWRITEBYTECODE=", "-c", folder, command], check=True)
     try:
         while True:
             screen = subprocess.run([tmux, "-L", socket, "capture-pane", "-p", "-t", "b"],
