@@ -29,7 +29,6 @@ from textual.worker import Worker, WorkerState
 
 from hermes_tui import __version__, attention
 from hermes_tui.attention import LONG_TURN_SECONDS
-from hermes_tui import store as db
 from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnKind, TurnStarted
 from hermes_tui.commands import PALETTE, command_argument, parse_command
 from hermes_tui.config import Config
@@ -38,6 +37,7 @@ from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.events import KernelDied, KernelStarted, KernelStateChanged
 from hermes_tui.runtime.hardening import spawn
 from hermes_tui.runtime.notices import STOP_NOTICE, SWITCH_NOTICE
+from hermes_tui.storage.choice import new_session_id
 from hermes_tui.settings import remember_theme, remembered_theme
 from hermes_tui.themes import DEFAULT_THEME, THEMES
 from hermes_tui.units import plural
@@ -49,6 +49,7 @@ from hermes_tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.widgets.safe import visible
 
 if TYPE_CHECKING:
+    from hermes_tui import store as db
     from hermes_tui.agent.loop import Agent
     from hermes_tui.agent.resolve import ProviderSettings
     from hermes_tui.agent.workspace import Workspace
@@ -99,7 +100,7 @@ class HermesApp(App[None]):
         """
         super().__init__()
         self.config = config or Config()
-        self.session = session or db.new_session_id()
+        self.session = session or new_session_id()
         self.cwd = cwd or os.getcwd()
         self.home = home or hermes_home()
         self.settings = provider
@@ -201,11 +202,12 @@ class HermesApp(App[None]):
             opened = await self.workspace.open(session_id, listener)
         except SessionBusy as exc:  # another machine (or process) drives it: say so, open a new one
             self.main.conversation.add_note(f"{exc}. A new session was opened instead.", "warning")
-            self.open_session(db.new_session_id())
+            self.open_session(new_session_id())
             return
         self.main.set_usage(opened.agent.totals if opened.agent.settings is not None else None)
         prompt = self.main.query_one(PromptInput)
         if not prompt.input_history.loaded and self.workspace.store is not None:  # earlier sessions' inputs: Up, Ctrl+R
+            from hermes_tui import store as db
             prompt.input_history.load(await self.workspace.store.call(db.load_inputs))
         conversation = self.main.conversation
         if not self._config_noticed:  # config.yaml's start-up notices, once (hermes_tui.config_notes)
@@ -259,7 +261,7 @@ class HermesApp(App[None]):
         await self.runtime.interrupt(self.session, SWITCH_NOTICE)
         await self.workspace.close_session()
         self.main.conversation.action_clear()
-        self.open_session(session_id or db.new_session_id())
+        self.open_session(session_id or new_session_id())
 
     @work(group="runtime", exit_on_error=False)
     async def start_runtime(self) -> None:
@@ -406,6 +408,7 @@ class HermesApp(App[None]):
         """Store a submitted input in sessions.db: Up and Ctrl+R find it, in later sessions too."""
         await self._session_ready.wait()
         if self.workspace.store is not None:
+            from hermes_tui import store as db
             await self.workspace.store.call(db.add_input, self.session, text)
 
     @on(PromptInput.NamesWanted)
@@ -552,6 +555,7 @@ class HermesApp(App[None]):
             return  # it is open already
         screen = ChildTranscriptScreen(session, name, goal)
         await self.push_screen(screen)
+        from hermes_tui import store as db
         stored = await store.call(db.load_session, session)
         await screen.draw_stored(LoadedSession(stored) if stored is not None else None)
 
@@ -599,6 +603,7 @@ class HermesApp(App[None]):
         """The sessions picker: choose a stored session to continue."""
         await self._session_ready.wait()
         assert self.workspace.store is not None
+        from hermes_tui import store as db
         sessions = await self.workspace.store.call(db.list_sessions)  # those with messages (empty ones are noise)
         from hermes_tui.widgets.sessions import SessionsScreen
 
@@ -615,6 +620,7 @@ class HermesApp(App[None]):
         """``/usage``: tokens and cost of this session, per turn and per model."""
         await self._session_ready.wait()
         assert self.workspace.store is not None and self.agent is not None
+        from hermes_tui import store as db
         rows = await self.workspace.store.call(db.usage_rows, self.session)
         from hermes_tui.widgets.usage import UsageScreen
 

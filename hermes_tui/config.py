@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import msgspec
-import yaml
 
 from hermes_tui.paths import config_path
 from hermes_tui.units import parse_duration, parse_size
@@ -728,11 +727,15 @@ CONFIG_MAX_BYTES = 8 << 20
 def yaml_loader() -> type:
     """PyYAML's C safe loader when libyaml is there (about 10x faster on a big file), else the
     pure-Python one. Both build only plain data: no tags that run code."""
+    import yaml  # here: without a config.yaml the first frame does not wait for PyYAML
+
     return getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 
 
 def load_yaml(text: str) -> Any:
     """Parse YAML ``text`` with :func:`yaml_loader` (plain data only). Raises ``yaml.YAMLError``."""
+    import yaml
+
     return yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a safe loader
 
 
@@ -766,6 +769,8 @@ def load_config(path: str | Path | None = None) -> Config:
 
 def parse_config(text: str, source: Path | None = None) -> Config:
     """Validate YAML text as a :class:`Config`; errors name ``source`` and the key path."""
+    import yaml
+
     where = str(source) if source else "config"
     try:
         data = load_yaml(text)

@@ -25,7 +25,6 @@ import logging
 import os
 import queue
 import re
-import secrets
 import socket
 import sqlite3
 import stat
@@ -46,12 +45,15 @@ from hermes_tui.storage.leases import FUTURE_SLACK, STALE_AFTER
 from hermes_tui.storage.schema import LATEST, migrate
 from hermes_tui.storage.sqlite import SQLiteDatabase
 from hermes_tui.storage.url import StoreURL
+from hermes_tui.storage.choice import choose_store, new_session_id, store_url
+from hermes_tui.storage.inputs import INPUT_MAX_CHARS, worth_keeping
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-__all__ = ["DB_ERRORS", "Database", "StoreError", "StoreUnavailable", "StoreURL"]
+__all__ = ["DB_ERRORS", "Database", "StoreError", "StoreUnavailable", "StoreURL", "choose_store", "new_session_id", "store_url",
+           "INPUT_MAX_CHARS", "worth_keeping"]
 
 SCHEMA_VERSION = LATEST
 """The schema version this hermes-tui writes (``schema_version`` table; SQLite's
@@ -61,33 +63,6 @@ PROGRAM = f"hermes-tui {__version__}"
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SESSION_ID_RULE = "a session id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-
-
-_chosen: StoreURL | None = None
-_chosen_problem: StoreError | None = None
-
-
-def choose_store(url: StoreURL | None, problem: StoreError | None = None) -> None:
-    """Use ``url`` for every store this process opens without naming one (the command line
-    resolves ``--store`` / ``HERMES_TUI_STORE_URL`` / ``store.url`` once, here), or remember
-    why it could not be resolved (``problem``: raised by :func:`store_url`, so only commands
-    that use the store fail). ``choose_store(None)`` forgets the choice."""
-    global _chosen, _chosen_problem
-    _chosen, _chosen_problem = url, problem
-
-
-def store_url(config: Any = None, home: Path | None = None) -> StoreURL:
-    """The store to use: the one the command line chose, else ``$HERMES_TUI_STORE_URL``, else
-    ``config.store.url``, else ``$HERMES_HOME/tui/sessions.db``. Raises
-    :class:`~hermes_tui.storage.errors.StoreURLError` for a URL that cannot be used."""
-    if _chosen_problem is not None:
-        raise _chosen_problem
-    if _chosen is not None:
-        return _chosen
-    from hermes_tui.storage.url import resolve_store_url
-
-    section = getattr(config, "store", None)
-    return resolve_store_url(getattr(section, "url", None), getattr(section, "password_env", None), home)
 
 
 def host_name() -> str:
@@ -107,11 +82,6 @@ def local_user() -> str:
 def sessions_db_path(home: Path | None = None) -> Path:
     """``$HERMES_HOME/tui/sessions.db``."""
     return tui_dir(home) / "sessions.db"
-
-
-def new_session_id() -> str:
-    """A sortable, readable id: ``20261129-142501-3fa2``."""
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def connect(path: Path) -> SQLiteDatabase:
@@ -722,16 +692,8 @@ def delete_session(db: Database, session_id: str) -> bool:
 
 INPUT_HISTORY_LIMIT = 10_000
 """Inputs kept in ``input_history`` (the newest)."""
-INPUT_MAX_CHARS = 16_384
-"""A longer input (a big paste) is not kept in the history: it ran, it is in its session."""
 INPUT_LOAD_CHARS = 4_000_000
 """Characters of history the app holds at most (the newest inputs)."""
-
-
-def worth_keeping(text: str) -> bool:
-    """False for an input the history does not keep: blank, over :data:`INPUT_MAX_CHARS`, or
-    typed with a leading space."""
-    return bool(text.strip()) and not text.startswith(" ") and len(text) <= INPUT_MAX_CHARS
 
 
 def add_input(db: Database, session_id: str | None, text: str, limit: int = INPUT_HISTORY_LIMIT) -> bool:

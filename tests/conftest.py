@@ -145,9 +145,10 @@ def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path):
     store this process and its children open without naming one reads) at a fresh database, and
     checks at the end that nothing fell back to the SQLite file."""
     from hermes_tui import store
+    from hermes_tui.storage import choice
 
-    monkeypatch.setattr(store, "_chosen", None)
-    monkeypatch.setattr(store, "_chosen_problem", None)
+    monkeypatch.setattr(choice, "_chosen", None)
+    monkeypatch.setattr(choice, "_chosen_problem", None)
     if request.param == "postgresql":
         monkeypatch.setenv("HERMES_TUI_STORE_URL", request.getfixturevalue("pg_url"))
     else:

@@ -24,6 +24,7 @@ from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.approval import TYPING_NOTE, ApprovalScreen
 from hermes_tui.widgets.conversation import PromptInput, RunBlock
 from hermes_tui.widgets.dialogs import VariablesScreen
+from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.main_screen import MainScreen
 
 from fake_models import FakeModelServer
@@ -178,7 +179,7 @@ async def test_kernels_variables_and_notices_show_data_as_text(hermes_home: Path
         monkeypatch.setattr(app.runtime, "kernel_memory", no_memory)
         monkeypatch.setattr(app.runtime, "inspect_kernel", inspect)
         app.refresh_kernels()
-        await wait_until(pilot, lambda: app.query_one("#kernel-table").row_count == 1)
+        await wait_until(pilot, lambda: app.query_one(KernelsPane).table().row_count == 1)
         await pilot.press("f4", "f8")  # maximised: every column in view
         await shows_literally(pilot, app, "[/]s [bold]x[/bold]", "/[@click=app.quit]py[/]", "/[link=file:///etc]c[/link]")
         await pilot.press("v")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable
 
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.kernels import KernelsPane
@@ -30,7 +29,7 @@ async def test_the_same_kernels_update_their_cells_and_new_ones_rebuild_the_tabl
     app = Host()
     async with app.run_test() as pilot:
         pane = app.query_one(KernelsPane)
-        table = app.query_one(DataTable)
+        table = pane.table()
         pane.update_kernels([kernel("k1"), kernel("k2")], {"k1": 10 << 20}, now=NOW)
         await pilot.pause()
         table.move_cursor(row=1)

@@ -158,10 +158,18 @@ class PromptInput(TextArea):
         self._slash_closed = False
 
     def on_mount(self) -> None:
-        if self.parent is not None:  # the popup and the search bar sit right above the input
+        # Hidden until used: mounted right after the first frame (issue 20); until then a key
+        # that would open them is handled as if they were closed.
+        self.call_after_refresh(self._mount_popups)
+
+    def _mount_popups(self) -> CompletionList | None:
+        """The completion popup (mounted now, with the search bar, if it is not yet)."""
+        # (Not once the app is closing: a quit right after the first frame mounts nothing.)
+        if self.parent is not None and self.parent.is_attached and self._completions is None:
             self._completions = CompletionList(self, id="prompt-completions")
             self._search_bar = HistorySearchBar(id="prompt-search")
             self.parent.mount(self._completions, self._search_bar, before=self)
+        return self._completions
 
     @staticmethod
     def _handled(event: events.Key) -> None:
@@ -272,6 +280,7 @@ class PromptInput(TextArea):
             self._show_search(failed=not self._search.older())
 
     def _show_search(self, failed: bool = False) -> None:
+        self._mount_popups()
         if self._search_bar is not None and self._search is not None:
             self._search_bar.show(self._search, failed)
             self._search_bar.add_class("-active")
@@ -326,8 +335,8 @@ class PromptInput(TextArea):
             self._slash_closed = False
             if len(found) == 1:
                 self._set_text(found[0].value + " ")
-            elif found and self._completions is not None:
-                self._completions.offer("slash", found)
+            elif found and (popup := self._mount_popups()) is not None:
+                popup.offer("slash", found)
             return True
         if self.chat or self.text.lstrip().startswith(("!", "/")):
             return False
@@ -348,13 +357,14 @@ class PromptInput(TextArea):
         if len(found) == 1:
             self._replace_word(request.prefix, found[0].value)
             return
-        if not found or self._completions is None:
+        popup = self._mount_popups() if found else None
+        if popup is None:
             return
         shared = common_prefix([c.value for c in found])
         if len(shared) > len(request.prefix):
             self._replace_word(request.prefix, shared)
         self._names = found
-        self._completions.offer("names", found)
+        popup.offer("names", found)
 
     def _replace_word(self, word: str, value: str) -> None:
         row, column = self.cursor_location
@@ -392,17 +402,19 @@ class PromptInput(TextArea):
 
     def _refresh_popup(self) -> None:
         """After typing: the commands popup follows a ``/`` being typed; the names popup narrows."""
-        popup = self._completions
-        if popup is None or self._search is not None:
+        if self._search is not None:
             return
         text = self.text
         prefix = slash_prefix(text) if self.cursor_location == self.document.end else None
         if prefix is not None:
-            if not self._slash_closed:
+            if not self._slash_closed and (popup := self._mount_popups()) is not None:
                 popup.offer("slash", slash_candidates(prefix))
             return
         if not text.startswith("/"):
             self._slash_closed = False
+        popup = self._completions
+        if popup is None:
+            return
         if popup.kind == "names":
             word = self._word()
             popup.offer("names", [c for c in self._names if c.value.startswith(word)] if word else [])

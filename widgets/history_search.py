@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from hermes_tui.store import worth_keeping
+from hermes_tui.storage.inputs import worth_keeping
 from hermes_tui.widgets.safe import plain, visible
 
 HISTORY_LIMIT = 10_000
@@ -49,7 +49,7 @@ class InputHistory:
 
     def add(self, text: str) -> bool:
         """Record a submitted input; False for a repeat of the newest or one the history does
-        not keep (:func:`hermes_tui.store.worth_keeping`: blank, huge, or a leading space)."""
+        not keep (:func:`hermes_tui.storage.inputs.worth_keeping`: blank, huge, or a leading space)."""
         self.reset()
         if not worth_keeping(text) or (self.entries and self.entries[-1] == text):
             return False

@@ -9,7 +9,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable
 
 from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR, parent_session
 from hermes_tui.units import short_duration
@@ -17,6 +16,8 @@ from hermes_tui.widgets.focus_frame import FocusFrame
 from hermes_tui.widgets.safe import escaped
 
 if TYPE_CHECKING:
+    from textual.widgets import DataTable
+
     from hermes_tui.runtime.models import KernelInfo
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
@@ -107,10 +108,26 @@ class KernelsPane(FocusFrame, Vertical):
                 str(info.execution_count), escaped(flags), escaped(info.cwd), escaped(info.interpreter))
 
     def compose(self) -> ComposeResult:
+        return iter(())  # the table comes right after the first frame (on_mount)
+
+    def on_mount(self) -> None:
+        # A session starts with no kernel: the table (the first screen's heaviest widget, about
+        # 10 ms of styling and layout) is mounted right after the first frame (issue 20).
+        self.call_after_refresh(self.table)
+
+    def table(self) -> DataTable[str]:
+        """The kernels table (mounted now if it is not yet)."""
+        from textual.widgets import DataTable
+
+        found = self.query("#kernel-table")
+        if found:
+            return found.first(DataTable)
         table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="kernel-table")
         for label in COLUMNS:
             table.add_column(label, key=label or "state")
-        yield table
+        if self.is_attached:  # (not once the app is closing)
+            self.mount(table)
+        return table
 
     def update_kernels(self, kernels: list[KernelInfo], memory: dict[str, int], now: datetime | None = None) -> None:
         """Show these kernels (``now`` fixes the clock, for tests). The same kernels in the same
@@ -118,7 +135,7 @@ class KernelsPane(FocusFrame, Vertical):
         the table re-lays it out and restyles it, which a flood of output cannot afford."""
         self.kernels, self.memory = kernels, memory
         now = now or datetime.now()
-        table = self.query_one(DataTable)
+        table = self.table()
         rows = [(info.id, self._cells(info, memory, now)) for info in grouped(kernels)]
         shown = self._shown
         if [key for key, _ in rows] == [key for key, _ in shown] and table.row_count == len(rows):
@@ -139,7 +156,7 @@ class KernelsPane(FocusFrame, Vertical):
         self.border_subtitle = f"{len(kernels)} live"
 
     def selected_id(self) -> str | None:
-        table = self.query_one(DataTable)
+        table = self.table()
         if not table.row_count:
             return None
         try:

@@ -308,7 +308,8 @@ class MainScreen(Screen[None]):
     def focus_pane(self, pane: str) -> None:
         """Focus the input (``conversation``), the output log (``output``) or the kernels table.
         Another pane maximised is restored first: focus never goes to a hidden widget."""
-        target = self.query_one({"conversation": PromptInput, "output": "#output-log"}.get(pane, "#kernel-table"))
+        target = (self.query_one(KernelsPane).table() if pane == "kernels"
+                  else self.query_one({"conversation": PromptInput, "output": "#output-log"}[pane]))
         if self.maximized is not None and self.maximized is not target and self.maximized not in target.ancestors:
             self.minimize()
         # Now, not after the messages already queued (Widget.focus defers): the rest of a burst

@@ -259,7 +259,7 @@ def _choose_store(args: argparse.Namespace) -> None:
     and ``doctor`` still run)."""
     from hermes_tui.config import ConfigError, load_config
     from hermes_tui.paths import hermes_home
-    from hermes_tui.store import choose_store
+    from hermes_tui.storage.choice import choose_store
     from hermes_tui.storage.errors import StoreError
     from hermes_tui.storage.url import parse_store_url, resolve_store_url
 
