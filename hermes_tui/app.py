@@ -122,6 +122,12 @@ class HermesApp(App[None]):
         self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
         """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
         self.main = MainScreen(self.settings, provider_problem)
+        for theme in THEMES:
+            self.register_theme(theme)
+        # The theme is known before the stylesheet is first read: set later (on mount, as it
+        # was), it made Textual read and apply all the CSS a second time before the first frame
+        # (issue 20). The settings file is read capped and never waited on (a FIFO is refused).
+        self.theme = remembered_theme(self.home, {t.name for t in THEMES}, DEFAULT_THEME)
 
     @property
     def workspace(self) -> Workspace:
@@ -151,9 +157,6 @@ class HermesApp(App[None]):
         return self.main
 
     async def on_mount(self) -> None:
-        for theme in THEMES:
-            self.register_theme(theme)
-        self.theme = await asyncio.to_thread(remembered_theme, self.home, {t.name for t in THEMES}, DEFAULT_THEME)
         self._update_topbar()
         self.set_interval(1.0, self.refresh_kernels)
         # The rest after the first frame: readying the runtime imports every tool's modules in
@@ -771,6 +774,8 @@ class HermesApp(App[None]):
         self.notify(f"Theme: {visible(self.theme)}", markup=False)
 
     def watch_theme(self, theme: str) -> None:
+        if not self.is_running:  # the remembered one, set before the app runs: nothing to redraw or store
+            return
         for block in self.main.query(RunBlock):
             block.refresh_theme()
         if theme in {t.name for t in THEMES}:

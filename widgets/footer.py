@@ -120,5 +120,7 @@ class KeysFooter(Widget, can_focus=False):
 
 def settle_heap() -> None:
     """After start-up: keep what is alive now out of later collections (instant; the little
-    start-up garbage it keeps is not worth a full collection at the first frame)."""
+    start-up garbage it keeps is not worth a full collection at the first frame), and collect
+    again from now on (``hermes-tui`` starts with collection off: hermes_tui.cli.main)."""
     gc.freeze()
+    gc.enable()

@@ -171,6 +171,8 @@ class MainScreen(Screen[None]):
         # With a model, the conversation gets the room (the .chat rules in app.tcss).
         super().__init__(classes="chat" if settings is not None else None)
         self.chat = settings is not None
+        self.topbar = TopBar(id="topbar")
+        """Set before it is mounted too: the app fills it in before the first frame."""
         if settings is not None:
             self.hint, self.busy_hint = model_hints(settings)
         else:
@@ -188,7 +190,7 @@ class MainScreen(Screen[None]):
         self._dialogs: dict[str, ApprovalScreen] = {}
 
     def compose(self) -> ComposeResult:
-        yield TopBar(id="topbar")
+        yield self.topbar
         with Horizontal(id="main"):
             yield ConversationPane(self.hint, busy_hint=self.busy_hint, chat=self.chat, id="conversation")
             with Vertical(id="right"):
@@ -205,7 +207,7 @@ class MainScreen(Screen[None]):
                    yolo: bool) -> None:
         """The line at the top: version, session, model, working dir, approvals mode (it
         shortens to fit the screen: :func:`topbar_line`)."""
-        topbar = self.query_one(TopBar)
+        topbar = self.topbar
         topbar.parts = {**topbar.parts, "version": version, "session": session, "model": model, "cwd": cwd,
                         "approvals": approvals, "yolo": yolo}
         topbar.refresh()
@@ -219,7 +221,7 @@ class MainScreen(Screen[None]):
 
     def set_usage(self, totals: Totals | None) -> None:
         """The session's usage in the top bar (None: none shown, as with no model)."""
-        topbar = self.query_one(TopBar)
+        topbar = self.topbar
         topbar.parts = {**topbar.parts, "usage": totals}
         topbar.refresh()
 

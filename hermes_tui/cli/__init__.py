@@ -22,6 +22,7 @@ traceback: :func:`main` turns a ``UsageError``, an ``OSError``, a ``sqlite3.Erro
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import sqlite3
@@ -156,11 +157,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    # No garbage collection while the app starts (issue 20): the imports and the first frame
+    # make hundreds of thousands of objects that all stay alive, and the full collections they
+    # set off cost about 20 ms of the first frame for nothing. The app turns collection back on
+    # after its first frame (widgets/footer.py: settle_heap); every other command at once.
+    gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        gc.enable()
+
+
+def _main(argv: list[str] | None) -> int:
     # First, before any thread: nothing the host starts may read it (docs/security.md).
     harden_host()
     drop_writable_import_paths()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is not None:
+        gc.enable()
     try:
         _choose_store(args)
         if args.command == "store":
