@@ -527,10 +527,28 @@ class RunBlock(Static, can_focus=True):
         self.summary = "running…"
         self._drawable = False
         """True from on_mount on (``is_mounted`` is still False while on_mount runs)."""
+        self._highlighted: tuple[str, Text] | None = None
+        """The code as highlighted for a Pygments style: (style, text)."""
 
     def on_mount(self) -> None:
         self._drawable = True
         self._render_block()
+
+    def _code(self) -> Text:
+        """The code, highlighted once per style: a ``Syntax`` in the block would run Pygments
+        again on every render (each layout of the transcript, each status change), on the
+        event loop, while a flood of output wants it (issue 20)."""
+        from rich.syntax import Syntax  # Pygments loads on the first run, not at start-up
+
+        style = code_theme(self)
+        if self._highlighted is None or self._highlighted[0] != style:
+            code = visible(self.code)
+            syntax = Syntax(code, "bash" if self.kind == "shell" else "python", background_color="default",
+                            word_wrap=True, theme=style)
+            text = syntax.highlight(code)
+            text.rstrip()
+            self._highlighted = (style, text)
+        return self._highlighted[1]
 
     def set_result(self, result: ExecResult) -> None:
         self.result, self.exec_id, self.status = result, result.exec_id, result.status
@@ -563,8 +581,6 @@ class RunBlock(Static, can_focus=True):
     def _render_block(self) -> None:
         if not self._drawable:
             return  # drawn on mount (a stored session's blocks get their results before)
-        from rich.syntax import Syntax  # Pygments loads on the first run, not at start-up
-
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
         parts: list[RenderableType] = []
         # Code, titles and summaries (error messages) came from a model, a script or the shell:
@@ -574,8 +590,7 @@ class RunBlock(Static, can_focus=True):
         if self.kind == "text":
             parts.append(plain(self.code))
         else:
-            parts.append(Syntax(visible(self.code), "bash" if self.kind == "shell" else "python",
-                                background_color="default", word_wrap=True, theme=code_theme(self)))
+            parts.append(self._code())
         parts.append(Text.assemble((f"{mark} ", colour), plain(self.summary, "dim")))
         result = self.result
         if result is not None and result.warning:  # e.g. the kernel was killed and its state is lost

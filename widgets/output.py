@@ -354,8 +354,10 @@ class OutputPane(FocusFrame, Vertical):
             log.write(text)
 
     def finish(self, result: ExecResult) -> None:
-        """The run ended: the result's capped output replaces the live view."""
-        if result.exec_id != self.exec_id:
+        """The run ended: the result's capped output replaces the live view (once: both the
+        runtime and the agent say a run ended, and drawing its output twice cost the event loop
+        a few ms of a flood, issue 20)."""
+        if result.exec_id != self.exec_id or (self.status != "running" and self.finished is not None):
             return
         self.show(result)
 
