@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import os
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Iterable
@@ -60,6 +61,10 @@ if TYPE_CHECKING:
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
 # opened: the first screen comes up sooner. Notices that quote data (ids, paths, errors) are
 # sent with markup=False: an error message holding "[/]" must not crash the app.
+
+
+APP_SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may hold the GIL while another waits for it, in the app's process."""
 
 
 class HermesApp(App[None]):
@@ -118,6 +123,7 @@ class HermesApp(App[None]):
         self._workspace: Workspace | None = None
         self._session_ready = asyncio.Event()
         self._config_noticed = False
+        self._switch_interval = sys.getswitchinterval()
         self._turn_started: dict[str, float] = {}
         self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
         """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
@@ -157,6 +163,11 @@ class HermesApp(App[None]):
         return self.main
 
     async def on_mount(self) -> None:
+        # The threads that read a script's output wait for the GIL while the event loop draws:
+        # handed over within 0.5 ms instead of Python's 5, a flood of output drawn while keys are
+        # pressed keeps its pace (issue 20: about 0.24 -> 0.19 s for 200 MB, docs/speed.md).
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(APP_SWITCH_INTERVAL)
         self._update_topbar()
         self.set_interval(1.0, self.refresh_kernels)
         # The rest after the first frame: readying the runtime imports every tool's modules in
@@ -175,6 +186,7 @@ class HermesApp(App[None]):
 
     async def on_unmount(self) -> None:
         await self.workspace.aclose()
+        sys.setswitchinterval(self._switch_interval)
 
     def _update_topbar(self) -> None:
         label = self.settings.label if self.settings else None

@@ -70,6 +70,7 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
     from hermes_tui.runtime import Runtime
     from hermes_tui.widgets.conversation import PromptInput, RunBlock
 
+    default_interval = sys.getswitchinterval()
     app = HermesApp(cwd=folder)
     headless: list[float] = []
     quiet: list[float] = []
@@ -139,9 +140,12 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
             drop_spill(block)
             return ended[0] - started
 
+        app_interval = sys.getswitchinterval()  # the app's (HermesApp sets its own)
         for _ in range(floods):
             os.sync()
+            sys.setswitchinterval(default_interval)  # headless as `hermes-tui run` has it
             headless.append(await headless_flood(rt, megabytes, folder))
+            sys.setswitchinterval(app_interval)
             os.sync()
             quiet.append(await through_app(keys=False))
             os.sync()
@@ -270,11 +274,16 @@ def main() -> None:
     parser.add_argument("--floods", type=int, default=5)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--resume", type=int, default=2000, help="messages in the stored session opened")
+    parser.add_argument("--tmpfs", action="store_true",
+                        help="HERMES_HOME in /dev/shm: the spill files in memory, so the disk's write-back "
+                             "(which varies a flood by 2-4x from one minute to the next) does not drown the app's share")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home:
+    where = "/dev/shm" if args.tmpfs and os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-", dir=where) as home:
         os.environ["HERMES_HOME"] = home  # never the user's real ~/.hermes
         folder = tempfile.mkdtemp(dir=home)
-        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, HERMES_HOME on "
+              f"{'tmpfs (/dev/shm)' if where else 'disk'}")
         asyncio.run(flood(args.flood_mb, folder, args.floods))
         figures = asyncio.run(resume_draw(args.resume))
         print(f"resume of a stored session of {args.resume} messages: first frame {figures['frame'] * 1000:.0f} ms "
