@@ -26,8 +26,9 @@ import msgspec
 from hermes_tui.paths import config_path
 from hermes_tui.units import parse_duration, parse_size
 
-Seconds = Annotated[float, msgspec.Meta(gt=0)]
-"""Positive seconds (finite: every float of a section is checked to be)."""
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=1e9)]
+"""Positive seconds, at most about 31 years (a deadline further off than the clock can hold
+broke every script), finite: every float of a section is checked to be."""
 AtLeastZero = Annotated[float, msgspec.Meta(ge=0)]
 
 
@@ -485,6 +486,11 @@ class StoreConfig(_Section):
         return problems
 
 
+def _plain(value: Any) -> Any:
+    """``value`` if it is a plain scalar, else a stand-in naming its kind and identity."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else (type(value).__name__, id(value))
+
+
 def _complete_entries(value: Any) -> Any:
     # Hermes Agent skips an entry without both provider and model, and repeats.
     if not isinstance(value, list):
@@ -493,8 +499,11 @@ def _complete_entries(value: Any) -> Any:
     for entry in value:
         if isinstance(entry, dict) and not (entry.get("provider") and (entry.get("model") or entry.get("default"))):
             continue
-        key = repr((entry.get("provider"), entry.get("model") or entry.get("default"), entry.get("base_url"))) \
-            if isinstance(entry, dict) else repr(entry)
+        if not isinstance(entry, dict):
+            kept.append(entry)  # refused by the check, as it is
+            continue
+        # Only plain values make the key: a YAML alias can make a value whose repr never ends.
+        key = tuple(_plain(entry.get(name)) for name in ("provider", "model", "default", "base_url"))
         if key not in seen:
             seen.add(key)
             kept.append(entry)
@@ -614,9 +623,16 @@ def _read(cls: type[_Section], data: Any, path: tuple[Any, ...], problems: list[
         if name in data:
             data[name] = read(data[name])
     fields = cls.__struct_fields__
+    start = len(problems)
+    for key, value in data.items():
+        if not isinstance(key, str):  # YAML allows `1: 2`; a key here is a name
+            problems.append(_problem((*path, key), value, "must be under a name (text)"))
     values = {key: value for key, value in data.items() if key in fields}
+    for name in _floats(cls):  # NaN would only fail a bound ("greater than 0"): say what is wrong
+        if name in values and not _finite(values[name]):
+            problems.append(_problem((*path, name), values.pop(name), "must be a finite number"))
     sections: dict[str, Any] = {}
-    failed = False
+    failed = len(problems) > start
     for name, kind, inner in _nested(cls):
         if name not in values:
             continue
@@ -641,21 +657,37 @@ def _read(cls: type[_Section], data: Any, path: tuple[Any, ...], problems: list[
         else:
             sections[name] = [_read(inner, entry, (*where, index), problems) for index, entry in enumerate(value)]
         failed = failed or len(problems) > before
-    try:
-        section = msgspec.convert(values, cls, strict=False)
-    except msgspec.ValidationError as exc:
-        problems.append(_from_msgspec(cls, values, path, str(exc)))
-        return None
-    if failed:
+    # msgspec stops at a struct's first wrong value: drop each one named and check again, so
+    # that every wrong value of the section is named at once.
+    while True:
+        try:
+            section = msgspec.convert(values, cls, strict=False)
+            break
+        except msgspec.ValidationError as exc:
+            problem, field = _from_msgspec(cls, values, path, str(exc))
+            problems.append(problem)
+            if field not in values:
+                return None
+            del values[field]
+    if failed or len(problems) > start:
         return None
     for name, value in sections.items():
         setattr(section, name, value)
     section.extra = {key: value for key, value in data.items() if key not in fields}
-    found = [(name, "a finite number") for name in _floats(cls)
-             if isinstance(getattr(section, name), float) and not math.isfinite(getattr(section, name))]
-    for name, allowed in found + section._problems():
+    found = section._problems()
+    for name, allowed in found:
         problems.append(_problem((*path, name), getattr(section, name), "must be " + allowed))
-    return None if found or section._problems() else section
+    return None if found else section
+
+
+def _finite(value: Any) -> bool:
+    """False for NaN and infinities, also written as text (``nan``, ``1e400``)."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return True  # not a number at all: the type check says so
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 @functools.cache
@@ -677,14 +709,16 @@ _TYPE_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or fa
                "array": "a list", "object": "a mapping of keys"}
 
 
-def _from_msgspec(cls: type[_Section], values: dict[str, Any], path: tuple[Any, ...], message: str) -> str:
-    """msgspec's ``Expected `int` >= 1 - at `$.n``` as ``path.n = 0 is not allowed: must be ...``."""
+def _from_msgspec(cls: type[_Section], values: dict[str, Any], path: tuple[Any, ...],
+                  message: str) -> tuple[str, Any]:
+    """msgspec's ``Expected `int` >= 1 - at `$.n``` as ``path.n = 0 is not allowed: must be ...``,
+    and the field it is about (None when it names none)."""
     text, _, at = message.rpartition(" - at `")
     text = text or message
     steps: list[Any] = [int(part) if part.isdigit() else part
                         for part in re.findall(r"\.(\w+)|\[(\d+)\]", at.rstrip("`")) for part in part if part]
     if (missing := _MISSING.match(text)) is not None:
-        return f"{'.'.join(str(p) for p in (*path, *steps, missing.group(1)))} is missing: it is required"
+        return f"{'.'.join(str(p) for p in (*path, *steps, missing.group(1)))} is missing: it is required", None
     value: Any = values
     for step in steps:
         value = value[step] if isinstance(value, (dict, list)) else None
@@ -699,9 +733,11 @@ def _from_msgspec(cls: type[_Section], values: dict[str, Any], path: tuple[Any, 
     elif (expected := _TYPE.match(text)) is not None:
         kinds = [kind for kind in expected.group(1).split(" | ") if kind != "null"]
         allowed = "must be " + " or ".join(_TYPE_WORDS.get(kind, kind) for kind in kinds)
+    elif text.startswith("Number out of range"):
+        allowed = "must be a finite number"
     else:
         allowed = text
-    return _problem((*path, *steps), value, allowed)
+    return _problem((*path, *steps), value, allowed), steps[0] if steps else None
 
 
 @functools.cache

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import reprlib
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -31,6 +32,11 @@ from hermes_tui import hermes_keys as hermes
 _SIMPLE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")
 
 
+def _short(value: Any, limit: int) -> str:
+    """A bounded repr (reprlib: a YAML alias can make a list whose whole repr never ends)."""
+    return reprlib.repr(str(value) if isinstance(value, str) else value)[:limit]
+
+
 def backend_refusal(terminal: Any) -> str | None:
     """The line that refuses every command and script when ``terminal.backend`` is not
     ``local`` (None when it is): hermes-tui never runs on this machine what was meant for a
@@ -38,7 +44,7 @@ def backend_refusal(terminal: Any) -> str | None:
     backend = getattr(terminal, "backend", "local")
     if backend == "local":
         return None
-    name = backend if isinstance(backend, str) and _SIMPLE_NAME.fullmatch(backend) else repr(str(backend)[:40])
+    name = backend if isinstance(backend, str) and _SIMPLE_NAME.fullmatch(backend) else _short(backend, 40)
     return (f"terminal.backend is {name}: hermes-tui runs commands on this machine only; "
             "set terminal.backend: local to accept that")
 
@@ -137,7 +143,7 @@ def _turn_limit(raw: Mapping[Any, Any], config: Any, notices: list[str], ignored
     if agent.get("max_steps") is not None:
         ignored.append(where)  # agent.max_steps, ours, wins
     elif hermes.turn_limit(value) is None:
-        notices.append(f"{where} = {repr(value)[:60]} is not a number of model calls (nor unlimited): "
+        notices.append(f"{where} = {_short(value, 60)} is not a number of model calls (nor unlimited): "
                        f"the default agent.max_steps {config.agent.max_steps} is used")
 
 

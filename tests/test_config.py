@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -143,3 +144,46 @@ def test_the_repr_of_a_config_shows_no_secret() -> None:
         "fallback_providers: [{provider: a, model: b, api_key: f-SECRET}]\n")
     assert config.model.api_key == "sk-SECRET" and config.providers["lab"].extra_headers == {"A": "e-SECRET"}
     assert "SECRET" not in repr(config) and "m" in repr(config.model)
+
+
+def test_every_wrong_value_of_one_section_is_named() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config("code_execution: {timeout: -5, max_tool_calls: x}\napprovals: {mode: sometimes, timeout: -1}\n")
+    message = str(caught.value)
+    for part in ("code_execution.timeout = -5", "code_execution.max_tool_calls = 'x'", "approvals.mode = 'sometimes'",
+                 "approvals.timeout = -1"):
+        assert part in message
+
+
+@pytest.mark.parametrize("value", [".nan", "nan", "1e400", ".inf", "-.inf"])
+def test_numbers_that_are_not_finite_say_so(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"code_execution.timeout = .* is not allowed: must be a finite number"):
+        parse_config(f"code_execution: {{timeout: {value}}}\n")
+
+
+def test_a_deadline_beyond_the_clock_is_refused() -> None:
+    # 1e12 seconds broke every script (a datetime past year 9999); at most about 31 years.
+    with pytest.raises(ConfigError, match="kernel_idle_timeout = 1000000000000.0 is not allowed: must be less than or equal to 1000000000"):
+        parse_config("code_execution: {kernel_idle_timeout: 1.0e+12}\n")
+    assert parse_config("code_execution: {kernel_idle_timeout: 86400}\n").code_execution.kernel_idle_timeout == 86400
+
+
+def test_keys_that_are_not_names_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"1 = 2 is not allowed: must be under a name \(text\)"):
+        parse_config("1: 2\n")
+    with pytest.raises(ConfigError, match=r"terminal.7 = 'x' is not allowed: must be under a name"):
+        parse_config("terminal: {7: x}\n")
+
+
+BOMB = "".join(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"
+               for prev, name in zip([None, *"abcdefgh"], "abcdefghi"))
+
+
+def test_a_yaml_alias_bomb_is_read_at_once() -> None:
+    # Nine levels of aliases: a billion strings if anything walked them whole (it hung here).
+    started = time.monotonic()
+    config = parse_config(BOMB + "agent: {max_turns: *i}\nmemory: *i\n")
+    assert config.agent.max_steps == 30 and "is not a number of model calls" in config.notices[0]
+    with pytest.raises(ConfigError, match="fallback_providers.0 = a list is not allowed"):
+        parse_config(BOMB + "fallback_model: *i\nterminal: {backend: *i}\n")
+    assert time.monotonic() - started < 5

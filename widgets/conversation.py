@@ -160,7 +160,11 @@ class PromptInput(TextArea):
     def on_mount(self) -> None:
         # Hidden until used: mounted right after the first frame (issue 20); until then a key
         # that would open them is handled as if they were closed.
-        self.call_after_refresh(self._mount_popups)
+        self.call_after_refresh(self._popups_ready)
+
+    def _popups_ready(self) -> None:
+        self._mount_popups()
+        self._refresh_popup()  # a "/" typed before the first frame opens its popup now
 
     def _mount_popups(self) -> CompletionList | None:
         """The completion popup (mounted now, with the search bar, if it is not yet)."""
