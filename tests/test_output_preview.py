@@ -151,6 +151,50 @@ async def test_live_writes_wrap_and_repaint_without_a_layout_of_the_screen() -> 
         assert log.scroll_y == log.max_scroll_y  # it follows the end
 
 
+async def test_a_new_run_blanks_the_last_runs_notes_and_keeps_their_rows() -> None:
+    # Each change of the notes' height laid out and redrew the whole screen twice per run, while
+    # the run's output waited (issue 20): the rows stay, the text does not.
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(OutputPane)
+        spill = app.query_one("#output-spill")
+        await pilot.pause()
+        resting = spill.size.height  # no notes yet
+        cut = result("head ... tail", exec_id="x1").model_copy(update={
+            "stdout_truncated": True, "stdout_bytes_total": 5_000_000, "stdout_spill_path": "/tmp/x1.stdout.txt"})
+        pane.begin("x1", "k1", 30, 0)
+        pane.finish(cut)
+        await pilot.pause()
+        assert "Output cut to head and tail (5,000,000 bytes in all)." in str(spill.render())
+        assert "Full output: /tmp/x1.stdout.txt" in str(spill.render()) and spill.size.height == 2
+
+        layouts: list[Widget] = []
+        original = Widget.refresh
+
+        def spy(self, *regions, **kwargs):
+            if kwargs.get("layout"):
+                layouts.append(self)
+            return original(self, *regions, **kwargs)
+
+        Widget.refresh = spy  # type: ignore[method-assign]
+        try:
+            pane.begin("x2", "k1", 30, 0)
+            assert str(spill.render()).strip() == ""  # nothing of the last run is left to mislead
+            await pilot.pause()
+            assert spill.size.height == 2
+            pane.finish(cut.model_copy(update={"exec_id": "x2", "stdout_spill_path": "/tmp/x2.stdout.txt"}))
+            await pilot.pause()
+        finally:
+            Widget.refresh = original  # type: ignore[method-assign]
+        assert spill not in layouts
+        assert "Full output: /tmp/x2.stdout.txt" in str(spill.render())
+
+        pane.begin("x3", "k1", 30, 0)
+        pane.finish(result("small", exec_id="x3"))  # no notes: their rows go
+        await pilot.pause()
+        assert str(spill.render()).strip() == "" and spill.size.height == resting
+
+
 def test_header_shortens_by_whole_parts() -> None:
     args = ("running", "1.5s", " of 30s", None, "tools 2/50", "kernel k7f3a", "20260101-000000-abcd1234")
     full = header_line(*args, room=200)

@@ -275,6 +275,8 @@ class OutputPane(FocusFrame, Vertical):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "execute_code output"
+        self._note_rows = 0
+        """Rows the notes under the header take."""
         self.exec_id: str | None = None
         self.status = "idle"
         self.started = 0.0
@@ -312,7 +314,7 @@ class OutputPane(FocusFrame, Vertical):
         self._pending_size = self._skipped = self.skipped_total = 0
         self._skipping = False
         self.query_one(OutputLog).clear()
-        self.query_one("#output-spill", Static).update("")
+        self._show_notes("\n" * max(0, self._note_rows - 1) if self._note_rows else "")
         self._refresh_header()
 
     def feed(self, exec_id: str | None, text: str, skipped: int = 0) -> None:
@@ -383,8 +385,20 @@ class OutputPane(FocusFrame, Vertical):
             notes.append(f"{result.status}: {result.error}")
         if result.warning:
             notes.append(f"warning: {result.warning}")
-        self.query_one("#output-spill", Static).update(plain("\n".join(notes)))  # paths and errors: data
+        self._show_notes("\n".join(notes))
         self._refresh_header()
+
+    def _show_notes(self, text: str) -> None:
+        """The lines under the header (output cut, where the full output is, the error). Each
+        change of their height lays out and redraws the whole screen, and a run's output waits
+        on that (issue 20): a new run blanks the last run's notes but keeps their rows, and
+        notes as tall as those before need no layout."""
+        spill = self.query_one("#output-spill", Static)
+        width = spill.content_size.width
+        shown = plain(text)  # paths and errors: data
+        rows = len(shown.wrap(self.app.console, width)) if text and width > 0 else 0
+        spill.update(shown, layout=width <= 0 or rows != self._note_rows)
+        self._note_rows = rows
 
     def _refresh_header(self) -> None:
         if self.exec_id is None:
