@@ -124,6 +124,7 @@ class HermesApp(App[None]):
         self._session_ready = asyncio.Event()
         self._config_noticed = False
         self._switch_interval = sys.getswitchinterval()
+        """Python's, given back when the app ends (the app sets its own while it runs)."""
         self._turn_started: dict[str, float] = {}
         self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
         """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
@@ -166,7 +167,6 @@ class HermesApp(App[None]):
         # The threads that read a script's output wait for the GIL while the event loop draws:
         # handed over within 0.5 ms instead of Python's 5, a flood of output drawn while keys are
         # pressed keeps its pace (issue 20: about 0.24 -> 0.19 s for 200 MB, docs/speed.md).
-        self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(APP_SWITCH_INTERVAL)
         self._update_topbar()
         self.set_interval(1.0, self.refresh_kernels)

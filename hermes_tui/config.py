@@ -581,20 +581,12 @@ class Config(_Section):
 
 # -- checking a section ---------------------------------------------------------------------
 
-_SECTIONS: dict[type, list[tuple[str, str, type]]] = {}
-
-
+@functools.cache
 def _nested(cls: type[_Section]) -> list[tuple[str, str, type]]:
     """``(field, how, section class)`` for each field of ``cls`` holding sections: ``one`` (a
     section), ``optional`` (a section or None), ``map`` (name → section) or ``list``."""
-    if cls not in _SECTIONS:
-        found = []
-        for field in msgspec.structs.fields(cls):
-            kind, inner = _shape(field.type)
-            if inner is not None:
-                found.append((field.name, kind, inner))
-        _SECTIONS[cls] = found
-    return _SECTIONS[cls]
+    return [(field.name, kind, inner) for field in msgspec.structs.fields(cls)
+            for kind, inner in [_shape(field.type)] if inner is not None]
 
 
 def _shape(annotation: Any) -> tuple[str, type | None]:

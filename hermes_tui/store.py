@@ -40,20 +40,20 @@ from hermes_tui import __version__
 from hermes_tui.paths import tui_dir
 from hermes_tui.runtime.fsutil import FileRefused, file_kind
 from hermes_tui.storage.base import Database
+from hermes_tui.storage.choice import choose_store, new_session_id, store_url
 from hermes_tui.storage.errors import DB_ERRORS, StoreError, StoreUnavailable
+from hermes_tui.storage.inputs import INPUT_MAX_CHARS, worth_keeping
 from hermes_tui.storage.leases import FUTURE_SLACK, STALE_AFTER
 from hermes_tui.storage.schema import LATEST, migrate
 from hermes_tui.storage.sqlite import SQLiteDatabase
 from hermes_tui.storage.url import StoreURL
-from hermes_tui.storage.choice import choose_store, new_session_id, store_url
-from hermes_tui.storage.inputs import INPUT_MAX_CHARS, worth_keeping
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-__all__ = ["DB_ERRORS", "Database", "StoreError", "StoreUnavailable", "StoreURL", "choose_store", "new_session_id", "store_url",
-           "INPUT_MAX_CHARS", "worth_keeping"]
+__all__ = ["DB_ERRORS", "INPUT_MAX_CHARS", "Database", "StoreError", "StoreUnavailable", "StoreURL", "choose_store",
+           "new_session_id", "store_url", "worth_keeping"]
 
 SCHEMA_VERSION = LATEST
 """The schema version this hermes-tui writes (``schema_version`` table; SQLite's

@@ -4,8 +4,10 @@ shortens, a stored session drawn a page at a time, and the footer that leaked it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from textual.app import App, ComposeResult
@@ -25,6 +27,24 @@ from bench_ui import make_session  # noqa: E402
 def result(output: str, exec_id: str = "20260101-000000-abcd1234") -> ExecResult:
     return ExecResult(status="success", output=output, duration_seconds=0.5, exec_id=exec_id,
                       kernel=KernelRef(id="k1", reused=False, execution_count=1, state_reset=False))
+
+
+@contextlib.contextmanager
+def layouts_asked() -> Iterator[list[Widget]]:
+    """The widgets that ask for a layout of the screen (``refresh(layout=True)``) meanwhile."""
+    layouts: list[Widget] = []
+    original = Widget.refresh
+
+    def spy(self, *regions, **kwargs):
+        if kwargs.get("layout"):
+            layouts.append(self)
+        return original(self, *regions, **kwargs)
+
+    Widget.refresh = spy  # type: ignore[method-assign]
+    try:
+        yield layouts
+    finally:
+        Widget.refresh = original  # type: ignore[method-assign]
 
 
 async def wait_until(pilot, predicate, timeout: float = 10.0) -> None:
@@ -127,22 +147,11 @@ async def test_live_writes_wrap_and_repaint_without_a_layout_of_the_screen() -> 
         log = app.query_one(OutputLog)
         pane.begin("x1", "k1", 30, 0)
         await pilot.pause()
-        layouts: list[Widget] = []
-        original = Widget.refresh
-
-        def spy(self, *regions, **kwargs):
-            if kwargs.get("layout"):
-                layouts.append(self)
-            return original(self, *regions, **kwargs)
-
-        Widget.refresh = spy  # type: ignore[method-assign]
-        try:
+        with layouts_asked() as layouts:
             for index in range(20):
                 log.write(f"line {index} " + "b" * 150 + "\n")
             log.write("partial")
             log.write(" line\n")
-        finally:
-            Widget.refresh = original  # type: ignore[method-assign]
         assert not layouts, layouts  # Log.write set virtual_size: a layout of the screen each time
         width = log.scrollable_content_region.width
         assert log.lines[20] == "partial line"
@@ -168,24 +177,13 @@ async def test_a_new_run_blanks_the_last_runs_notes_and_keeps_their_rows() -> No
         assert "Output cut to head and tail (5,000,000 bytes in all)." in str(spill.render())
         assert "Full output: /tmp/x1.stdout.txt" in str(spill.render()) and spill.size.height == 2
 
-        layouts: list[Widget] = []
-        original = Widget.refresh
-
-        def spy(self, *regions, **kwargs):
-            if kwargs.get("layout"):
-                layouts.append(self)
-            return original(self, *regions, **kwargs)
-
-        Widget.refresh = spy  # type: ignore[method-assign]
-        try:
+        with layouts_asked() as layouts:
             pane.begin("x2", "k1", 30, 0)
             assert str(spill.render()).strip() == ""  # nothing of the last run is left to mislead
             await pilot.pause()
             assert spill.size.height == 2
             pane.finish(cut.model_copy(update={"exec_id": "x2", "stdout_spill_path": "/tmp/x2.stdout.txt"}))
             await pilot.pause()
-        finally:
-            Widget.refresh = original  # type: ignore[method-assign]
         assert spill not in layouts
         assert "Full output: /tmp/x2.stdout.txt" in str(spill.render())
 

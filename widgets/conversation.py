@@ -58,13 +58,13 @@ from hermes_tui.widgets.paste import Pastes, is_big, normalise, remember_shown, 
 from hermes_tui.widgets.safe import plain, visible
 
 if TYPE_CHECKING:
-    from hermes_tui.runtime.models import ExecResult
     from collections.abc import Callable
 
     from textual.widget import Widget
     from textual.widgets.text_area import Location
     from textual.widgets import Markdown
 
+    from hermes_tui.runtime.models import ExecResult
     from hermes_tui.widgets.reply import ReplyBlock
 
 MAX_BLOCKS = 200

@@ -31,9 +31,9 @@ from hermes_tui.widgets.output import OutputPane
 from hermes_tui.widgets.safe import visible
 
 if TYPE_CHECKING:
-    from hermes_tui.runtime.models import KernelInfo
     from hermes_tui.agent.resolve import ProviderSettings
     from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
+    from hermes_tui.runtime.models import KernelInfo
     from hermes_tui.widgets.approval import ApprovalScreen
 
 Pane: TypeAlias = ConversationPane | OutputPane | KernelsPane

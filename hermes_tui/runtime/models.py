@@ -7,6 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+# Importers find these here too (their own module imports nothing: the first screen needs them).
+from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR, is_subagent_session, parent_session  # noqa: F401
+
 ExecStatus = Literal["success", "error", "timeout", "interrupted"]
 Origin = Literal["user", "injected", "automation"]
 """Who started a turn: typed by the user, injected from outside, or automation (SPEC §4)."""
@@ -77,9 +80,4 @@ class KernelInfo(BaseModel):
     """Variables in its environment that only a skill's ``required_environment_variables``
     let in (secrets included): shown, because a script can write a skill file."""
 
-
-# Importers find these here too (their home has no imports: the first screen needs them).
-from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR, is_subagent_session, parent_session  # noqa: E402,F401
-
-__all__ = ["SUBAGENT_SEPARATOR", "is_subagent_session", "parent_session"]
 
