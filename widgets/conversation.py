@@ -22,9 +22,10 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Label, Static, TextArea
 
@@ -529,14 +530,8 @@ class RunBlock(Static, can_focus=True):
         self.exec_id: str | None = None
         self.status = "running"
         self.summary = "running…"
-        self._drawable = False
-        """True from on_mount on (``is_mounted`` is still False while on_mount runs)."""
         self._highlighted: tuple[str, Text] | None = None
         """The code as highlighted for a Pygments style: (style, text)."""
-
-    def on_mount(self) -> None:
-        self._drawable = True
-        self._render_block()
 
     def _code(self) -> Text:
         """The code, highlighted once per style: a ``Syntax`` in the block would run Pygments
@@ -564,7 +559,7 @@ class RunBlock(Static, can_focus=True):
         if result.error and result.status != "success":
             parts.append(result.error.splitlines()[0][:120])
         self.summary = " · ".join(parts)
-        self._render_block()
+        self._changed()
 
     def set_tool_result(self, result: dict[str, object], interrupted: bool = False) -> None:
         """The outcome of a direct tool call (a dict with ``error`` / ``exit_code``)."""
@@ -580,21 +575,42 @@ class RunBlock(Static, can_focus=True):
 
     def set_summary(self, status: str, summary: str) -> None:
         self.status, self.summary = status, summary
-        self._render_block()
+        self._changed()
 
-    def _render_block(self) -> None:
-        if not self._drawable:
-            return  # drawn on mount (a stored session's blocks get their results before)
+    def _changed(self) -> None:
+        """The block's state changed: draw it again (its height may change). Not yet mounted
+        (a live run's block before it joins the transcript, a stored session's blocks),
+        nothing is asked: :meth:`render` draws the state as it is when the block is laid out.
+        Asked before mounting, a refresh would lay the screen out a second time after the
+        mount's own layout, on the event loop, while the run's output wants the CPU (issue 20)."""
+        if self.is_attached:
+            self.refresh(layout=True)
+
+    @property
+    def content(self) -> Group:
+        """What the block draws: its code, status line, warning and first lines of output."""
+        return Group(*self._parts())
+
+    def render(self) -> RenderResult:
+        return self.content
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # A block's height is what the layout that found it gave it; Textual's reactive for its
+        # new virtual size would lay the whole screen out once more (see Transcript).
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+    def _body(self) -> Text:
+        """The code (or a tool call's name and arguments) as drawn."""
+        return plain(self.code) if self.kind == "text" else self._code()
+
+    def _parts(self) -> list[RenderableType]:
         mark, colour = STATUS_MARK.get(self.status, ("•", "white"))
         parts: list[RenderableType] = []
         # Code, titles and summaries (error messages) came from a model, a script or the shell:
         # as Text, never markup, with control characters visible.
         if self.title:
             parts.append(plain(self.title, "bold"))
-        if self.kind == "text":
-            parts.append(plain(self.code))
-        else:
-            parts.append(self._code())
+        parts.append(self._body())
         parts.append(Text.assemble((f"{mark} ", colour), plain(self.summary, "dim")))
         result = self.result
         if result is not None and result.warning:  # e.g. the kernel was killed and its state is lost
@@ -603,11 +619,11 @@ class RunBlock(Static, can_focus=True):
                 result.output, cut=result.stdout_truncated, saved=result.stdout_spill_path is not None,
                 total=result.stdout_bytes_total)) is not None:
             parts.append(preview)
-        self.update(Group(*parts))
+        return parts
 
     def refresh_theme(self) -> None:
         """Re-highlight for the current theme (dark or light)."""
-        self._render_block()
+        self._changed()
 
     def on_click(self) -> None:
         self.post_message(self.Selected(self))
@@ -669,20 +685,14 @@ class PastedRunBlock(RunBlock):
         self.shown = shown
         self.expanded = False
 
-    def _render_block(self) -> None:
+    def _body(self) -> Text:
         if self.expanded:
-            super()._render_block()
-            return
-        code, kind = self.code, self.kind
-        self.code, self.kind = self.shown + "\n(click or Enter: show the whole text)", "text"
-        try:
-            super()._render_block()
-        finally:
-            self.code, self.kind = code, kind
+            return super()._body()
+        return plain(self.shown + "\n(click or Enter: show the whole text)")
 
     def toggle_paste(self) -> None:
         self.expanded = not self.expanded
-        self._render_block()
+        self._changed()
 
     def on_click(self) -> None:
         self.toggle_paste()  # RunBlock's own click (show the output) follows
@@ -745,24 +755,47 @@ class Transcript(VerticalScroll):
     """The scrolled blocks. When the view is at the bottom it stays there as the blocks grow
     (a run's result and warnings, a reply's Markdown); scrolled up, it stays where the user
     put it, until scrolled to the bottom again. Nor does it move while a block of it has the
-    focus (the user reads it, or opens it with Enter). Short content stays at the top."""
+    focus (the user reads it, or opens it with Enter). Short content stays at the top.
 
-    _following = True
+    Following is Textual's anchor: the layout that finds the blocks' new height puts the view
+    at their end in the same pass. Scrolled there afterwards, the screen would be laid out and
+    drawn a second time for each change, while a run's output wants the CPU (issue 20)."""
 
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        self._following = new_value >= self.max_scroll_y
+    _held_at: float | None = None
+    """Where the view was held when a block took the focus (None: not held)."""
 
-    def watch_virtual_size(self) -> None:  # the blocks grew (or shrank)
-        self._follow()
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # Textual sets a container's new virtual size (found by a layout of the screen) as a
+        # reactive that asks for a layout again: a second layout of the whole screen for
+        # each one needed. The layout that found the size has placed every block (and the
+        # view, anchored) at it already.
+        changed = super()._size_updated(size, virtual_size, container_size, layout=False)
+        long = self.max_scroll_y > 0
+        if long and not self.is_anchored and self._held_at is None:
+            self.anchor()  # the blocks outgrew the view: follow them from now on
+        elif not long and self.is_anchored:
+            # Anchored, Textual would draw short content at the bottom of the view.
+            self.anchor(False)
+            self.scroll_to(y=0, animate=False, immediate=True)
+        return changed
 
-    def on_resize(self) -> None:  # the view did (the input grew, the terminal was resized)
-        self._follow()
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if self._held_at is None and self.scroll_y >= self.max_scroll_y:  # following: hold still
+            self.release_anchor()
+            self._held_at = self.scroll_y
 
-    def _follow(self) -> None:
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        if self._held_at is not None:
+            self.call_after_refresh(self._let_go)
+
+    def _let_go(self) -> None:
+        """The focus left the blocks: follow again, unless the user moved the view meanwhile."""
         focused = self.screen.focused if self.is_attached else None
-        if self._following and not (focused is not None and self in focused.ancestors):
-            self.scroll_end(animate=False, immediate=True)
+        if self._held_at is None or (focused is not None and self in focused.ancestors):
+            return
+        held_at, self._held_at = self._held_at, None
+        if self.scroll_y == held_at:
+            self.anchor()
 
 
 HINT_LINES = 2

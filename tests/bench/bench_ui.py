@@ -1,6 +1,6 @@
 """Benchmark of the workstation. Prints figures; asserts nothing.
 
-    python tests/bench/bench_ui.py [--flood-mb 200] [--floods 5] [--starts 5] [--resume 2000]
+    python tests/bench/bench_ui.py [--flood-mb 200] [--floods 30] [--starts 5] [--resume 2000] [--tmpfs]
 
 Figures: a script's flood of N MB, in rounds of three (headless, through the app with nobody
 typing, through the app with a focus change every 30 ms), its wall time and the ratio to the
@@ -45,6 +45,12 @@ async def headless_flood(rt: object, megabytes: int, folder: str) -> float:
     if result.stdout_spill_path:
         Path(result.stdout_spill_path).unlink()
     return wall
+
+
+def quartiles(values: list[float]) -> str:
+    """The first and third quartiles of ``values``, as ``a-b``."""
+    first, _, third = statistics.quantiles(values, n=4) if len(values) > 1 else (values * 3)
+    return f"{first:.2f}-{third:.2f}"
 
 
 def run_seconds(block: object) -> float:
@@ -162,6 +168,13 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
         print(f"  {name}: median {statistics.median(walls):.3f} s (Enter to the run shown ended; "
               f"min {min(walls):.3f}, max {max(walls):.3f}); ratio to headless {statistics.median(walls) / base:.2f}; "
               f"the run itself {statistics.median(runs):.3f} s, ratio {statistics.median(runs) / base:.2f}")
+        # The same ratio round by round (each app flood over the headless one just before it):
+        # the machine's pace drifts by 2-3x over a minute, and a round's floods share it.
+        paired = sorted(wall / alone for wall, alone in zip(walls, headless))
+        itself = sorted(run / alone for run, alone in zip(runs, headless))
+        print(f"    round by round: Enter to shown {statistics.median(paired):.2f}x "
+              f"(middle half {quartiles(paired)}), the run itself {statistics.median(itself):.2f}x "
+              f"(middle half {quartiles(itself)})")
     print(f"  the output pane holds {lines} lines")
     if latencies:
         print(f"key-to-effect latency during the floods, {len(latencies)} presses: median "
@@ -271,7 +284,8 @@ def first_screen(starts: int, home: str, folder: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flood-mb", type=int, default=200)
-    parser.add_argument("--floods", type=int, default=5)
+    parser.add_argument("--floods", type=int, default=30,
+                        help="rounds; the figures wander run to run by 0.1x below about 30")
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--resume", type=int, default=2000, help="messages in the stored session opened")
     parser.add_argument("--tmpfs", action="store_true",

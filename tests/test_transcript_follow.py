@@ -1,0 +1,115 @@
+"""The transcript follows its newest block with no second layout of the screen (issue 20).
+
+A layout of the screen redraws every widget on it (the kernels table included). Each run typed
+in the conversation used to lay it out twice per change: once for the change, once more because
+Textual set the blocks' new height as a reactive that asked again, and once more to scroll to the
+end. Those layouts ran while the run's output wanted the CPU.
+"""
+
+from __future__ import annotations
+
+from hermes_tui.widgets.conversation import ConversationPane
+
+from test_app import wait_until
+from test_output_preview import layouts_asked
+from test_papercuts15 import SMALL, ConversationApp
+
+
+def at_end(transcript) -> bool:
+    return transcript.max_scroll_y > 0 and transcript.scroll_y == transcript.max_scroll_y
+
+
+async def longer_than_the_view(app: ConversationApp, pilot, notes: int = 12):
+    """The pane and its transcript, holding ``notes`` notes (more than the view shows), at its end."""
+    pane = app.query_one(ConversationPane)
+    transcript = pane.query_one("#transcript")
+    for n in range(notes):
+        pane.add_note(f"note {n}")
+    await wait_until(pilot, lambda: at_end(transcript))
+    return pane, transcript
+
+
+async def test_a_new_block_and_its_result_each_lay_the_screen_out_once() -> None:
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane, transcript = await longer_than_the_view(app, pilot)
+        with layouts_asked() as layouts:
+            block = pane.add_run("print('hello')")
+            await pilot.pause()
+            await pilot.pause()
+            joined = [type(widget).__name__ for widget in layouts]
+            layouts.clear()
+            block.set_summary("success", "success · 0.01s\n" + "\n".join(f"line {n}" for n in range(6)))
+            await pilot.pause()
+            await pilot.pause()
+            ended = [type(widget).__name__ for widget in layouts]
+        # The mount, then the result: nothing asks again once the layout has placed them.
+        assert joined == ["Transcript"], joined
+        assert ended == ["RunBlock"], ended
+        assert at_end(transcript), (transcript.scroll_y, transcript.max_scroll_y)  # the newest in view
+        assert block.region.height == 8  # drawn at its height: the code, the status, the six lines
+
+
+async def test_short_content_stays_at_the_top_and_long_content_follows_its_end() -> None:
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane = app.query_one(ConversationPane)
+        transcript = pane.query_one("#transcript")
+        first = pane.add_run("print(1)")
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == 0 and first.region.y == transcript.content_region.y  # not at the bottom
+        for n in range(20):
+            pane.add_note(f"note {n}")
+        await wait_until(pilot, lambda: at_end(transcript))
+        pane.action_clear()  # a new session: short again, at the top again
+        again = pane.add_run("print(2)")
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == 0 and again.region.y == transcript.content_region.y
+
+
+async def test_a_focused_block_holds_the_view_until_the_focus_leaves() -> None:
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane, transcript = await longer_than_the_view(app, pilot)
+        reading = pane.add_run("print('read me')")
+        running = pane.add_run("import time\ntime.sleep(20)")
+        await pilot.pause()
+        await wait_until(pilot, lambda: at_end(transcript))  # (each block is scrolled to once drawn)
+        reading.focus()
+        await pilot.pause()
+        held = transcript.scroll_y
+        # The last run ends while the user reads the one before: its lines do not move the view.
+        running.set_summary("interrupted", "interrupted\n" + "\n".join(f"warning {n}" for n in range(10)))
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == held < transcript.max_scroll_y
+        pane.query_one("#prompt").focus()  # done reading: it follows again
+        await wait_until(pilot, lambda: at_end(transcript))
+        running.set_summary("interrupted", "interrupted\n" + "\n".join(f"warning {n}" for n in range(14)))
+        await pilot.pause()
+        await pilot.pause()
+        assert at_end(transcript)
+
+
+async def test_scrolled_up_the_view_stays_while_blocks_are_added() -> None:
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane, transcript = await longer_than_the_view(app, pilot, 20)
+        transcript.scroll_to(y=3, animate=False, immediate=True)
+        await pilot.pause()
+        run = pane.add_run("print(1)")
+        await pilot.pause()
+        run.set_summary("success", "done\nmore\nlines")
+        await pilot.pause()
+        await pilot.pause()
+        # A new run is the user's own input: it is brought into view (as before); its result
+        # growing while the user reads elsewhere is not.
+        assert at_end(transcript)
+        transcript.scroll_to(y=3, animate=False, immediate=True)
+        await pilot.pause()
+        run.set_summary("success", "done\n" + "\n".join(f"more {n}" for n in range(8)))
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == 3
