@@ -101,6 +101,8 @@ class OutputLog(Log):
     def _process_line(cls, line: str) -> str:
         """A line as drawn: Textual's filter only replaces \\x00-\\x14, so ESC, DEL and the C1
         controls would reach the terminal raw; every control is shown as an escape first."""
+        if line.isascii() and line.isprintable():  # most output: nothing to replace (each line is
+            return line  # processed for its width and its rows: two regex passes each, issue 20)
         return super()._process_line(visible(line))
 
     # -- rows ------------------------------------------------------------------------------
