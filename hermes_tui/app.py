@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 
 APP_SWITCH_INTERVAL = 0.0005
 """Seconds a thread may hold the GIL while another waits for it, in the app's process."""
+SHOWN_WAIT = 0.1
+"""Seconds a tool call waits at most for its block to be drawn before it runs."""
 
 
 class HermesApp(App[None]):
@@ -219,6 +221,7 @@ class HermesApp(App[None]):
             self.main.conversation.add_note(f"{exc}. A new session was opened instead.", "warning")
             self.open_session(new_session_id())
             return
+        opened.agent.shown = self.call_shown
         self.main.set_usage(opened.agent.totals if opened.agent.settings is not None else None)
         prompt = self.main.query_one(PromptInput)
         if not prompt.input_history.loaded and self.workspace.store is not None:  # earlier sessions' inputs: Up, Ctrl+R
@@ -243,6 +246,17 @@ class HermesApp(App[None]):
         self._session_ready.set()
         if opened.loaded is not None and opened.loaded.pending:
             await opened.agent.resume_pending()
+
+    async def call_shown(self) -> None:
+        """Return once the tool call that just started is on screen (its block drawn), or
+        after SHOWN_WAIT seconds: the frame that shows a run is drawn before the run, not
+        while its output wants the CPU (issue 20)."""
+        drawn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.main.post_message(MainScreen.AfterFrame(drawn))  # after the call's AgentUpdate: in order
+        try:
+            await asyncio.wait_for(drawn, SHOWN_WAIT)
+        except asyncio.TimeoutError:
+            pass
 
     def _store_news(self, level: str, message: str) -> None:
         """A shared store's server stopped answering or is back, or the session was taken over:

@@ -113,3 +113,52 @@ async def test_scrolled_up_the_view_stays_while_blocks_are_added() -> None:
         await pilot.pause()
         await pilot.pause()
         assert transcript.scroll_y == 3
+
+
+# -- a run's block is drawn before the run starts --------------------------------------------
+
+async def test_a_typed_runs_block_is_on_screen_before_its_script_starts(hermes_home, tmp_path) -> None:
+    # Drawn 20-30 ms into the run instead, the frame competed with the run's output for the CPU:
+    # a flood took 1.2x as long as with no app (issue 20).
+    from hermes_tui.widgets.output import OutputPane
+    from test_app import blocks, make_app, submit
+
+    app = make_app(hermes_home, tmp_path)
+    seen_at_start: list[tuple[int, str]] = []
+    begin = OutputPane.begin
+
+    def spy(pane, *args, **kwargs):  # called as the runtime starts the script (ExecStarted)
+        block = blocks(app)[-1] if blocks(app) else None
+        seen_at_start.append((block.region.height if block is not None else -1, app.query_one("#prompt").text))
+        return begin(pane, *args, **kwargs)
+
+    OutputPane.begin = spy  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=SMALL) as pilot:
+            for code in ("x = 41", "print(x + 1)", "print('a')\nprint('b')\n"):
+                await submit(pilot, app, code)
+                await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success", timeout=30)
+            assert "42" in str(blocks(app)[1].content.renderables[-1])
+    finally:
+        OutputPane.begin = begin  # type: ignore[method-assign]
+    assert len(seen_at_start) == 3
+    assert all(height >= 2 and text == "" for height, text in seen_at_start), seen_at_start
+
+
+async def test_after_enter_the_screen_draws_again_when_no_block_comes() -> None:
+    # Enter holds the frames until the run's block is mounted; with no run (no agent here), the
+    # hold ends by itself and what changes is drawn.
+    from hermes_tui.widgets.conversation import HOLD_SECONDS, PromptInput
+
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane = app.query_one(ConversationPane)
+        prompt = pane.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert("print(1)")
+        await pilot.press("enter")
+        assert prompt.text == ""
+        pane.add_note("drawn")
+        note = pane.query(".note").last()
+        await pilot.pause(HOLD_SECONDS * 3)
+        await wait_until(pilot, lambda: note.region.height == 1, timeout=2)

@@ -13,7 +13,9 @@ block a streaming reply or a running tool call is drawn in.
 
 from __future__ import annotations
 
+import asyncio
 import codeop
+from contextlib import AbstractContextManager
 import importlib.util
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -61,7 +63,7 @@ from hermes_tui.widgets.safe import plain, visible
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from textual.widget import Widget
+    from textual.widget import AwaitMount, Widget
     from textual.widgets.text_area import Location
     from textual.widgets import Markdown
 
@@ -234,6 +236,8 @@ class PromptInput(TextArea):
                 text = self.pastes.expand(shown).rstrip("\n")  # a paste runs whole
                 if text != shown:
                     remember_shown(text, shown)
+                if not self.chat and not text.lstrip().startswith("/"):
+                    self.hold_frames()
                 self.clear()
                 self.pastes.clear()
                 self.input_history.add(text)
@@ -250,6 +254,31 @@ class PromptInput(TextArea):
         await super()._on_key(event)
         if event.is_printable:
             self._refresh_popup()
+
+    # -- the frame after Enter --------------------------------------------------------------
+
+    _held: AbstractContextManager[None] | None = None
+
+    def hold_frames(self) -> None:
+        """Draw nothing until the run just sent has its block (:meth:`release_frames`), or
+        for HOLD_SECONDS at most: the input cleared and the run's block then come in one
+        frame, drawn at once and before the run starts. Drawn on its own, the cleared input
+        would take the frame that comes at once, and the block's would wait for Textual's
+        next tick of 60 a second, 20-30 ms into the run, while the run's output wants the CPU
+        (issue 20)."""
+        if self._held is None:
+            self._held = self.app.batch_update()
+            self._held.__enter__()
+            self.set_timer(HOLD_SECONDS, self.release_frames)
+
+    def on_unmount(self) -> None:
+        self.release_frames()
+
+    def release_frames(self) -> None:
+        """Draw again (the run's block is mounted, or it is queued, or the hold timed out)."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(None, None, None)
 
     # -- history --------------------------------------------------------------------------
 
@@ -798,6 +827,9 @@ class Transcript(VerticalScroll):
             self.anchor()
 
 
+HOLD_SECONDS = 0.05
+"""At most this long after Enter, nothing is drawn until the run's block is there."""
+
 HINT_LINES = 2
 """Rows the hint above the input may take."""
 
@@ -989,9 +1021,18 @@ class ConversationPane(FocusFrame, Vertical):
 
     def _append(self, widget: Static | Markdown | DelegateBlock) -> None:
         transcript = self.query_one("#transcript", VerticalScroll)
-        transcript.mount(widget)
+        self._mounting = transcript.mount(widget)
         self._prune(transcript)
         transcript.scroll_end(animate=False)
+
+    _mounting: AwaitMount | None = None
+
+    async def mounted(self, timeout: float) -> None:
+        """Return once the newest block is mounted (it is laid out in the next frame), or
+        after ``timeout`` seconds (the mount goes on)."""
+        mounting, self._mounting = self._mounting, None
+        if mounting is not None:
+            await asyncio.wait([asyncio.ensure_future(mounting)], timeout=timeout)
 
     @staticmethod
     def _prune(transcript: VerticalScroll) -> None:
@@ -1039,6 +1080,7 @@ class ConversationPane(FocusFrame, Vertical):
                 "command" if event.text.startswith("!") else "input"
             block = self._pending[event.turn_id] = PendingBlock(event.turn_id, event.text, what)
             self._append(block)
+            self.query_one(PromptInput).release_frames()
         elif isinstance(event, ReplyText):
             block = self._replies.get(event.reply_id)
             if block is None:

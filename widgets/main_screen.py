@@ -40,6 +40,8 @@ Pane: TypeAlias = ConversationPane | OutputPane | KernelsPane
 INPUT_HINT = "No model: type Python · !cmd · /help · to chat, add model: to config.yaml"
 TYPING_WINDOW = 1.0
 """A key in the input this recently (seconds) before a dialog opens means the user was typing."""
+MOUNT_WAIT = 0.1
+"""Seconds the screen waits at most for a tool call's block to be mounted before drawing."""
 
 
 def short_model(label: str) -> str:
@@ -148,6 +150,13 @@ class MainScreen(Screen[None]):
             self.event = event
             self.session = session
 
+    class AfterFrame(Message):
+        """Set ``drawn`` once what the messages before this one changed is drawn."""
+
+        def __init__(self, drawn: asyncio.Future[None]) -> None:
+            super().__init__()
+            self.drawn = drawn
+
     class ApprovalNeeded(Message):
         """Ask the user about ``request`` and set ``answer``."""
 
@@ -238,6 +247,15 @@ class MainScreen(Screen[None]):
         await self.conversation.show_event(event)
         if isinstance(event, ToolFinished) and event.exec_result is not None:
             self.query_one(OutputPane).finish(event.exec_result)
+
+    @on(AfterFrame)
+    async def _after_frame(self, message: AfterFrame) -> None:
+        def drawn() -> None:
+            if not message.drawn.done():
+                message.drawn.set_result(None)
+        await self.conversation.mounted(MOUNT_WAIT)
+        self.query_one(PromptInput).release_frames()  # the block is mounted: the next frame shows it
+        self.call_after_refresh(drawn)
 
     def show_runtime_event(self, event: RuntimeEvent) -> None:
         """Live output of this session's scripts, and their tool-call count."""
