@@ -221,7 +221,7 @@ class HermesApp(App[None]):
             self.main.conversation.add_note(f"{exc}. A new session was opened instead.", "warning")
             self.open_session(new_session_id())
             return
-        opened.agent.shown = self.call_shown
+        opened.agent.on_tool_shown = self.call_shown
         self.main.set_usage(opened.agent.totals if opened.agent.settings is not None else None)
         prompt = self.main.query_one(PromptInput)
         if not prompt.input_history.loaded and self.workspace.store is not None:  # earlier sessions' inputs: Up, Ctrl+R

@@ -93,6 +93,53 @@ async def test_a_focused_block_holds_the_view_until_the_focus_leaves() -> None:
         assert at_end(transcript)
 
 
+async def test_a_focused_block_holds_the_view_when_blocks_are_added_too() -> None:
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane, transcript = await longer_than_the_view(app, pilot)
+        reading = pane.add_run("print('read me')")
+        await pilot.pause()
+        await wait_until(pilot, lambda: at_end(transcript))
+        reading.focus()
+        await pilot.pause()
+        held = transcript.scroll_y
+        for n in range(5):  # notes, a queued input's placeholder...: added while the user reads
+            pane.add_note(f"later {n}")
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == held < transcript.max_scroll_y
+
+
+async def test_moved_while_held_the_view_stays_after_the_focus_leaves() -> None:
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane = app.query_one(ConversationPane)
+        transcript = pane.query_one("#transcript")
+        block = pane.add_run("print(1)")  # short: at the top
+        await pilot.pause()
+        block.focus()
+        await pilot.pause()
+        block.set_summary("success", "done\n" + "\n".join(f"line {n}" for n in range(40)))  # now long
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == 0 < transcript.max_scroll_y
+        transcript.scroll_to(y=5, animate=False, immediate=True)  # the user reads on
+        await pilot.pause()
+        pane.query_one("#prompt").focus()
+        await pilot.pause()
+        await pilot.pause()
+        block.set_summary("success", "done\n" + "\n".join(f"line {n}" for n in range(44)))
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == 5  # where the user put it
+        transcript.scroll_end(animate=False, immediate=True)  # back at the end: it follows again
+        await pilot.pause()
+        block.set_summary("success", "done\n" + "\n".join(f"line {n}" for n in range(50)))
+        await pilot.pause()
+        await pilot.pause()
+        assert at_end(transcript)
+
+
 async def test_scrolled_up_the_view_stays_while_blocks_are_added() -> None:
     app = ConversationApp()
     async with app.run_test(size=SMALL) as pilot:

@@ -258,6 +258,7 @@ class PromptInput(TextArea):
     # -- the frame after Enter --------------------------------------------------------------
 
     _held: AbstractContextManager[None] | None = None
+    _held_size: Size | None = None
 
     def hold_frames(self) -> None:
         """Draw nothing until the run just sent has its block (:meth:`release_frames`), or
@@ -267,6 +268,7 @@ class PromptInput(TextArea):
         next tick of 60 a second, 20-30 ms into the run, while the run's output wants the CPU
         (issue 20)."""
         if self._held is None:
+            self._held_size = self.app.size
             self._held = self.app.batch_update()
             self._held.__enter__()
             self.set_timer(HOLD_SECONDS, self.release_frames)
@@ -279,6 +281,8 @@ class PromptInput(TextArea):
         held, self._held = self._held, None
         if held is not None:
             held.__exit__(None, None, None)
+            if self.app.size != self._held_size:  # resized meanwhile: that frame was not drawn
+                self.app.screen.refresh()
 
     # -- history --------------------------------------------------------------------------
 
@@ -607,8 +611,8 @@ class RunBlock(Static, can_focus=True):
         self._changed()
 
     def _changed(self) -> None:
-        """The block's state changed: draw it again (its height may change). Not yet mounted
-        (a live run's block before it joins the transcript, a stored session's blocks),
+        """The block's state changed: draw it again (its height may change). Not yet in the
+        DOM (a live run's block before it joins the transcript, a stored session's blocks),
         nothing is asked: :meth:`render` draws the state as it is when the block is laid out.
         Asked before mounting, a refresh would lay the screen out a second time after the
         mount's own layout, on the event loop, while the run's output wants the CPU (issue 20)."""
@@ -792,6 +796,8 @@ class Transcript(VerticalScroll):
 
     _held_at: float | None = None
     """Where the view was held when a block took the focus (None: not held)."""
+    _moved = False
+    """The user moved the view while a block held it: it stays put until scrolled to the end."""
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         # Textual sets a container's new virtual size (found by a layout of the screen) as a
@@ -800,13 +806,31 @@ class Transcript(VerticalScroll):
         # view, anchored) at it already.
         changed = super()._size_updated(size, virtual_size, container_size, layout=False)
         long = self.max_scroll_y > 0
-        if long and not self.is_anchored and self._held_at is None:
+        if long and not self.is_anchored and self._held_at is None and not self._moved:
             self.anchor()  # the blocks outgrew the view: follow them from now on
         elif not long and self.is_anchored:
             # Anchored, Textual would draw short content at the bottom of the view.
             self.anchor(False)
             self.scroll_to(y=0, animate=False, immediate=True)
         return changed
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._moved and self._held_at is None and new_value >= self.max_scroll_y > 0:
+            self._moved = False  # scrolled back to the end: follow it again
+            self.anchor()
+
+    def follow_end(self) -> None:
+        """Follow the end from now on (a stored session was drawn): anchored once its blocks
+        outgrow the view (anchored while short, Textual draws them at the bottom)."""
+        self._held_at, self._moved = None, False
+        self.anchor(self.max_scroll_y > 0)
+
+    def to_end(self) -> None:
+        """Scroll to the end (a block was added, a reply streams), unless a block of it has the
+        focus: the user reads it."""
+        if self._held_at is None:
+            self.scroll_end(animate=False)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         if self._held_at is None and self.scroll_y >= self.max_scroll_y:  # following: hold still
@@ -823,7 +847,9 @@ class Transcript(VerticalScroll):
         if self._held_at is None or (focused is not None and self in focused.ancestors):
             return
         held_at, self._held_at = self._held_at, None
-        if self.scroll_y == held_at:
+        if self.scroll_y != held_at:
+            self._moved = True
+        elif self.max_scroll_y > 0:
             self.anchor()
 
 
@@ -970,11 +996,11 @@ class ConversationPane(FocusFrame, Vertical):
                 to its top, until it holds MAX_BLOCKS blocks.
             head: a line drawn above them; older pages go below it.
         """
-        transcript = self.query_one("#transcript", VerticalScroll)
+        transcript = self.query_one("#transcript", Transcript)
         self._older, self._head = older, head
         transcript.mount_all(([head] if head is not None else []) + widgets[-MAX_BLOCKS:])
         self._prune(transcript)
-        transcript.anchor()  # the newest stays in view while replies render their Markdown
+        transcript.follow_end()  # the newest stays in view while replies render their Markdown
         if older is not None:
             if not self._watching:
                 self._watching = True
@@ -1020,10 +1046,10 @@ class ConversationPane(FocusFrame, Vertical):
         return block
 
     def _append(self, widget: Static | Markdown | DelegateBlock) -> None:
-        transcript = self.query_one("#transcript", VerticalScroll)
+        transcript = self.query_one("#transcript", Transcript)
         self._mounting = transcript.mount(widget)
         self._prune(transcript)
-        transcript.scroll_end(animate=False)
+        transcript.to_end()
 
     _mounting: AwaitMount | None = None
 
@@ -1032,7 +1058,9 @@ class ConversationPane(FocusFrame, Vertical):
         after ``timeout`` seconds (the mount goes on)."""
         mounting, self._mounting = self._mounting, None
         if mounting is not None:
-            await asyncio.wait([asyncio.ensure_future(mounting)], timeout=timeout)
+            waiting = asyncio.ensure_future(mounting)
+            waiting.add_done_callback(lambda task: task.cancelled() or task.exception())  # (seen, if it failed)
+            await asyncio.wait([waiting], timeout=timeout)
 
     @staticmethod
     def _prune(transcript: VerticalScroll) -> None:
@@ -1047,7 +1075,7 @@ class ConversationPane(FocusFrame, Vertical):
 
     def follow(self) -> None:
         """Keep the newest line in view (a streaming reply grows)."""
-        self.query_one("#transcript", VerticalScroll).scroll_end(animate=False)
+        self.query_one("#transcript", Transcript).to_end()
 
     async def drop_pending(self, turn_id: str) -> None:
         """Remove the placeholder of a queued input (it was taken out of the queue)."""
@@ -1058,7 +1086,9 @@ class ConversationPane(FocusFrame, Vertical):
     def action_clear(self) -> None:
         self._pending.clear()
         self._older = self._head = None
-        self.query_one("#transcript", VerticalScroll).remove_children()
+        transcript = self.query_one("#transcript", Transcript)
+        transcript.remove_children()
+        transcript.follow_end()
         self._replies.clear()
         self._tools.clear()
         self._delegates.clear()

@@ -40,7 +40,7 @@ Pane: TypeAlias = ConversationPane | OutputPane | KernelsPane
 INPUT_HINT = "No model: type Python · !cmd · /help · to chat, add model: to config.yaml"
 TYPING_WINDOW = 1.0
 """A key in the input this recently (seconds) before a dialog opens means the user was typing."""
-MOUNT_WAIT = 0.1
+MOUNT_WAIT = 0.05
 """Seconds the screen waits at most for a tool call's block to be mounted before drawing."""
 
 
@@ -151,7 +151,8 @@ class MainScreen(Screen[None]):
             self.session = session
 
     class AfterFrame(Message):
-        """Set ``drawn`` once what the messages before this one changed is drawn."""
+        """Set ``drawn`` after the screen's next refresh following what the messages before this one
+        changed (the tool call's block mounted first, MOUNT_WAIT seconds at most)."""
 
         def __init__(self, drawn: asyncio.Future[None]) -> None:
             super().__init__()

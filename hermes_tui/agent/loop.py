@@ -165,7 +165,7 @@ class Agent:
         self._worker: asyncio.Task[None] | None = None
         self._last_failed: _Turn | None = None
         self._pending: list[PendingCall] = []
-        self.shown: Callable[[], Awaitable[None]] | None = None
+        self.on_tool_shown: Callable[[], Awaitable[None]] | None = None
         """A front end's wait until the tool call just started (:class:`ToolStarted`) is on
         screen; the call's tool runs after it. The app draws a run's block first, so the frame
         that shows it does not compete with the run's output for the CPU (issue 20)."""
@@ -531,8 +531,8 @@ class Agent:
             await self.store.call(db.start_tool_call, self.session_id, turn.id, message_id or 0, call.id, call.name,
                                   call.arguments)
             self.listener(ToolStarted(turn.id, call.id, call.name, parsed.model_dump()))
-            if self.shown is not None:
-                await self.shown()
+            if self.on_tool_shown is not None:
+                await self.on_tool_shown()
             await self._execute(turn, call, parsed.model_dump())
         return invalid
 
