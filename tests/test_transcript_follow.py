@@ -29,6 +29,13 @@ async def longer_than_the_view(app: ConversationApp, pilot, notes: int = 12):
     return pane, transcript
 
 
+async def grow(pilot, block, lines: int, status: str = "success", word: str = "line", first: str = "") -> None:
+    """``block`` ends with ``lines`` more lines under its status; two frames to lay them out."""
+    block.set_summary(status, (first or status) + "\n" + "\n".join(f"{word} {n}" for n in range(lines)))
+    await pilot.pause()
+    await pilot.pause()
+
+
 async def test_a_new_block_and_its_result_each_lay_the_screen_out_once() -> None:
     app = ConversationApp()
     async with app.run_test(size=SMALL) as pilot:
@@ -81,15 +88,11 @@ async def test_a_focused_block_holds_the_view_until_the_focus_leaves() -> None:
         await pilot.pause()
         held = transcript.scroll_y
         # The last run ends while the user reads the one before: its lines do not move the view.
-        running.set_summary("interrupted", "interrupted\n" + "\n".join(f"warning {n}" for n in range(10)))
-        await pilot.pause()
-        await pilot.pause()
+        await grow(pilot, running, 10, "interrupted", word="warning")
         assert transcript.scroll_y == held < transcript.max_scroll_y
         pane.query_one("#prompt").focus()  # done reading: it follows again
         await wait_until(pilot, lambda: at_end(transcript))
-        running.set_summary("interrupted", "interrupted\n" + "\n".join(f"warning {n}" for n in range(14)))
-        await pilot.pause()
-        await pilot.pause()
+        await grow(pilot, running, 14, "interrupted", word="warning")
         assert at_end(transcript)
 
 
@@ -119,24 +122,18 @@ async def test_moved_while_held_the_view_stays_after_the_focus_leaves() -> None:
         await pilot.pause()
         block.focus()
         await pilot.pause()
-        block.set_summary("success", "done\n" + "\n".join(f"line {n}" for n in range(40)))  # now long
-        await pilot.pause()
-        await pilot.pause()
+        await grow(pilot, block, 40, first="done")  # now long
         assert transcript.scroll_y == 0 < transcript.max_scroll_y
         transcript.scroll_to(y=5, animate=False, immediate=True)  # the user reads on
         await pilot.pause()
         pane.query_one("#prompt").focus()
         await pilot.pause()
         await pilot.pause()
-        block.set_summary("success", "done\n" + "\n".join(f"line {n}" for n in range(44)))
-        await pilot.pause()
-        await pilot.pause()
+        await grow(pilot, block, 44, first="done")
         assert transcript.scroll_y == 5  # where the user put it
         transcript.scroll_end(animate=False, immediate=True)  # back at the end: it follows again
         await pilot.pause()
-        block.set_summary("success", "done\n" + "\n".join(f"line {n}" for n in range(50)))
-        await pilot.pause()
-        await pilot.pause()
+        await grow(pilot, block, 50, first="done")
         assert at_end(transcript)
 
 
