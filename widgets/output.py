@@ -37,6 +37,8 @@ FLUSH_CHARS = 8_000
 """Characters written to the log per flush at most (~100 lines, every 16 ms)."""
 PENDING_LIMIT = 1 << 20
 """Characters waiting for the next flush at most; a burst beyond that is counted, not kept."""
+FINISH_WAIT = 0.25
+"""Seconds a run's end waits for the agent's report of it before it is drawn anyway."""
 STATUS_STYLE = {"running": "bold $warning", "success": "bold $success", "error": "bold $error",
                 "timeout": "bold $error", "interrupted": "bold $warning"}
 
@@ -273,7 +275,7 @@ class OutputPane(FocusFrame, Vertical):
             if event.exec_id == self.exec_id and self.status == "running":
                 self.set_tool_calls(event.calls)
         elif isinstance(event, ExecFinished):
-            self.finish(event.result)
+            self.ended(event.result)
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "execute_code output"
@@ -356,6 +358,15 @@ class OutputPane(FocusFrame, Vertical):
             self._skipping = False
         if text:
             log.write(text)
+
+    def ended(self, result: ExecResult) -> None:
+        """The runtime says the run shown here ended. Its result is drawn when the agent has
+        stored it and says so too (:meth:`finish`), with the run's block, in one frame: drawn
+        now, its frame came between the end and the block's result, and the block waited for
+        it (issue 20). A run nobody else reports (or whose report waits on a store that is not
+        answering) is drawn after FINISH_WAIT seconds."""
+        if result.exec_id == self.exec_id and self.status == "running":
+            self.set_timer(FINISH_WAIT, lambda: self.finish(result))
 
     def finish(self, result: ExecResult) -> None:
         """The run ended: the result's capped output replaces the live view (once: both the
