@@ -206,3 +206,68 @@ async def test_after_enter_the_screen_draws_again_when_no_block_comes() -> None:
         note = pane.query(".note").last()
         await pilot.pause(HOLD_SECONDS * 3)
         await wait_until(pilot, lambda: note.region.height == 1, timeout=2)
+
+
+async def test_a_multi_line_input_sent_lays_the_screen_out_once() -> None:
+    # Enter shrinks the input, so the transcript (and its scrollbar) grows. Textual's scrollbar
+    # asked for a second layout of the whole screen for its new size (issue 20).
+    from hermes_tui.widgets.conversation import PromptInput
+
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane, transcript = await longer_than_the_view(app, pilot)
+        prompt = pane.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert("a = 1\nb = 2\nc = 3\nd = 4\nprint(a + b + c + d)")
+        await pilot.pause()
+        await pilot.pause()
+        tall = transcript.region.height
+        with layouts_asked() as layouts:
+            await pilot.press("enter")
+            pane.add_run("a = 1\nb = 2\nc = 3\nd = 4\nprint(a + b + c + d)")
+            await pilot.pause(0.1)  # the frame hold ends (no agent here to end it sooner)
+            await pilot.pause()
+            await pilot.pause()
+        assert transcript.region.height > tall  # the input shrank, the transcript grew
+        assert transcript.vertical_scrollbar.region.height == transcript.region.height
+        assert not [w for w in layouts if type(w).__name__.endswith("ScrollBar")], layouts
+        assert at_end(transcript)
+
+
+async def test_a_runs_first_frame_is_drawn_as_the_hold_ends_not_at_the_next_tick(hermes_home, tmp_path) -> None:
+    # Textual draws on a timer of 60 ticks a second; a tick that came while Enter held the
+    # frames drew nothing, and the run's frame (and the run) waited up to 17 ms for the next.
+    from hermes_tui.widgets.main_screen import MainScreen
+    from test_app import blocks, make_app, submit
+
+    app = make_app(hermes_home, tmp_path)
+    steps: list[str] = []
+    after, tick = MainScreen._after_frame, MainScreen._on_timer_update
+
+    async def spy_after(screen, message):
+        steps.append("release")
+        await after(screen, message)
+        steps.append("released")
+
+    def spy_tick(screen):
+        steps.append("draw")
+        return tick(screen)
+
+    MainScreen._on_timer_update = spy_tick  # type: ignore[method-assign]
+    handlers = MainScreen._decorated_handlers
+    saved = {key: list(value) for key, value in handlers.items()}
+    for key, value in handlers.items():
+        handlers[key] = [(spy_after if f is after else f, s) for f, s in value]
+    try:
+        async with app.run_test(size=SMALL) as pilot:
+            await pilot.pause()
+            for code in ("x = 41", "print(x + 1)"):
+                steps.clear()
+                await submit(pilot, app, code)
+                await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success", timeout=30)
+                start = steps.index("release")
+                assert steps[start:start + 3] == ["release", "draw", "released"], steps
+    finally:
+        MainScreen._on_timer_update = tick  # type: ignore[method-assign]
+        handlers.clear()
+        handlers.update(saved)

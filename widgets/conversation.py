@@ -29,6 +29,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.message import Message
+from textual.scrollbar import ScrollBar
 from textual.widgets import Label, Static, TextArea
 
 from hermes_tui.agent.events import (
@@ -784,6 +785,17 @@ def note(text: str, level: str = "info") -> Static:
     return Static(plain(text), classes=f"note {level}")
 
 
+class QuietScrollBar(ScrollBar):
+    """A scrollbar whose new size asks for no second layout of the screen. Textual sets a
+    widget's new virtual size as a reactive that lays the whole screen out again; a scrollbar
+    has nothing inside to lay out, and the layout that sized it has placed it. The transcript's
+    height changes each time Enter shrinks the input, and that second layout came in the run's
+    first frames (issue 20)."""
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+
 class Transcript(VerticalScroll):
     """The scrolled blocks. When the view is at the bottom it stays there as the blocks grow
     (a run's result and warnings, a reply's Markdown); scrolled up, it stays where the user
@@ -813,6 +825,16 @@ class Transcript(VerticalScroll):
             self.anchor(False)
             self.scroll_to(y=0, animate=False, immediate=True)
         return changed
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """The vertical scrollbar, a :class:`QuietScrollBar` (made as Textual makes its own)."""
+        if self._vertical_scrollbar is None:
+            bar = self._vertical_scrollbar = QuietScrollBar(vertical=True, name="vertical",
+                                                            thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)

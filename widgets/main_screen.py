@@ -255,8 +255,21 @@ class MainScreen(Screen[None]):
             if not message.drawn.done():
                 message.drawn.set_result(None)
         await self.conversation.mounted(MOUNT_WAIT)
-        self.query_one(PromptInput).release_frames()  # the block is mounted: the next frame shows it
-        self.call_after_refresh(drawn)
+        self.query_one(PromptInput).release_frames()  # the block is mounted: drawn now, with the input cleared
+        if self.draw_now():
+            drawn()
+        else:
+            self.call_after_refresh(drawn)
+
+    def draw_now(self) -> bool:
+        """Draw what changed now, not at Textual's next frame tick. Textual draws on a timer of
+        60 ticks a second, and a tick that comes while frames are held (Enter's, 1 ms after the
+        key) draws nothing but still counts: the run's frame then waited up to 17 ms for the
+        next one, and the run with it (issue 20). ``_on_timer_update`` is what the tick calls."""
+        if self.is_current and not self.app._batch_count:
+            self._on_timer_update()
+            return True
+        return False
 
     def show_runtime_event(self, event: RuntimeEvent) -> None:
         """Live output of this session's scripts, and their tool-call count."""
