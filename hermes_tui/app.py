@@ -305,17 +305,27 @@ class HermesApp(App[None]):
         try:
             async for event in subscription:
                 if isinstance(event, (KernelStarted, KernelStateChanged, KernelDied)):
-                    self.refresh_kernels()
+                    self.show_kernel_states()
                 else:
                     self.main.show_runtime_event(event)
         finally:
             subscription.close()
 
+    _memory: dict[str, int] = {}
+    """Each kernel's resident memory as last read (every second, :meth:`refresh_kernels`)."""
+
+    def show_kernel_states(self) -> None:
+        """A kernel started, changed state or died: its row now, with the memory last read. A
+        run starts and ends with a state change, and reading /proc in a thread then (a worker,
+        a thread hop) was work on the event loop while the run's output wanted it (issue 20);
+        the memory is read again within the second."""
+        self.main.show_kernels(self.runtime.kernels(), self._memory)
+
     @work(exclusive=True, group="kernels", exit_on_error=False)
     async def refresh_kernels(self) -> None:
         """Kernel rows and their memory (read off /proc by the runtime, in a thread)."""
-        memory = await self.runtime.kernel_memory()
-        self.main.show_kernels(self.runtime.kernels(), memory)
+        self._memory = await self.runtime.kernel_memory()
+        self.main.show_kernels(self.runtime.kernels(), self._memory)
 
     async def ask_person(self, request: ApprovalRequest) -> ApprovalDecision:
         """How this front end asks: the main screen's dialog (one at a time; the others wait).

@@ -25,7 +25,7 @@ class Host(App[None]):
         yield KernelsPane()
 
 
-async def test_the_same_kernels_update_their_cells_and_new_ones_rebuild_the_table() -> None:
+async def test_the_same_kernels_redraw_only_their_changed_rows_and_new_ones_all() -> None:
     app = Host()
     async with app.run_test() as pilot:
         pane = app.query_one(KernelsPane)
@@ -33,19 +33,64 @@ async def test_the_same_kernels_update_their_cells_and_new_ones_rebuild_the_tabl
         pane.update_kernels([kernel("k1"), kernel("k2")], {"k1": 10 << 20}, now=NOW)
         await pilot.pause()
         table.move_cursor(row=1)
-        cleared: list[int] = []
-        original_clear = table.clear
-        table.clear = lambda *a, **k: (cleared.append(1), original_clear(*a, **k))[1]  # type: ignore[method-assign]
+        await pilot.pause()
+        drawn: list[str] = []
+        line = table._line
+        table._line = lambda cells, style: (drawn.append(cells[1]), line(cells, style))[1]  # type: ignore[method-assign]
 
         later = NOW + timedelta(seconds=3)
         pane.update_kernels([kernel("k1", idle=8, runs=2), kernel("k2", state="busy")], {"k1": 12 << 20}, now=later)
         await pilot.pause()
-        assert cleared == []  # cells changed in place
+        assert sorted(drawn) == ["k1", "k2"]  # both rows changed; the header did not
         assert table.get_row("k1")[2:5] == ["11s", "28m57s", "12 MB"] and table.get_row("k1")[8] == "2"
         assert table.get_row("k2")[0] == "●" and table.get_row("k2")[2] == "—"
         assert table.cursor_row == 1 and pane.selected_id() == "k2"
 
+        drawn.clear()  # one kernel ends its run: its row alone is drawn again
+        pane.update_kernels([kernel("k1", idle=8, runs=2), kernel("k2", idle=1)], {"k1": 12 << 20}, now=later)
+        await pilot.pause()
+        assert drawn == ["k2"] and table.get_row("k2")[0] == "○"
+
+        drawn.clear()
         pane.update_kernels([kernel("k1"), kernel("k2"), kernel("k3")], {}, now=later)
         await pilot.pause()
-        assert cleared == [1] and table.row_count == 3 and pane.selected_id() == "k2"
+        assert sorted(drawn) == ["id", "k1", "k2", "k3"]  # a new row: all of them, the header too
+        assert table.row_count == 3 and pane.selected_id() == "k2"
         assert pane.border_subtitle == "3 live"
+
+
+class Recording(Host):
+    def __init__(self) -> None:
+        super().__init__()
+        self.actions: list[tuple[str, str]] = []
+
+    def on_kernels_pane_action(self, message: KernelsPane.Action) -> None:
+        self.actions.append((message.kernel_id, message.action))
+
+
+async def test_the_table_is_driven_by_keys_and_clicks_and_shows_names_as_text() -> None:
+    app = Recording()
+    async with app.run_test(size=(80, 12)) as pilot:
+        pane = app.query_one(KernelsPane)
+        hostile = kernel("k3")
+        hostile.session = "[b]x[/b]\x1b]0;owned\x07"
+        hostile.cwd = "/tmp/a\nb"
+        pane.update_kernels([kernel("k1"), kernel("k2"), hostile], {}, now=NOW)
+        table = pane.table()
+        table.focus()
+        await pilot.pause()
+        await pilot.press("down", "down", "down")  # the last row stops the cursor
+        assert pane.selected_id() == "k3"
+        await pilot.press("home")
+        assert pane.selected_id() == "k1"
+        await pilot.press("end", "up", "i")
+        await pilot.pause()
+        assert app.actions == [("k2", "interrupt")]
+        await pilot.click(table, offset=(3, 1))  # the first row (the header is line 0)
+        assert pane.selected_id() == "k1"
+        drawn = table.render_line(3).text  # k3's row
+        assert "[b]x[/b]\\x1b]0;owned\\x07" in drawn and "\x1b" not in drawn  # shown, never interpreted
+        assert table.get_row("k3")[10] == "/tmp/a\\nb"  # one line per row
+        assert table.scroll_x == 0
+        await pilot.press("right")
+        assert table.scroll_x > 0  # wider than the pane: it scrolls sideways

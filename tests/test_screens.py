@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from textual.widgets import DataTable
+from hermes_tui.widgets.kernel_table import KernelTable
 
 from hermes_tui.agent.resolve import ProviderSettings
 from hermes_tui.app import HermesApp
@@ -214,12 +214,12 @@ async def test_kernels_table_shows_the_useful_columns_first(hermes_home: Path, t
         await run(pilot, app, "pass")
         pane = app.query_one(KernelsPane)
         await wait_until(pilot, lambda: pane.kernels and pane.memory)
-        table = app.query_one("#kernel-table", DataTable)
-        labels = [str(c.label) for c in table.columns.values()]
+        table = app.query_one("#kernel-table", KernelTable)
+        labels = list(table.columns)
         assert labels[:5] == ["", "id", "idle", "reaped in", "memory"]
         assert labels[5:] == ["session", "mode", "pid", "runs", "flags", "cwd", "python"]
         await pilot.pause()
-        first = sum(c.get_render_width(table) for c in list(table.columns.values())[:5])
+        first = sum(table.column_width(index) for index in range(5))
         assert first <= table.scrollable_content_region.width  # all five fit in an 80-column terminal
         row = table.get_row_at(0)
         assert row[1] == pane.kernels[0].id and row[4].endswith("MB") and re.fullmatch(r"\d+m\d\ds", row[3])

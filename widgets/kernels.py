@@ -13,12 +13,10 @@ from textual.message import Message
 from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR, parent_session
 from hermes_tui.units import short_duration
 from hermes_tui.widgets.focus_frame import FocusFrame
-from hermes_tui.widgets.safe import escaped
 
 if TYPE_CHECKING:
-    from textual.widgets import DataTable
-
     from hermes_tui.runtime.models import KernelInfo
+    from hermes_tui.widgets.kernel_table import KernelTable
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
 COLUMNS = ("", "id", "idle", "reaped in", "memory", "session", "mode", "pid", "runs", "flags", "cwd", "python")
@@ -56,8 +54,8 @@ def session_cell(info: KernelInfo) -> str:
     """The session column: a sub-agent's kernel as ``└ NAME`` under its parent (indented per level)."""
     parts = info.session.split(SUBAGENT_SEPARATOR)
     if len(parts) < 2:
-        return escaped(info.session)
-    return "  " * (len(parts) - 2) + "└ " + escaped(parts[-1])
+        return info.session
+    return "  " * (len(parts) - 2) + "└ " + parts[-1]
 
 
 class KernelsPane(FocusFrame, Vertical):
@@ -67,7 +65,6 @@ class KernelsPane(FocusFrame, Vertical):
     DEFAULT_CSS = """
     /* The subtitle ("N live") would take the faint border's colour: unreadable on a light theme. */
     KernelsPane { border: round $panel-lighten-2; border-title-color: $primary; border-subtitle-color: $text-muted; }
-    KernelsPane DataTable { height: 1fr; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -90,8 +87,6 @@ class KernelsPane(FocusFrame, Vertical):
         self.border_title = "kernels"
         self.kernels: list[KernelInfo] = []
         self.memory: dict[str, int] = {}
-        self._shown: list[tuple[str, tuple[str, ...]]] = []
-        """The rows on screen: (kernel id, cells)."""
 
     @staticmethod
     def _cells(info: KernelInfo, memory: dict[str, int], now: datetime) -> tuple[str, ...]:
@@ -102,10 +97,11 @@ class KernelsPane(FocusFrame, Vertical):
                                          ("sub-agent", info.subagent),
                                          ("env-from-skills:" + ",".join(info.skill_env), bool(info.skill_env)))
                          if on)
-        # Session names, paths and ids are data: a str cell is parsed as markup, so escape them.
-        return (GLYPHS.get(info.state, "?"), escaped(info.id), short_duration(idle) if idle else "—", countdown,
-                _memory(memory.get(info.id)), session_cell(info), escaped(info.mode), str(info.pid or "—"),
-                str(info.execution_count), escaped(flags), escaped(info.cwd), escaped(info.interpreter))
+        # Session names, paths and ids are data: the table shows them as plain text, control
+        # characters as escapes (kernel_table.cell_text), never as markup.
+        return (GLYPHS.get(info.state, "?"), info.id, short_duration(idle) if idle else "—", countdown,
+                _memory(memory.get(info.id)), session_cell(info), info.mode, str(info.pid or "—"),
+                str(info.execution_count), flags, info.cwd, info.interpreter)
 
     def compose(self) -> ComposeResult:
         return iter(())  # the table comes right after the first frame (on_mount)
@@ -115,54 +111,29 @@ class KernelsPane(FocusFrame, Vertical):
         # 10 ms of styling and layout) is mounted right after the first frame (issue 20).
         self.call_after_refresh(self.table)
 
-    def table(self) -> DataTable[str]:
+    def table(self) -> KernelTable:
         """The kernels table (mounted now if it is not yet)."""
-        from textual.widgets import DataTable
+        from hermes_tui.widgets.kernel_table import KernelTable
 
         found = self.query("#kernel-table")
         if found:
-            return found.first(DataTable)
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="kernel-table")
-        for label in COLUMNS:
-            table.add_column(label, key=label or "state")
+            return found.first(KernelTable)
+        table = KernelTable(COLUMNS, id="kernel-table")
         if self.is_attached:  # (not once the app is closing)
             self.mount(table)
         return table
 
     def update_kernels(self, kernels: list[KernelInfo], memory: dict[str, int], now: datetime | None = None) -> None:
-        """Show these kernels (``now`` fixes the clock, for tests). The same kernels in the same
-        order change only the cells that differ (each second an idle time ticks): rebuilding
-        the table re-lays it out and restyles it, which a flood of output cannot afford."""
+        """Show these kernels (``now`` fixes the clock, for tests). Only the rows that changed
+        are drawn again (each second an idle time ticks; a run starts and ends)."""
         self.kernels, self.memory = kernels, memory
         now = now or datetime.now()
-        table = self.table()
-        rows = [(info.id, self._cells(info, memory, now)) for info in grouped(kernels)]
-        shown = self._shown
-        if [key for key, _ in rows] == [key for key, _ in shown] and table.row_count == len(rows):
-            for (key, cells), (_, before) in zip(rows, shown):
-                for column, value, old in zip(COLUMNS, cells, before):
-                    if value != old:
-                        table.update_cell(key, column or "state", value)
-            self._shown = rows
-            self.border_subtitle = f"{len(kernels)} live"
-            return
-        selected = self.selected_id()
-        table.clear()
-        for key, cells in rows:
-            table.add_row(*cells, key=key)
-        self._shown = rows
-        if selected is not None and selected in {k.id for k in kernels}:
-            table.move_cursor(row=table.get_row_index(selected))
+        self.table().set_rows([(info.id, self._cells(info, memory, now)) for info in grouped(kernels)])
         self.border_subtitle = f"{len(kernels)} live"
 
     def selected_id(self) -> str | None:
-        table = self.table()
-        if not table.row_count:
-            return None
-        try:
-            return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-        except Exception:
-            return None
+        """The id of the kernel the table's cursor is on (None: there is none)."""
+        return self.table().selected_key
 
     def action_act(self, action: str) -> None:
         kernel_id = self.selected_id()

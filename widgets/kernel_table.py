@@ -1,0 +1,226 @@
+"""The kernels table: a header and a line per kernel, drawn with Textual's line API.
+
+Textual's ``DataTable`` drew the same thing, but one changed cell re-rendered every cell of the
+table through Rich (about 2–4 ms a frame for a single kernel), and a kernel changes state as
+each run starts and ends, while the run's output wants the event loop (issue 20). Here a line
+is a list of padded strings: a changed row redraws that row, from plain text.
+
+Cells are shown as plain text, never markup: session names, paths and flags come from scripts.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Sequence
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+
+from hermes_tui.widgets.safe import visible
+
+PADDING = 1
+"""Blank cells either side of each cell's text."""
+
+
+def cell_text(value: str) -> str:
+    """``value`` as one line of a cell: control characters (newlines and tabs too) as escapes."""
+    return visible(value).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
+class KernelTable(ScrollView, can_focus=True):
+    """Rows of plain-text cells under a header that stays put; a cursor row picks a kernel
+    (Up/Down, Home/End, PgUp/PgDn, a click), Left/Right scroll sideways."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"kernel-table--header", "kernel-table--cursor",
+                                             "kernel-table--even-row"}
+    DEFAULT_CSS = """
+    KernelTable { background: $surface; color: $foreground; height: 1fr; }
+    KernelTable:focus { background-tint: $foreground 5%; }
+    KernelTable > .kernel-table--header { text-style: bold; background: $panel; color: $foreground; }
+    KernelTable > .kernel-table--even-row { background: $surface-lighten-1 50%; }
+    KernelTable > .kernel-table--cursor {
+        background: $block-cursor-blurred-background; color: $block-cursor-blurred-foreground;
+        text-style: $block-cursor-blurred-text-style;
+    }
+    KernelTable:focus > .kernel-table--cursor {
+        background: $block-cursor-background; color: $block-cursor-foreground;
+        text-style: $block-cursor-text-style;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "cursor_to(0)", "First", show=False),
+        Binding("end", "cursor_to(-1)", "Last", show=False),
+        Binding("left", "sideways(-1)", "Left", show=False),
+        Binding("right", "sideways(1)", "Right", show=False),
+    ]
+
+    def __init__(self, columns: Sequence[str], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.columns = tuple(columns)
+        """The column labels, left to right."""
+        self._rows: list[tuple[str, tuple[str, ...]]] = []
+        self._widths = [cell_len(label) for label in self.columns]
+        self._lines: dict[int, tuple[Strip, Style]] = {}
+        """Drawn rows by index (the header at -1), uncropped, each with its style; dropped when
+        the row, the widths or the styles change."""
+        self._style_key: tuple[Style, ...] | None = None
+        self.cursor_row = 0
+        """The index of the row the cursor is on."""
+
+    # -- data -----------------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def set_rows(self, rows: Sequence[tuple[str, Sequence[str]]]) -> None:
+        """Show these rows, each ``(key, cells)``. Rows that did not change are not drawn again;
+        the cursor stays on its row's key when that key is still there."""
+        selected = self.selected_key
+        new = [(key, tuple(cell_text(str(cell)) for cell in cells)) for key, cells in rows]
+        widths = [max([cell_len(label)] + [cell_len(cells[index]) for _, cells in new if index < len(cells)])
+                  for index, label in enumerate(self.columns)]
+        if widths != self._widths or len(new) != len(self._rows):
+            self._lines.clear()
+            self._widths = widths
+            self._rows = new
+            self.refresh()
+        else:
+            for index, (row, old) in enumerate(zip(new, self._rows)):
+                if row != old:
+                    self._redraw_row(index)
+            self._rows = new
+        keys = [key for key, _ in new]
+        cursor = keys.index(selected) if selected in keys else min(self.cursor_row, max(0, len(new) - 1))
+        if cursor != self.cursor_row:
+            old_row, self.cursor_row = self.cursor_row, cursor
+            self._redraw_row(old_row)
+            self._redraw_row(cursor)
+        self._set_virtual_size()
+
+    def get_row(self, key: str) -> list[str]:
+        """The cells of the row of ``key`` as shown."""
+        for row_key, cells in self._rows:
+            if row_key == key:
+                return list(cells)
+        raise KeyError(key)
+
+    def get_row_at(self, index: int) -> list[str]:
+        """The cells of row ``index`` as shown."""
+        return list(self._rows[index][1])
+
+    def key_at(self, index: int) -> str:
+        """The key of row ``index``."""
+        return self._rows[index][0]
+
+    def get_cell(self, key: str, column: str) -> str:
+        """The cell of ``key``'s row under the label ``column``."""
+        return self.get_row(key)[self.columns.index(column)]
+
+    @property
+    def selected_key(self) -> str | None:
+        """The key of the row the cursor is on (None: no rows)."""
+        return self._rows[self.cursor_row][0] if 0 <= self.cursor_row < len(self._rows) else None
+
+    def column_width(self, index: int) -> int:
+        """The cells column ``index`` takes, its padding included."""
+        return self._widths[index] + 2 * PADDING
+
+    # -- the cursor -----------------------------------------------------------------------
+
+    def move_cursor(self, row: int) -> None:
+        """Put the cursor on row ``row`` (clamped to the rows there are) and keep it in view."""
+        if not self._rows:
+            return
+        row = max(0, min(row, len(self._rows) - 1))
+        if row != self.cursor_row:
+            old, self.cursor_row = self.cursor_row, row
+            for index in (old, row):
+                self._redraw_row(index)
+        top, shown = int(self.scroll_y), max(1, self.size.height - 1)  # (the header takes a line)
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + shown:
+            self.scroll_to(y=row - shown + 1, animate=False, immediate=True)
+
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(self.cursor_row + step)
+
+    def action_cursor_to(self, row: int) -> None:
+        self.move_cursor(row if row >= 0 else len(self._rows) - 1)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(self.cursor_row + direction * max(1, self.size.height - 1))
+
+    def action_sideways(self, direction: int) -> None:
+        self.scroll_to(x=self.scroll_x + direction * max(4, self.size.width // 4), animate=False)
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:  # not the header
+            self.move_cursor(int(self.scroll_y) + event.y - 1)
+
+    # -- drawing --------------------------------------------------------------------------
+
+    def _redraw_row(self, index: int) -> None:
+        self._lines.pop(index, None)
+        self.refresh_line(index + 1)  # (the header is line 0)
+
+    def _set_virtual_size(self) -> None:
+        # Rows and column widths set how far the table scrolls; its own size is the pane's,
+        # so no layout of the screen is asked (Textual's reactive would ask one).
+        size = Size(sum(self.column_width(i) for i in range(len(self.columns))), len(self._rows) + 1)
+        if size != self.virtual_size:
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)
+
+    def _styles(self) -> tuple[Style, Style, Style, Style]:
+        """The plain, header, even-row and cursor styles (a theme or focus change drops the
+        rows drawn with the old ones)."""
+        base = self.rich_style
+        styles = (base, base + self.get_component_rich_style("kernel-table--header", partial=True),
+                  base + self.get_component_rich_style("kernel-table--even-row", partial=True),
+                  base + self.get_component_rich_style("kernel-table--cursor", partial=True))
+        if styles != self._style_key:
+            self._style_key = styles
+            self._lines.clear()
+        return styles
+
+    def _line(self, cells: Sequence[str], style: Style) -> tuple[Strip, Style]:
+        pad = " " * PADDING
+        text = "".join(pad + set_cell_size(cell, width) + pad for cell, width in zip(cells, self._widths))
+        return Strip([Segment(text, style)], cell_len(text)), style
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._frame_styles = self._styles()  # once a frame, not once a line
+        return super().render_lines(crop)
+
+    _frame_styles: tuple[Style, Style, Style, Style] | None = None
+
+    def render_line(self, y: int) -> Strip:
+        base, header, even, cursor = self._frame_styles or self._styles()
+        width, scroll_x = self.size.width, int(self.scroll_x)
+        if y == 0:
+            index = -1
+            cells, style = self.columns, header
+        else:
+            index = int(self.scroll_y) + y - 1
+            if index >= len(self._rows):
+                return Strip.blank(width, base)
+            cells = self._rows[index][1]
+            style = cursor if index == self.cursor_row else base if index % 2 else even  # (as DataTable striped)
+        drawn = self._lines.get(index)
+        if drawn is None:
+            drawn = self._lines[index] = self._line(cells, style)
+        line, style = drawn
+        return line.crop_extend(scroll_x, scroll_x + width, style)
