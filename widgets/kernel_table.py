@@ -187,10 +187,11 @@ class KernelTable(ScrollView, can_focus=True):
     def _styles(self) -> tuple[Style, Style, Style, Style]:
         """The plain, header, even-row and cursor styles (a theme or focus change drops the
         rows drawn with the old ones)."""
-        base = self.rich_style
-        styles = (base, base + self.get_component_rich_style("kernel-table--header", partial=True),
-                  base + self.get_component_rich_style("kernel-table--even-row", partial=True),
-                  base + self.get_component_rich_style("kernel-table--cursor", partial=True))
+        # Full styles: a translucent background (the cursor's, the stripes') blended with the
+        # table's, as Textual's own tables draw them.
+        get = self.get_component_rich_style
+        styles = (self.rich_style, get("kernel-table--header"), get("kernel-table--even-row"),
+                  get("kernel-table--cursor"))
         if styles != self._style_key:
             self._style_key = styles
             self._lines.clear()
