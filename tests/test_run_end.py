@@ -14,10 +14,11 @@ import threading
 from hermes_tui.widgets.output import OutputPane
 
 from test_app import blocks, make_app, submit, wait_until
+from test_screens import run
 from test_papercuts15 import SMALL
 
 
-async def test_the_output_pane_draws_a_runs_end_with_its_block(hermes_home, tmp_path) -> None:
+async def test_the_output_pane_draws_a_runs_end_with_its_block(hermes_home, tmp_path, monkeypatch) -> None:
     app = make_app(hermes_home, tmp_path)
     at_show: list[str] = []
     show = OutputPane.show
@@ -27,17 +28,12 @@ async def test_the_output_pane_draws_a_runs_end_with_its_block(hermes_home, tmp_
         at_show.append(run[-1].status if run else "no block")
         return show(pane, result)
 
-    OutputPane.show = spy  # type: ignore[method-assign]
-    try:
-        async with app.run_test(size=SMALL) as pilot:
-            for code in ("x = 41", "print(x + 1)", "for n in range(50_000):\n    print(n)\n"):
-                await submit(pilot, app, code)
-                await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success", timeout=30)
-            pane = app.query_one(OutputPane)
-            assert pane.status == "success"
-            assert "49999" in "\n".join(app.query_one("#output-log").lines)
-    finally:
-        OutputPane.show = show  # type: ignore[method-assign]
+    monkeypatch.setattr(OutputPane, "show", spy)
+    async with app.run_test(size=SMALL) as pilot:
+        for code in ("x = 41", "print(x + 1)", "for n in range(50_000):\n    print(n)\n"):
+            await run(pilot, app, code)
+        assert app.query_one(OutputPane).status == "success"
+        assert "49999" in "\n".join(app.query_one("#output-log").lines)
     # Once per run, and each time with its block already showing the result (not "running").
     assert at_show == ["success"] * 3, at_show
 

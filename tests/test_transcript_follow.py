@@ -161,11 +161,12 @@ async def test_scrolled_up_the_view_stays_while_blocks_are_added() -> None:
 
 # -- a run's block is drawn before the run starts --------------------------------------------
 
-async def test_a_typed_runs_block_is_on_screen_before_its_script_starts(hermes_home, tmp_path) -> None:
+async def test_a_typed_runs_block_is_on_screen_before_its_script_starts(hermes_home, tmp_path, monkeypatch) -> None:
     # Drawn 20-30 ms into the run instead, the frame competed with the run's output for the CPU:
     # a flood took 1.2x as long as with no app (issue 20).
     from hermes_tui.widgets.output import OutputPane
-    from test_app import blocks, make_app, submit
+    from test_app import blocks, make_app
+    from test_screens import run
 
     app = make_app(hermes_home, tmp_path)
     seen_at_start: list[tuple[int, str]] = []
@@ -176,15 +177,11 @@ async def test_a_typed_runs_block_is_on_screen_before_its_script_starts(hermes_h
         seen_at_start.append((block.region.height if block is not None else -1, app.query_one("#prompt").text))
         return begin(pane, *args, **kwargs)
 
-    OutputPane.begin = spy  # type: ignore[method-assign]
-    try:
-        async with app.run_test(size=SMALL) as pilot:
-            for code in ("x = 41", "print(x + 1)", "print('a')\nprint('b')\n"):
-                await submit(pilot, app, code)
-                await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success", timeout=30)
-            assert "42" in str(blocks(app)[1].content.renderables[-1])
-    finally:
-        OutputPane.begin = begin  # type: ignore[method-assign]
+    monkeypatch.setattr(OutputPane, "begin", spy)
+    async with app.run_test(size=SMALL) as pilot:
+        for code in ("x = 41", "print(x + 1)", "print('a')\nprint('b')\n"):
+            await run(pilot, app, code)
+        assert "42" in str(blocks(app)[1].content.renderables[-1])
     assert len(seen_at_start) == 3
     assert all(height >= 2 and text == "" for height, text in seen_at_start), seen_at_start
 
