@@ -94,3 +94,29 @@ async def test_the_table_is_driven_by_keys_and_clicks_and_shows_names_as_text() 
         assert table.scroll_x == 0
         await pilot.press("right")
         assert table.scroll_x > 0  # wider than the pane: it scrolls sideways
+
+
+async def test_the_cursor_stays_in_view_above_the_sideways_scrollbar() -> None:
+    app = Recording()
+    async with app.run_test(size=(40, 10)) as pilot:  # 12 columns: a sideways scrollbar takes a row
+        pane = app.query_one(KernelsPane)
+        pane.update_kernels([kernel(f"k{n:02}") for n in range(20)], {}, now=NOW)
+        table = pane.table()
+        table.focus()
+        await pilot.pause()
+        shown = table.scrollable_content_region.height - 1  # rows under the header
+
+        def cursor_in_view() -> bool:
+            return table.scroll_offset.y <= table.cursor_row < table.scroll_offset.y + shown
+
+        for key in ["down"] * 9 + ["end", "pageup", "home", "pagedown"]:
+            await pilot.press(key)
+            assert cursor_in_view(), (key, table.cursor_row, table.scroll_offset.y, shown)
+        await pilot.press("end")
+        selected = pane.selected_id()
+        # A kernel added above it: the cursor stays on its kernel, and in view.
+        pane.update_kernels([kernel("k00a")] + [kernel(f"k{n:02}") for n in range(20)], {}, now=NOW)
+        await pilot.pause()
+        assert pane.selected_id() == selected and cursor_in_view()
+        await pilot.click(table, offset=(3, shown))  # the last row in view
+        assert pane.selected_id() == table.key_at(table.scroll_offset.y + shown - 1)

@@ -8,6 +8,9 @@ end. Those layouts ran while the run's output wanted the CPU.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from hermes_tui.widgets.conversation import ConversationPane
 
 from test_app import wait_until
@@ -231,40 +234,72 @@ async def test_a_multi_line_input_sent_lays_the_screen_out_once() -> None:
         assert at_end(transcript)
 
 
-async def test_a_runs_first_frame_is_drawn_as_the_hold_ends_not_at_the_next_tick(hermes_home, tmp_path) -> None:
-    # Textual draws on a timer of 60 ticks a second; a tick that came while Enter held the
-    # frames drew nothing, and the run's frame (and the run) waited up to 17 ms for the next.
+@contextlib.contextmanager
+def frames_after_a_call_started(app) -> Iterator[list[str]]:
+    """What the main screen does once a tool call's block is mounted (``MainScreen._after_frame``):
+    "release", each frame drawn ("draw"), then "released" if the run's block was laid out by
+    then, or "released, no block"."""
     from hermes_tui.widgets.main_screen import MainScreen
-    from test_app import blocks, make_app, submit
+    from test_app import blocks
 
-    app = make_app(hermes_home, tmp_path)
     steps: list[str] = []
     after, tick = MainScreen._after_frame, MainScreen._on_timer_update
 
     async def spy_after(screen, message):
         steps.append("release")
         await after(screen, message)
-        steps.append("released")
+        steps.append("released" if blocks(app) and blocks(app)[-1].region.height >= 2 else "released, no block")
 
     def spy_tick(screen):
         steps.append("draw")
         return tick(screen)
 
-    MainScreen._on_timer_update = spy_tick  # type: ignore[method-assign]
     handlers = MainScreen._decorated_handlers
     saved = {key: list(value) for key, value in handlers.items()}
+    MainScreen._on_timer_update = spy_tick  # type: ignore[method-assign]
     for key, value in handlers.items():
         handlers[key] = [(spy_after if f is after else f, s) for f, s in value]
     try:
+        yield steps
+    finally:
+        MainScreen._on_timer_update = tick  # type: ignore[method-assign]
+        handlers.clear()
+        handlers.update(saved)
+
+
+async def test_a_runs_first_frame_is_drawn_as_the_hold_ends_not_at_the_next_tick(hermes_home, tmp_path) -> None:
+    # Textual draws on a timer of 60 ticks a second; a tick that came while Enter held the
+    # frames drew nothing, and the run's frame (and the run) waited up to 17 ms for the next.
+    from test_app import blocks, make_app, submit
+
+    app = make_app(hermes_home, tmp_path)
+    with frames_after_a_call_started(app) as steps:
         async with app.run_test(size=SMALL) as pilot:
             await pilot.pause()
-            for code in ("x = 41", "print(x + 1)"):
+            for code in ("x = 41", "print(x + 1)", "a = 1\nb = 2\nprint(a + b)\n"):
                 steps.clear()
                 await submit(pilot, app, code)
                 await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success", timeout=30)
                 start = steps.index("release")
                 assert steps[start:start + 3] == ["release", "draw", "released"], steps
-    finally:
-        MainScreen._on_timer_update = tick  # type: ignore[method-assign]
-        handlers.clear()
-        handlers.update(saved)
+
+
+async def test_a_models_tool_call_is_on_screen_before_it_runs(hermes_home, tmp_path) -> None:
+    # A model's calls hold no frames (no input is cleared): the frame drawn for each call must
+    # still hold its new block before the agent is told it is on screen.
+    from fake_models import FakeModelServer
+    from hermes_tui.widgets.conversation import RunBlock
+    from test_app import submit
+    from test_conversation_app import model_app
+
+    calls = [{"name": "execute_code", "arguments": {"code": f"print({n})"}} for n in range(3)]
+    with FakeModelServer([{"text": "three runs", "tool_calls": calls}, {"text": "done"}]) as server:
+        app = model_app(hermes_home, tmp_path, server)
+        with frames_after_a_call_started(app) as steps:
+            async with app.run_test(size=SMALL) as pilot:
+                await pilot.pause()
+                await submit(pilot, app, "run three")
+                await wait_until(pilot, lambda: len(app.query(RunBlock)) == 3
+                                 and all(b.status == "success" for b in app.query(RunBlock)), timeout=30)
+    released = [step for step in steps if step.startswith("released")]
+    assert released == ["released"] * 3, steps

@@ -103,11 +103,14 @@ class KernelTable(ScrollView, can_focus=True):
             self._rows = new
         keys = [key for key, _ in new]
         cursor = keys.index(selected) if selected in keys else min(self.cursor_row, max(0, len(new) - 1))
-        if cursor != self.cursor_row:
+        moved = cursor != self.cursor_row  # rows came or went above it
+        if moved:
             old_row, self.cursor_row = self.cursor_row, cursor
             self._redraw_row(old_row)
             self._redraw_row(cursor)
         self._set_virtual_size()
+        if moved:
+            self._keep_cursor_in_view()
 
     def get_row(self, key: str) -> list[str]:
         """The cells of the row of ``key`` as shown."""
@@ -148,11 +151,18 @@ class KernelTable(ScrollView, can_focus=True):
             old, self.cursor_row = self.cursor_row, row
             for index in (old, row):
                 self._redraw_row(index)
-        top, shown = int(self.scroll_y), max(1, self.size.height - 1)  # (the header takes a line)
-        if row < top:
-            self.scroll_to(y=row, animate=False, immediate=True)
-        elif row >= top + shown:
-            self.scroll_to(y=row - shown + 1, animate=False, immediate=True)
+        self._keep_cursor_in_view()
+
+    def _rows_shown(self) -> int:
+        """Rows in view: the lines under the header, above a horizontal scrollbar."""
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _keep_cursor_in_view(self) -> None:
+        top, shown = self.scroll_offset.y, self._rows_shown()
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+        elif self.cursor_row >= top + shown:
+            self.scroll_to(y=self.cursor_row - shown + 1, animate=False, immediate=True)
 
     def action_cursor(self, step: int) -> None:
         self.move_cursor(self.cursor_row + step)
@@ -161,14 +171,15 @@ class KernelTable(ScrollView, can_focus=True):
         self.move_cursor(row if row >= 0 else len(self._rows) - 1)
 
     def action_page(self, direction: int) -> None:
-        self.move_cursor(self.cursor_row + direction * max(1, self.size.height - 1))
+        self.move_cursor(self.cursor_row + direction * self._rows_shown())
 
     def action_sideways(self, direction: int) -> None:
         self.scroll_to(x=self.scroll_x + direction * max(4, self.size.width // 4), animate=False)
 
     def on_click(self, event: events.Click) -> None:
-        if event.y >= 1:  # not the header
-            self.move_cursor(int(self.scroll_y) + event.y - 1)
+        index = self.scroll_offset.y + event.y - 1
+        if event.y >= 1 and index < len(self._rows):  # not the header, nor below the last row
+            self.move_cursor(index)
 
     # -- drawing --------------------------------------------------------------------------
 
@@ -210,12 +221,12 @@ class KernelTable(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         base, header, even, cursor = self._frame_styles or self._styles()
-        width, scroll_x = self.size.width, int(self.scroll_x)
+        width, scroll_x = self.size.width, self.scroll_offset.x
         if y == 0:
             index = -1
             cells, style = self.columns, header
         else:
-            index = int(self.scroll_y) + y - 1
+            index = self.scroll_offset.y + y - 1  # (Textual's rounding of a dragged scrollbar)
             if index >= len(self._rows):
                 return Strip.blank(width, base)
             cells = self._rows[index][1]

@@ -262,11 +262,15 @@ class MainScreen(Screen[None]):
             self.call_after_refresh(drawn)
 
     def draw_now(self) -> bool:
-        """Draw what changed now, not at Textual's next frame tick. Textual draws on a timer of
-        60 ticks a second, and a tick that comes while frames are held (Enter's, 1 ms after the
-        key) draws nothing but still counts: the run's frame then waited up to 17 ms for the
-        next one, and the run with it (issue 20). ``_on_timer_update`` is what the tick calls."""
+        """Lay the screen out and draw it now, not at Textual's next frame tick (True: drawn).
+        Textual draws on a timer of 60 ticks a second, and a tick that comes while frames are
+        held (Enter's, 1 ms after the key) draws nothing but still counts: the run's frame then
+        waited up to 17 ms for the next one, and the run with it (issue 20). The layout is
+        forced: the new block's own request for one is still queued behind this message, and
+        without it a one-line input's frame would show the input cleared but not the block.
+        ``_on_timer_update`` is what the tick calls (Textual is pinned to a tested release)."""
         if self.is_current and not self.app._batch_count:
+            self._layout_required = True
             self._on_timer_update()
             return True
         return False
