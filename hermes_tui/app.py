@@ -30,10 +30,11 @@ from textual.worker import Worker, WorkerState
 
 from hermes_tui import __version__, attention
 from hermes_tui.attention import LONG_TURN_SECONDS
-from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnKind, TurnStarted
+from hermes_tui.agent.events import AgentEvent, ToolFinished, TurnEnded, TurnKind, TurnStarted
 from hermes_tui.commands import PALETTE, command_argument, parse_command
 from hermes_tui.config import Config
 from hermes_tui.editor import editor_argv, editor_command
+from hermes_tui.heap import HeapKeeper
 from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.events import KernelDied, KernelStarted, KernelStateChanged
 from hermes_tui.runtime.hardening import spawn
@@ -128,6 +129,8 @@ class HermesApp(App[None]):
         self._switch_interval = sys.getswitchinterval()
         """Python's, given back when the app ends (the app sets its own while it runs)."""
         self._turn_started: dict[str, float] = {}
+        self.heap = HeapKeeper()
+        """When the garbage collector walks the whole heap: not while a run's output is shown."""
         self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
         """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
         self.main = MainScreen(self.settings, provider_problem)
@@ -172,6 +175,7 @@ class HermesApp(App[None]):
         sys.setswitchinterval(APP_SWITCH_INTERVAL)
         self._update_topbar()
         self.set_interval(1.0, self.refresh_kernels)
+        self.set_interval(1.0, self._heap_idle)
         # The rest after the first frame: readying the runtime imports every tool's modules in
         # a thread (httpx, bs4, tree-sitter...) and opening the session opens sessions.db; done
         # now they would hold the GIL while the first frame is drawn. Keys still work meanwhile
@@ -187,6 +191,7 @@ class HermesApp(App[None]):
         self.call_after_refresh(settle_heap)
 
     async def on_unmount(self) -> None:
+        self.heap.release()
         await self.workspace.aclose()
         sys.setswitchinterval(self._switch_interval)
 
@@ -291,6 +296,16 @@ class HermesApp(App[None]):
         await self.workspace.close_session()
         self.main.conversation.action_clear()
         self.open_session(session_id or new_session_id())
+
+    def _last_key(self) -> float:
+        """``time.monotonic()`` of the last key typed in the input."""
+        prompt = self.main.query(PromptInput)
+        return prompt.first().last_key_at if prompt else float("-inf")
+
+    def _heap_idle(self) -> None:
+        """Every second: a full collection of the heap if the app is idle (hermes_tui/heap.py)."""
+        agent = self.workspace.agent if self._workspace is not None else None
+        self.heap.idle(self._last_key(), busy=bool(agent and agent.busy))
 
     @work(group="runtime", exit_on_error=False)
     async def start_runtime(self) -> None:
@@ -623,8 +638,11 @@ class HermesApp(App[None]):
     @on(MainScreen.AgentUpdate)
     async def _child_event(self, message: MainScreen.AgentUpdate) -> None:
         """A sub-agent's event (after the main screen drew the parent's): to its open transcript
-        (a grandchild's, wrapped in its parent's, to its own)."""
+        (a grandchild's, wrapped in its parent's, to its own). A run's end freezes the heap
+        once its frame is drawn (hermes_tui/heap.py)."""
         event = message.event
+        if isinstance(event, ToolFinished):
+            self.call_after_refresh(lambda: self.heap.run_ended(self._last_key()))
         if message.session != self.session:
             return
         from hermes_tui.agent.subagents import ChildEvent
