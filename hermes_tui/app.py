@@ -131,6 +131,8 @@ class HermesApp(App[None]):
         self._turn_started: dict[str, float] = {}
         self.heap = HeapKeeper()
         """When the garbage collector walks the whole heap: not while a run's output is shown."""
+        self._memory: dict[str, int] = {}
+        """Each kernel's resident memory as last read (every second, :meth:`refresh_kernels`)."""
         self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
         """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
         self.main = MainScreen(self.settings, provider_problem)
@@ -174,8 +176,7 @@ class HermesApp(App[None]):
         # pressed keeps its pace (issue 20: about 0.24 -> 0.19 s for 200 MB, docs/speed.md).
         sys.setswitchinterval(APP_SWITCH_INTERVAL)
         self._update_topbar()
-        self.set_interval(1.0, self.refresh_kernels)
-        self.set_interval(1.0, self._heap_idle)
+        self.set_interval(1.0, self._every_second)
         # The rest after the first frame: readying the runtime imports every tool's modules in
         # a thread (httpx, bs4, tree-sitter...) and opening the session opens sessions.db; done
         # now they would hold the GIL while the first frame is drawn. Keys still work meanwhile
@@ -302,8 +303,10 @@ class HermesApp(App[None]):
         prompt = self.main.query(PromptInput)
         return prompt.first().last_key_at if prompt else float("-inf")
 
-    def _heap_idle(self) -> None:
-        """Every second: a full collection of the heap if the app is idle (hermes_tui/heap.py)."""
+    def _every_second(self) -> None:
+        """The kernels' rows and memory; a full collection of the heap if the app is idle
+        (hermes_tui/heap.py)."""
+        self.refresh_kernels()
         agent = self.workspace.agent if self._workspace is not None else None
         self.heap.idle(self._last_key(), busy=bool(agent and agent.busy))
 
@@ -325,9 +328,6 @@ class HermesApp(App[None]):
                     self.main.show_runtime_event(event)
         finally:
             subscription.close()
-
-    _memory: dict[str, int] = {}
-    """Each kernel's resident memory as last read (every second, :meth:`refresh_kernels`)."""
 
     def show_kernel_states(self) -> None:
         """A kernel started, changed state or died: its row now, with the memory last read. A

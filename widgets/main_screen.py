@@ -151,8 +151,9 @@ class MainScreen(Screen[None]):
             self.session = session
 
     class AfterFrame(Message):
-        """Set ``drawn`` after the screen's next refresh following what the messages before this one
-        changed (the tool call's block mounted first, MOUNT_WAIT seconds at most)."""
+        """Set ``drawn`` once what the messages before this one changed is drawn: the tool call's
+        block mounted first (MOUNT_WAIT seconds at most), then drawn at once (:meth:`draw_now`),
+        or after the screen's next refresh when it cannot be (another screen is on top)."""
 
         def __init__(self, drawn: asyncio.Future[None]) -> None:
             super().__init__()

@@ -276,6 +276,7 @@ class OutputPane(FocusFrame, Vertical):
                 self.set_tool_calls(event.calls)
         elif isinstance(event, ExecFinished):
             self.ended(event.result)
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "execute_code output"
