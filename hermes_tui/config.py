@@ -102,11 +102,26 @@ class CodeExecutionConfig(_Section):
     """Live top-level kernels; one more evicts the least recently used idle one."""
     rpc_transport: Literal["socket", "file"] = "socket"
     """How scripts reach the tools: a Unix socket, or request/response files (remote backends)."""
+    sandbox: Literal["workspace-write", "read-only", "off"] = "workspace-write"
+    """What every process a script or the model starts may do (docs/security.md): write its
+    workspace, its temp dir and ``writable_roots`` (``read-only``: its temp dir only), read all
+    but ``deny_read``; ``off``: run unconfined, as the user."""
+    network: bool = False
+    """Let sandboxed processes open TCP/UDP connections (Unix sockets stay closed)."""
+    writable_roots: list[str] = []
+    """Extra folders sandboxed processes may write (``~`` expanded; must exist)."""
+    deny_read: list[str] = []
+    """Files or folders (globs allowed, ``~`` expanded) sandboxed processes may not read, on top
+    of the built-in list of secrets."""
 
     _field_before = {
         # Hermes Agent reads 0 and negative caps as 1 (not "unlimited", not "off").
         "max_session_kernels": lambda value: 1 if isinstance(value, int) and not isinstance(value, bool)
         and value <= 0 else value,
+        # YAML 1.1 reads a bare `sandbox: off` as the boolean false.
+        "sandbox": lambda value: "off" if value is False else value,
+        "writable_roots": lambda value: [] if value is None else value,
+        "deny_read": lambda value: [] if value is None else value,
     }
 
 

@@ -14,12 +14,15 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hermes_tui.runtime.capture import STDERR_HEAD, STDERR_MARKER, STDERR_TAIL, HeadTailCapture
 from hermes_tui.runtime.hardening import spawn
 from hermes_tui.runtime.process import CellCapture, CellOutcome, Pump, group_alive, kill_group
 from hermes_tui.runtime.reaper import REAPER
+
+if TYPE_CHECKING:
+    from hermes_tui.runtime.sandbox import Confinement
 
 KILL_GRACE = 5.0
 """Seconds between SIGTERM and SIGKILL of a process group (SPEC §2)."""
@@ -73,20 +76,34 @@ class ChildProcess:
         pass_fds: tuple[int, ...] = (),
         ctrl_fd: int | None = None,
         merge_stderr: bool = False,
+        confinement: Confinement | None = None,
     ) -> None:
-        """Start the process (blocking: run it in a thread) and its pump."""
-        # Forked from the spawner thread: the child cannot read the host (hardening.py).
-        self.proc = spawn(lambda: subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,  # own group: a timeout kills grandchildren too
-            pass_fds=pass_fds,
-            bufsize=0,
-        ))
+        """Start the process (blocking: run it in a thread) and its pump. ``confinement``:
+        run it in the sandbox (sandbox.py); released here whether or not it started."""
+        confined = confinement is not None and confinement.tier != "off"
+        if confinement is not None:
+            argv = [*confinement.prefix, *argv]
+            env = {**env, **confinement.env}
+            pass_fds = (*pass_fds, *confinement.fds)
+        try:
+            # Forked from the spawner thread: the child cannot read the host (hardening.py).
+            self.proc = spawn(lambda: subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,  # own group: a timeout kills grandchildren too
+                pass_fds=pass_fds,
+                bufsize=0,
+                preexec_fn=confinement.preexec if confinement is not None else None,
+            ), confined=confined)
+        except subprocess.SubprocessError as exc:  # the sandbox could not be applied in the child
+            raise OSError(f"the sandbox could not be applied ({exc})") from None
+        finally:
+            if confinement is not None:
+                confinement.close()
         if self.reaped:
             REAPER.watch_group(self.proc.pid)
         pump = Pump(
@@ -217,7 +234,7 @@ async def _interrupt_grace(child: ChildProcess, outcome: asyncio.Future[CellOutc
 async def run_to_end(
     child: ChildProcess, argv: list[str], *, cwd: str, env: dict[str, str], outcome: asyncio.Future[CellOutcome],
     timeout: float, stop: asyncio.Future[Any] | None = None, merge_stderr: bool = False,
-    cancel_grace: float = KILL_GRACE,
+    cancel_grace: float = KILL_GRACE, pass_fds: tuple[int, ...] = (), confinement: Confinement | None = None,
 ) -> EndedBy:
     """Spawn ``child`` (in a thread) and wait for it as :func:`wait_or_end` does.
 
@@ -225,7 +242,8 @@ async def run_to_end(
     Raises ``OSError`` when the process cannot start. If the caller is cancelled, the group
     is ended (``cancel_grace`` seconds before SIGKILL) before the cancellation goes on.
     """
-    await asyncio.to_thread(child.spawn, argv, cwd=cwd, env=env, merge_stderr=merge_stderr)
+    await asyncio.to_thread(child.spawn, argv, cwd=cwd, env=env, merge_stderr=merge_stderr, pass_fds=pass_fds,
+                            confinement=confinement)
     try:
         return await wait_or_end(child, outcome, timeout, stop)
     except asyncio.CancelledError:  # whoever waited is gone: so is the process

@@ -28,6 +28,7 @@ from hermes_tui.runtime.models import ExecResult, ExecStatus, KernelRef, Origin,
 from hermes_tui.runtime.pool import KernelPool, Lease, describe_exit
 from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget
+from hermes_tui.runtime.sandbox import SandboxError
 from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, spill_path
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,8 @@ class Executor:
         cwd = str(self.staging_root) if key.cwd == STAGING_CWD else key.cwd
         refusal = await self.gate.check_script(code, cwd=cwd, session=key.session, origin=origin, exec_id=exec_id,
                                                call_id=call_id)
+        if refusal is None:
+            refusal = self.launcher.sandbox.error  # fail closed: nothing runs unconfined by accident
         if refusal is not None:  # never starts a kernel
             result = self.refused(exec_id, f"BLOCKED: {refusal}", time.perf_counter() - started)
             self._finish(result, key, code, started_at)
@@ -177,7 +180,7 @@ class Executor:
                     warnings.append(start_warning)
                 progress.stage = "run the script"
                 budget = kernel.budget = self._budget(exec_id, key, kernel.cwd, kernel.env, kernel.id, max_tool_calls,
-                                                      origin, call_id)
+                                                      origin, call_id, str(kernel.temp_dir))
                 outcome, ended_by = await self._run_in_kernel(kernel, code, exec_id, capture, timeout, running)
             else:
                 if start_warning:
@@ -247,10 +250,10 @@ class Executor:
 
     def _budget(
         self, exec_id: str, key: KernelKey, cwd: str, env: dict[str, str], kernel_id: str | None, limit: int,
-        origin: Origin, call_id: str | None,
+        origin: Origin, call_id: str | None, tmpdir: str | None = None,
     ) -> ExecBudget:
         context = self.launcher.tool_context(cwd=cwd, env=env, session=key.session, origin=origin,
-                                             kernel_id=kernel_id, exec_id=exec_id, call_id=call_id)
+                                             kernel_id=kernel_id, exec_id=exec_id, call_id=call_id, tmpdir=tmpdir)
         return ExecBudget(exec_id, limit, context)
 
     async def _run_standalone(
@@ -270,19 +273,27 @@ class Executor:
         cwd = str(folder) if key.cwd == STAGING_CWD else key.cwd
         budget.context.cwd = cwd
         await asyncio.to_thread(folder.mkdir, mode=0o700, parents=True)
+        await asyncio.to_thread((folder / "tmp").mkdir, mode=0o700)
         server = await self.launcher.prepare_standalone(child, key, folder, self.pool.allowed_names, lambda: budget)
         budget.context.env = child.env
+        budget.context.tmpdir = str(folder / "tmp")
         try:
             future = child.begin(exec_id, None, capture)
             try:
                 await asyncio.to_thread(script.write_text, code, encoding="utf-8")
+                sandbox = self.launcher.sandbox
+                confinement = await asyncio.to_thread(sandbox.confine, workspace=cwd, tmpdir=str(folder / "tmp"),
+                                                      cwd=cwd, extra=server.writable)
                 ended_by = await run_to_end(child, [key.interpreter, str(script)], cwd=cwd, env=child.env,
-                                            outcome=future, timeout=timeout, stop=running.interrupt)
-            except OSError as exc:
-                message = f"cannot start {key.interpreter}: {exc.strerror or exc}\n".encode()
+                                            outcome=future, timeout=timeout, stop=running.interrupt,
+                                            pass_fds=server.child_fds, confinement=confinement)
+            except (OSError, SandboxError) as exc:
+                message = f"cannot start {key.interpreter}: {getattr(exc, 'strerror', None) or exc}\n".encode()
                 capture_err = HeadTailCapture()
                 capture_err.feed(message)
                 return CellOutcome(capture.finish(), capture_err.finish(), None, 127), None
+            finally:
+                server.started()
             return await future, ended_by
         finally:
             await server.close()

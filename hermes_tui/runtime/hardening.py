@@ -36,7 +36,10 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from hermes_tui.runtime.sandbox import Confinement
 
 log = logging.getLogger(__name__)
 
@@ -227,42 +230,47 @@ def forbid_kernel_control_writes() -> bool:
         os.close(ruleset)
 
 
-_spawner: ThreadPoolExecutor | None = None
+_spawners: dict[bool, ThreadPoolExecutor] = {}
 _spawner_lock = threading.Lock()
 
 
-def _executor() -> ThreadPoolExecutor:
-    """The one thread children are forked from (started on first use)."""
-    global _spawner
+def _executor(confined: bool = False) -> ThreadPoolExecutor:
+    """The one thread children are forked from (started on first use). ``confined``: the
+    thread for sandboxed children, which restrict themselves (a Landlock domain of the thread
+    would keep bubblewrap from setting up its namespaces)."""
     with _spawner_lock:
-        if _spawner is None:
-            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-spawn",
-                                          initializer=_become_spawner)
-        return _spawner
+        if confined not in _spawners:
+            _spawners[confined] = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="hermes-spawn-confined" if confined else "hermes-spawn",
+                initializer=_become_spawner, initargs=(confined,))
+        return _spawners[confined]
 
 
-def _become_spawner() -> None:
-    _local.spawner = True
+def _become_spawner(confined: bool = False) -> None:
+    _local.spawner = "confined" if confined else "plain"
     drop_for_children()
     libc = _c()
-    if libc is not None and libc.geteuid() == 0 and not forbid_kernel_control_writes():
+    if confined or libc is None or libc.geteuid() != 0:
+        return
+    if not forbid_kernel_control_writes():
         log.warning("Landlock is not available: a root script could still write /proc/sys")
 
 
-def spawn(start: Callable[[], T]) -> T:
+def spawn(start: Callable[[], T], *, confined: bool = False) -> T:
     """Run ``start`` (a ``Popen``) on the spawner thread and return what it returns. Blocking.
 
     Every process the host starts for a script — kernels, shell commands, ripgrep,
-    interpreter probes — is forked there, from a thread without :data:`DROPPED`.
+    interpreter probes — is forked there, from a thread without :data:`DROPPED`; sandboxed
+    ones (``confined``) from a second such thread without the plain one's Landlock domain.
     """
-    if getattr(_local, "spawner", False):
+    if getattr(_local, "spawner", None) == ("confined" if confined else "plain"):
         return start()
-    return _executor().submit(start).result()
+    return _executor(confined).submit(start).result()
 
 
-async def spawn_async(start: Callable[[], T]) -> T:
+async def spawn_async(start: Callable[[], T], *, confined: bool = False) -> T:
     """:func:`spawn` for the event loop: waits without blocking it."""
-    return await asyncio.wrap_future(_executor().submit(start))
+    return await asyncio.wrap_future(_executor(confined).submit(start))
 
 
 class Spawned:
@@ -293,14 +301,24 @@ class Spawned:
             self.popen.kill()
 
 
-async def open_process(argv: list[str], env: dict[str, str], *, new_session: bool = False) -> Spawned:
+async def open_process(argv: list[str], env: dict[str, str], *, new_session: bool = False,
+                       confinement: Confinement | None = None) -> Spawned:
     """``asyncio.create_subprocess_exec`` for a child of a script's: forked by the spawner
     (asyncio would fork from the loop's thread, which keeps its capabilities), stdin empty,
     stdout and stderr read as streams. ``new_session``: in its own process group (so it and
-    whatever it starts can be killed together)."""
-    popen = await spawn_async(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                       stderr=subprocess.PIPE, env=env,
-                                                       start_new_session=new_session))
+    whatever it starts can be killed together). ``confinement``: run it in the sandbox."""
+    if confinement is None or confinement.tier == "off":
+        popen = await spawn_async(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                           stderr=subprocess.PIPE, env=env,
+                                                           start_new_session=new_session))
+    else:
+        try:
+            popen = await spawn_async(lambda: subprocess.Popen(
+                [*confinement.prefix, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env={**env, **confinement.env}, start_new_session=new_session,
+                pass_fds=confinement.fds, preexec_fn=confinement.preexec), confined=True)
+        finally:
+            confinement.close()
     loop = asyncio.get_running_loop()
     streams: list[asyncio.StreamReader] = []
     for pipe in (popen.stdout, popen.stderr):

@@ -20,6 +20,7 @@ from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, new_token
+from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.stub import stage_tools_module
 
 DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
@@ -97,6 +98,8 @@ class Kernel(ChildProcess):
         """The secret this kernel's tool requests must carry."""
         self.rpc: RpcServer | None = None
         """The tool channel (started by the pool before the process)."""
+        self.sandbox: Sandbox | None = None
+        """The sandbox it starts in (None: unconfined, as in tests of the bare kernel)."""
         self.budget: ExecBudget | None = None
         """Tool-call budget of the script running now (None between scripts)."""
         self.allowed_names: frozenset[str] = frozenset()
@@ -141,9 +144,15 @@ class Kernel(ChildProcess):
         last = detail.splitlines()[-1] if detail else ""
         raise KernelStartError(f"kernel did not start: {reason}" + (f" ({last})" if last else ""))
 
+    @property
+    def temp_dir(self) -> Path:
+        """The kernel's private temp dir (``TMPDIR``), writable in every sandbox mode."""
+        return self.staging_dir / "tmp"
+
     def _prepare(self) -> bool:
-        """Make the staging dir; True if the working dir is usable. Blocking."""
+        """Make the staging and temp dirs; True if the working dir is usable. Blocking."""
         self.staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.temp_dir.mkdir(mode=0o700, exist_ok=True)
         return os.path.isdir(self.cwd)
 
     def _spawn_driver(self) -> None:
@@ -152,16 +161,22 @@ class Kernel(ChildProcess):
         if self.rpc is not None:  # `import hermes_tools` finds it beside the driver (sys.path[0])
             stage_tools_module(self.staging_dir, {**self.rpc.stub_config(), "token": self.token,
                                                   "tools": list(self.key.tools)})
+        confinement = None
+        if self.sandbox is not None:  # raises SandboxError: no kernel starts unconfined
+            confinement = self.sandbox.confine(workspace=self.cwd, tmpdir=str(self.temp_dir), cwd=self.cwd,
+                                               extra=self.rpc.writable if self.rpc is not None else ())
         child_in, self._ctrl_in = os.pipe()
         ctrl_out, child_out = os.pipe()
         child_life, self._lifeline = os.pipe()
+        channel = self.rpc.child_fds if self.rpc is not None else ()
         try:
             self.spawn(
                 [self.key.interpreter, str(driver), str(child_in), str(child_out), str(child_life)],
                 cwd=self.cwd,
                 env=self.env,
-                pass_fds=(child_in, child_out, child_life),
+                pass_fds=(child_in, child_out, child_life, *channel),
                 ctrl_fd=ctrl_out,
+                confinement=confinement,
             )
         except BaseException:
             os.close(ctrl_out)
@@ -169,6 +184,8 @@ class Kernel(ChildProcess):
         finally:
             for fd in (child_in, child_out, child_life):
                 os.close(fd)
+            if self.rpc is not None:
+                self.rpc.started()
         os.set_blocking(self._ctrl_in, False)
 
     def _on_reply(self, message: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from hermes_tui.runtime.kernel import STAGING_CWD, Kernel, KernelKey
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, ToolHost, new_token, open_rpc
+from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.skills import required_env, required_env_names
 from hermes_tui.runtime.stub import stage_tools_module
 from hermes_tui.runtime.tools import ToolContext
@@ -53,6 +54,10 @@ class Launcher:
         self.cache_dir = cache_dir
         self._interpreters: dict[tuple[str | None, str | None], Choice] = {}
         self._announced: set[str] = set()
+        settings = config.code_execution
+        self.sandbox = Sandbox(settings.sandbox, network=settings.network, writable_roots=settings.writable_roots,
+                               deny_read=settings.deny_read, hermes_home=str(home))
+        """The sandbox every process a script or the model starts runs in (probed by the runtime)."""
 
     @property
     def host_env(self) -> Mapping[str, str]:
@@ -114,6 +119,7 @@ class Launcher:
         kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
                                             lambda: kernel.budget)
         kernel.env = {**self.child_env(allowed), **kernel.rpc.env()}
+        kernel.sandbox = self.sandbox
 
     async def prepare_standalone(
         self, child: ChildProcess, key: KernelKey, folder: Path, allowed: frozenset[str],
@@ -151,12 +157,13 @@ class Launcher:
 
     def tool_context(
         self, *, cwd: str, env: dict[str, str], session: str, origin: Origin, kernel_id: str | None = None,
-        exec_id: str | None = None, call_id: str | None = None,
+        exec_id: str | None = None, call_id: str | None = None, tmpdir: str | None = None,
     ) -> ToolContext:
         """Where and for whom a tool call runs (a script's, or a top-level one)."""
         return ToolContext(
             cwd=cwd, env=env, config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
-            kernel_id=kernel_id, exec_id=exec_id, origin=origin, call_id=call_id,
+            kernel_id=kernel_id, exec_id=exec_id, origin=origin, call_id=call_id, sandbox=self.sandbox,
+            tmpdir=tmpdir, workspace=cwd,
         )
 
 

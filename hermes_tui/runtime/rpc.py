@@ -309,13 +309,38 @@ class SocketRpcServer:
         self._accept_failing = False
         self._listening = False
         self._closed = False
+        self._connector: socket.socket | None = None
+        self.child_connector: socket.socket | None = None
+        """The child's end of the connector (see :meth:`_connect_child`): inherited by the
+        process, closed here once it has started (:meth:`started`)."""
+
+    writable: tuple[Path, ...] = ()
+    """Folders the child must be able to write (none: the socket comes as a descriptor)."""
 
     def env(self) -> dict[str, str]:
         """What the child needs to find the server."""
-        return {"HERMES_RPC_SOCKET": str(self.path)}
+        env = {"HERMES_RPC_SOCKET": str(self.path)}
+        if self.child_connector is not None:
+            env["HERMES_RPC_FD"] = str(self.child_connector.fileno())
+        return env
 
     def stub_config(self) -> dict[str, Any]:
-        return {"transport": "socket", "socket": str(self.path), "max_request": MAX_REQUEST_BYTES}
+        config: dict[str, Any] = {"transport": "socket", "socket": str(self.path), "max_request": MAX_REQUEST_BYTES}
+        if self.child_connector is not None:
+            config["connector_fd"] = self.child_connector.fileno()
+        return config
+
+    @property
+    def child_fds(self) -> tuple[int, ...]:
+        """Descriptors the child must inherit."""
+        return () if self.child_connector is None else (self.child_connector.fileno(),)
+
+    def started(self) -> None:
+        """The child has started (or failed to): its end of the connector is its own now."""
+        child, self.child_connector = self.child_connector, None
+        if child is not None:
+            with contextlib.suppress(OSError):
+                child.close()
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -338,10 +363,15 @@ class SocketRpcServer:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
+        # A sandboxed process cannot open a Unix socket (sandbox/seccomp.py): it asks for each
+        # connection on this pair, already connected, and gets one back (SCM_RIGHTS).
+        self._connector, self.child_connector = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._connector.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(listener, selectors.EVENT_READ)
         self._listening = True
         self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._selector.register(self._connector, selectors.EVENT_READ)
 
     # -- the channel's threads ------------------------------------------------------------
 
@@ -414,6 +444,8 @@ class SocketRpcServer:
             for key, mask in self._selector.select(timeout):
                 if key.fileobj is self._listener:
                     self._accept()
+                elif key.fileobj is self._connector:
+                    self._connect_child()
                 elif key.fileobj is self._wake_r:
                     self._drain_wakeups()
                 else:
@@ -507,6 +539,38 @@ class SocketRpcServer:
                                      f"{MAX_CONNECTIONS} open (the most allowed)")
                 continue
             self._connections[sock] = _Connection(sock)
+
+    def _connect_child(self) -> None:
+        """Answer each request on the connector with one end of a new connection (leader only).
+        Once the process and every one it forked have closed their ends, the connector is done."""
+        connector = self._connector
+        assert connector is not None and self._selector is not None
+        for _ in range(64):
+            try:
+                asked = connector.recv(16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                asked = b""
+            if not asked:
+                self._selector.unregister(connector)
+                connector.close()
+                self._connector = None
+                return
+            if len(self._connections) >= MAX_CONNECTIONS and not self._close_a_silent_one():
+                with contextlib.suppress(OSError):
+                    connector.send(b"full")
+                continue
+            mine, theirs = socket.socketpair()
+            try:
+                socket.send_fds(connector, [b"c"], [theirs.fileno()])
+            except OSError:
+                mine.close()
+                continue
+            finally:
+                theirs.close()
+            mine.setblocking(False)
+            self._connections[mine] = _Connection(mine)
 
     def _close_a_silent_one(self) -> bool:
         """Close the oldest connection that never sent a byte (none sent since) and was
@@ -781,7 +845,7 @@ class SocketRpcServer:
         for connection in list(self._connections.values()):
             self._drop(connection)
         self._ready.clear()
-        for name in ("_listener", "_wake_r", "_wake_w"):
+        for name in ("_listener", "_wake_r", "_wake_w", "_connector", "child_connector"):
             sock = getattr(self, name)
             setattr(self, name, None)
             if sock is not None:
@@ -865,6 +929,16 @@ class FileRpcServer:
 
     def env(self) -> dict[str, str]:
         return {"HERMES_RPC_DIR": str(self.folder)}
+
+    child_fds: tuple[int, ...] = ()
+
+    @property
+    def writable(self) -> tuple[Path, ...]:
+        """The child writes its requests into the folder: a sandbox must let it."""
+        return (self.folder,)
+
+    def started(self) -> None:
+        """Nothing to hand over: the requests folder is the channel."""
 
     def stub_config(self) -> dict[str, Any]:
         return {"transport": "file", "rpc_dir": str(self.folder), "max_request": MAX_REQUEST_BYTES}

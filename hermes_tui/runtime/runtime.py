@@ -14,7 +14,7 @@ from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
-from hermes_tui.runtime.hardening import make_undumpable
+from hermes_tui.runtime.hardening import make_undumpable, spawn
 from hermes_tui.runtime.kernel import Kernel
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
@@ -22,6 +22,7 @@ from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_ses
 from hermes_tui.runtime.pool import KernelPool
 from hermes_tui.runtime.records import new_exec_id
 from hermes_tui.runtime.reaper import REAPER
+from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.tools import TOOL_NAMES
 from hermes_tui.runtime.tools.dispatch import preload
 from hermes_tui.units import noun
@@ -90,6 +91,7 @@ class Runtime:
         await asyncio.to_thread(preload)  # before any kernel: nothing imported later can be planted
         await self.gate.load_rules()
         self._staging_root = await asyncio.to_thread(self._make_staging_root)
+        await asyncio.to_thread(self._probe_sandbox, self._staging_root / "sandbox")
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
         await asyncio.to_thread(sweep_partial_spills, self.cache_dir)
         self._pool = KernelPool(
@@ -108,6 +110,18 @@ class Runtime:
         REAPER.watch_folder(root)
         sweep_staging(root.parent, keep=root)
         return root
+
+    def _probe_sandbox(self, scratch: Path) -> None:
+        """Which sandbox is in force (once per start; a trial process, about 10 ms). Blocking."""
+        scratch.mkdir(mode=0o700, exist_ok=True)
+        self.sandbox.scratch = str(scratch)
+        self.sandbox.probe(str(scratch), lambda start: spawn(start, confined=True))
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox scripts and commands run in: ``tier`` (``bwrap``, ``landlock``, ``off``,
+        ``unavailable``), ``label`` for the screen, ``detail`` and ``error`` (fail closed)."""
+        return self.launcher.sandbox
 
     async def aclose(self) -> None:
         """Stop every running script and kernel, then remove the staging directory."""

@@ -20,6 +20,10 @@ TOOL_NAMES: tuple[str, ...] = (
 )
 
 
+if TYPE_CHECKING:
+    from hermes_tui.runtime.sandbox import Sandbox
+
+
 @dataclass(slots=True)
 class ToolContext:
     """Where and for whom a tool runs."""
@@ -43,6 +47,12 @@ class ToolContext:
     ask_writes: str | None = None
     """Why every file write of this call must be asked first (a top-level call of an injected
     or automation turn), or None."""
+    sandbox: Sandbox | None = None
+    """The sandbox processes started for this call run in (None: unconfined)."""
+    tmpdir: str | None = None
+    """Their temp dir (the kernel's own; else the sandbox's scratch dir)."""
+    workspace: str | None = None
+    """The folder they may write (the kernel's working dir; None: ``cwd``)."""
 
     def resolve(self, path: str) -> Path:
         """``path`` made absolute against the working dir (``~`` expanded)."""

@@ -1,0 +1,64 @@
+"""bubblewrap: the process in its own user, mount, IPC (and network) namespaces.
+
+The whole file system is bound read-only; the writable roots are bound again read-write, the
+protected paths inside them read-only once more (a mount point cannot be renamed, removed or
+written through), ``.git`` folders are pinned (bound onto themselves) so their protected hooks
+cannot be swapped for a fresh ``.git``; secrets are covered (an empty read-only folder, or
+``/dev/null`` for a file); ``/dev`` is a fresh minimal one (no disks, no terminals). Without
+``network`` the process has a network namespace of its own: no interface but a closed loopback.
+
+bwrap stays as a small monitor process (the parent of the command, in its process group): it
+ignores SIGINT (set before exec), so an interrupt reaches only the script; SIGTERM or SIGKILL
+of the group ends it, and ``--die-with-parent`` takes the command with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+
+from hermes_tui.runtime.sandbox.paths import Layout
+
+
+def binary() -> str | None:
+    """Where ``bwrap`` is (None: not installed)."""
+    return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=4)
+def supports(path: str, option: str) -> bool:
+    """True when this bwrap knows ``option`` (0.8 added ``--disable-userns``)."""
+    try:
+        out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return option in out.stdout + out.stderr
+
+
+def argv(path: str, layout: Layout, *, cwd: str, network: bool, seccomp_fd: int | None) -> list[str]:
+    """The bwrap command line that runs a command inside ``layout`` (the command follows)."""
+    args = [path, "--unshare-user", "--unshare-ipc", "--die-with-parent"]
+    if supports(path, "--disable-userns"):
+        args.append("--disable-userns")
+    if not network:
+        args.append("--unshare-net")
+    args += ["--ro-bind", "/", "/", "--dev", "/dev"]
+    for root in layout.writable:
+        args += ["--bind", root, root]
+    for pin in layout.pinned:
+        args += ["--bind", pin, pin]
+    for path_ in (*layout.protected, *layout.git):
+        if os.path.lexists(path_):
+            args += ["--ro-bind", path_, path_]
+    for secret in layout.hidden:
+        if os.path.isdir(secret) and not os.path.islink(secret):
+            args += ["--tmpfs", secret, "--remount-ro", secret]
+        elif os.path.lexists(secret):
+            args += ["--ro-bind", "/dev/null", secret]
+    args += ["--chdir", cwd]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    args.append("--")
+    return args

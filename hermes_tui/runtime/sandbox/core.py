@@ -1,0 +1,247 @@
+"""The sandbox in force for one runtime: which mechanism, probed once per start, and the
+confinement of each process a script or the model starts.
+
+Two mechanisms, tried in this order (docs/security.md says why):
+
+* ``bwrap``: bubblewrap's namespaces (:mod:`.bwrap`), plus the seccomp filter and, on Linux ≥
+  6.12, a Landlock domain that keeps signals and abstract sockets inside the sandbox;
+* ``landlock``: Landlock rules alone (:mod:`.landlock`) plus the same seccomp filter, applied
+  in the child before exec: no external program. It cannot carve ``.git/hooks`` out of a
+  writable workspace (Landlock rules only add up).
+
+Fail closed: when the configured sandbox cannot be applied, :attr:`Sandbox.error` says why and
+what fixes it, and no confined process starts (:meth:`Sandbox.confine` raises).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hermes_tui.runtime.sandbox import bwrap, landlock, paths, seccomp
+
+Tier = Literal["bwrap", "landlock", "off", "unavailable"]
+FORCE_ENV = "HERMES_TUI_SANDBOX_TIER"
+"""Names the mechanism to use (``bwrap`` or ``landlock``) instead of the first that works:
+for tests and diagnosis. One that cannot be applied then fails closed."""
+DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+"""The only device files a Landlock-confined process may open (no disk, no terminal of the user's)."""
+FIX = ("install bubblewrap (apt-get install bubblewrap), run on Linux 5.13 or newer with Landlock, "
+       "or set code_execution.sandbox: off to run scripts unconfined")
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be applied; the message is one line saying why and what fixes it."""
+
+
+@dataclass
+class Confinement:
+    """How to start one confined process: a command prefix, what the child does before exec,
+    the descriptors it must inherit and the environment it gets on top of its own."""
+
+    prefix: list[str] = field(default_factory=list)
+    preexec: Callable[[], None] | None = None
+    fds: tuple[int, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    tier: Tier = "off"
+    _owned: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Release what only the start needed (call once the child has started, or failed to)."""
+        for release in self._owned:
+            release()
+        self._owned.clear()
+
+
+class Sandbox:
+    """The sandbox of one runtime.
+
+    Args:
+        mode: ``code_execution.sandbox``.
+        network: ``code_execution.network``.
+        writable_roots: ``code_execution.writable_roots``.
+        deny_read: ``code_execution.deny_read``.
+        hermes_home: ``HERMES_HOME`` (never writable; its ``.env`` never readable).
+    """
+
+    def __init__(self, mode: str, *, network: bool, writable_roots: Iterable[str] = (),
+                 deny_read: Iterable[str] = (), hermes_home: str) -> None:
+        self.mode = mode
+        self.network = network
+        self.writable_roots = tuple(writable_roots)
+        self.deny_read = tuple(deny_read)
+        self.hermes_home = hermes_home
+        self.user_home = os.path.expanduser("~")
+        self.tier: Tier = "off" if mode == "off" else "unavailable"
+        self.detail = "off: scripts and commands run unconfined, as you" if mode == "off" else "not probed yet"
+        self.error: str | None = None
+        self.abi = 0
+        self.scratch: str | None = None
+        """A private temp dir for processes of no kernel (a top-level command, ripgrep)."""
+        self._bwrap: str | None = None
+        self._scope: landlock.Ruleset | None = None
+
+    @property
+    def label(self) -> str:
+        """Short, for the top bar and the kernels pane: ``workspace-write·bwrap``, ``off``..."""
+        if self.tier in ("off", "unavailable"):
+            return self.tier
+        return f"{self.mode}·{self.tier}"
+
+    @property
+    def active(self) -> bool:
+        """True when processes are confined (a tier is in force)."""
+        return self.tier in ("bwrap", "landlock")
+
+    # -- probing ------------------------------------------------------------------------------
+
+    def probe(self, scratch: str, spawn: Callable[[Callable[[], subprocess.Popen[bytes]]], subprocess.Popen[bytes]]) -> None:
+        """Find the mechanism in force (blocking; once per start). ``scratch``: a private folder
+        a trial process may write; ``spawn`` forks as kernels are forked (the spawner thread)."""
+        if self.mode == "off":
+            return
+        forced = os.environ.get(FORCE_ENV, "").strip().lower() or None
+        problems: list[str] = []
+        try:
+            seccomp.program(self.network)
+        except seccomp.SeccompUnavailable as exc:
+            self._fail(f"{exc}")
+            return
+        self.abi = landlock.abi()
+        if self.abi >= 6:
+            try:
+                self._scope = landlock.Ruleset(scoped=landlock.SCOPE_SIGNAL | landlock.SCOPE_ABSTRACT_UNIX,
+                                               version=self.abi)
+            except OSError:
+                self._scope = None
+        for tier in (("bwrap", "landlock") if forced is None else (forced,)):
+            if tier == "bwrap":
+                self._bwrap = bwrap.binary()
+                if self._bwrap is None:
+                    problems.append("bubblewrap (bwrap) is not installed")
+                    continue
+            elif tier == "landlock":
+                if self.abi < 1:
+                    problems.append("Landlock is not available (Linux 5.13 or newer with Landlock enabled)")
+                    continue
+            else:
+                problems.append(f"{FORCE_ENV}={forced!r} names no mechanism (bwrap, landlock)")
+                continue
+            self.tier = tier
+            why = self._trial(scratch, spawn)
+            if why is None:
+                self.detail = self._describe()
+                return
+            problems.append(f"{tier} cannot start a process here ({why})")
+        self.tier = "unavailable"
+        self._fail("; ".join(problems))
+
+    def _fail(self, why: str) -> None:
+        self.tier = "unavailable"
+        self.error = (f"code_execution.sandbox is {self.mode}, but no sandbox can be applied here: {why}. "
+                      f"Nothing was run. To fix: {FIX}")
+        self.detail = self.error
+
+    def _trial(self, scratch: str, spawn: Callable[[Callable[[], subprocess.Popen[bytes]]],
+                                                   subprocess.Popen[bytes]]) -> str | None:
+        """Start ``true`` confined as a kernel would be; None if it ran, else why not."""
+        try:
+            confinement = self.confine(workspace=None, tmpdir=scratch, cwd=scratch)
+        except (OSError, SandboxError) as exc:
+            return str(exc)
+        try:
+            argv = [*confinement.prefix, "/bin/sh", "-c", "exit 0"]
+            proc = spawn(lambda: subprocess.Popen(
+                argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                pass_fds=confinement.fds, preexec_fn=confinement.preexec))
+        except (OSError, subprocess.SubprocessError) as exc:
+            return str(exc)
+        finally:
+            confinement.close()
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return "it did not finish within 10 s"
+        if proc.returncode != 0:
+            last = err.decode("utf-8", "replace").strip().splitlines()
+            return last[-1] if last else f"exit code {proc.returncode}"
+        return None
+
+    def _describe(self) -> str:
+        net = "network allowed (TCP/UDP)" if self.network else "no network"
+        scope = ("signals and abstract sockets kept inside" if self.abi >= 6
+                 else "signals to other processes NOT scoped (Landlock ABI < 6: Linux < 6.12)")
+        if self.tier == "bwrap":
+            how = f"bubblewrap ({self._bwrap}) + seccomp" + (f" + Landlock ABI {self.abi}" if self._scope else "")
+        else:
+            how = f"Landlock ABI {self.abi} + seccomp (.git hooks and config not protected: install bubblewrap)"
+        return f"{self.mode}: {how}; {net}; {scope}"
+
+    # -- confining ----------------------------------------------------------------------------
+
+    def layout(self, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = ()) -> paths.Layout:
+        """What a process with this workspace and temp dir may write and read."""
+        writable = [tmpdir, *extra]
+        if self.mode == "workspace-write":
+            writable += [*(w for w in [workspace] if w), *self.writable_roots]
+        return paths.layout(writable=writable, hermes_home=self.hermes_home, user_home=self.user_home,
+                            extra_hidden=self.deny_read, cwd=cwd)
+
+    def confine(self, *, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = ()) -> Confinement:
+        """The confinement of one process (blocking: it reads the file system). Raises
+        :class:`SandboxError` when the sandbox is unavailable; an empty one when it is off."""
+        if self.tier == "off":
+            return Confinement()
+        if self.tier == "unavailable":
+            raise SandboxError(self.error or "the sandbox is not ready")
+        layout = self.layout(workspace, tmpdir, cwd, extra)
+        env = {"TMPDIR": tmpdir, "HERMES_SANDBOX": self.label}
+        if self.tier == "bwrap":
+            assert self._bwrap is not None
+            fd = seccomp.pipe_of(seccomp.program(self.network))
+            scope_fd = self._scope.fd if self._scope is not None else -1
+
+            def before_exec() -> None:
+                # bwrap stays as the command's parent, in its group: an interrupt is for the script.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                if scope_fd >= 0:
+                    landlock.restrict_self(scope_fd)
+
+            prefix = bwrap.argv(self._bwrap, layout, cwd=cwd, network=self.network, seccomp_fd=fd)
+            return Confinement(prefix, before_exec, (fd,), env, "bwrap", [lambda: os.close(fd)])
+        ruleset = self._landlock_rules(layout)
+        loader = seccomp.Loader(seccomp.program(self.network))
+        ruleset_fd = ruleset.fd
+
+        def restrict() -> None:
+            landlock.restrict_self(ruleset_fd)
+            loader.load()
+
+        return Confinement([], restrict, (), env, "landlock", [ruleset.close])
+
+    def _landlock_rules(self, layout: paths.Layout) -> landlock.Ruleset:
+        version = self.abi
+        writes = landlock.write_rights(version) & ~landlock.MAKE_DEVICE  # a disk made a node is every file on it
+        ruleset = landlock.Ruleset(
+            fs=landlock.READ_FILE | landlock.READ_DIR | landlock.write_rights(version),
+            net=0 if self.network else landlock.NET_BIND_TCP | landlock.NET_CONNECT_TCP,
+            scoped=landlock.SCOPE_SIGNAL | landlock.SCOPE_ABSTRACT_UNIX, version=version)
+        try:
+            ruleset.allow("/", landlock.READ_DIR)
+            # Reads: everything but the secrets and /dev (a disk read raw is every file on it).
+            landlock.add_complement(ruleset, "/", landlock.READ_FILE, [*layout.hidden, "/dev"])
+            for node in DEV_NODES:
+                ruleset.allow(node, landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUNCATE)
+            ruleset.allow("/dev/shm", landlock.READ_FILE | writes)
+            for root in layout.writable:
+                landlock.add_complement(ruleset, root, writes, [*layout.protected, *layout.hidden])
+        except BaseException:
+            ruleset.close()
+            raise
+        return ruleset

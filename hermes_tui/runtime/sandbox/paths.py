@@ -1,0 +1,168 @@
+"""Which paths a sandboxed process may write, which it may never write, and which it may not read.
+
+Everything here is plain path arithmetic over the file system as it is when a process starts
+(globs expanded, symlinks resolved): the mechanisms (:mod:`.bwrap`, :mod:`.landlock`) turn a
+:class:`Layout` into mounts or rules.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import site
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STARTUP_FILES = (
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile",
+    ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".inputrc", ".pam_environment", ".xprofile", ".xsessionrc",
+    ".config/fish", ".config/environment.d", ".config/systemd", ".config/autostart", ".local/bin", ".ssh",
+    ".gitconfig", ".config/git", ".pythonrc", ".pythonrc.py",
+)
+"""Under the user's home: what a shell, a login, git or the desktop runs later. Never written by
+a sandboxed process, even when the home lies inside a writable root."""
+
+SECRETS = (
+    ".aws", ".config/gcloud", ".kube/config", ".docker/config.json", ".netrc", ".pgpass", ".git-credentials",
+    ".gnupg", ".pypirc", ".config/gh/hosts.yml", ".azure",
+)
+"""Under the user's home: files and folders of credentials no sandboxed process may read."""
+
+HERMES_SECRETS = (".env", "auth.json")
+"""Under ``$HERMES_HOME``: the keys Hermes Agent and hermes-tui read (never a sandbox's)."""
+
+SSH_PUBLIC = ("known_hosts", "config", "authorized_keys", "environment")
+"""Files in ``~/.ssh`` that hold no private key (with every ``*.pub``); the rest are hidden."""
+
+SYSTEM_ROOTS = frozenset({"/", "/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                          "/boot", "/run", "/var", "/root", "/home"})
+"""Never a writable root (a workspace or ``writable_roots`` entry equal to one is refused)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one sandboxed process may touch, in absolute real paths.
+
+    ``writable``: folders it may write (workspace, temp dir, extra roots). ``protected``: paths
+    inside those that stay read-only. ``git``: a root's ``.git/hooks`` and ``.git/config``, read-only
+    too where the mechanism can carve them out (bubblewrap); ``pinned``: folders that must not be
+    renamed or removed (a ``.git`` whose hooks are protected: renaming it would let a fresh one
+    take its place). ``hidden``: paths it may not read at all.
+    """
+
+    writable: tuple[str, ...]
+    protected: tuple[str, ...] = ()
+    git: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    refused: tuple[str, ...] = field(default=(), compare=False)
+    """Roots that were asked for but cannot be writable (a system folder, missing): said in doctor."""
+
+
+def real(path: str | Path) -> str:
+    """``path`` with ``~`` expanded, made absolute, symlinks resolved."""
+    return os.path.realpath(os.path.expanduser(str(path)))
+
+
+def inside(path: str, folder: str) -> bool:
+    """True when ``path`` is ``folder`` or lies beneath it (both real and absolute)."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def host_code() -> list[str]:
+    """The host's interpreter, its standard library and site-packages, and hermes-tui's own
+    package: code the key-holding host imports or runs."""
+    import hermes_tui
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(real(sys.executable)),
+             os.path.dirname(os.path.abspath(hermes_tui.__file__))}
+    try:
+        paths.update(site.getsitepackages())
+    except AttributeError:  # a virtualenv's old site.py
+        pass
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user_site:
+        paths.add(user_site)
+    return sorted({real(p) for p in paths})
+
+
+def _expand(patterns: Iterable[str], base: str) -> list[str]:
+    found: list[str] = []
+    for pattern in patterns:
+        path = os.path.join(base, os.path.expanduser(pattern))
+        matches = glob.glob(path, include_hidden=True) if glob.has_magic(path) else [path]
+        found.extend(real(match) for match in matches if os.path.lexists(match))
+    return found
+
+
+def ssh_private(user_home: str) -> list[str]:
+    """Files in ``~/.ssh`` that may hold a private key: all but public keys and known_hosts/config."""
+    folder = os.path.join(user_home, ".ssh")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(real(os.path.join(folder, name)) for name in names
+                  if not name.endswith(".pub") and not name.startswith(SSH_PUBLIC))
+
+
+def hidden_paths(hermes_home: str, user_home: str, extra: Iterable[str], cwd: str) -> list[str]:
+    """Every existing path a sandboxed process may not read (the built-in secrets and ``extra``)."""
+    hidden = _expand(SECRETS, user_home) + _expand(HERMES_SECRETS, hermes_home) + ssh_private(user_home)
+    if os.environ.get("PGPASSFILE"):
+        hidden += _expand([os.environ["PGPASSFILE"]], cwd)
+    hidden += _expand(extra, cwd)
+    return _outermost(hidden)
+
+
+def protected_paths(hermes_home: str, user_home: str) -> list[str]:
+    """Paths never written by a sandboxed process, whether or not they exist yet."""
+    paths = [real(hermes_home), *host_code()]
+    paths += [real(os.path.join(user_home, name)) for name in STARTUP_FILES]
+    return _outermost(paths)
+
+
+def git_guards(root: str) -> tuple[list[str], list[str]]:
+    """For a writable root with a ``.git`` folder: what to pin (``.git`` itself) and protect
+    (its hooks and config: both run code in the user's next git command)."""
+    git = os.path.join(root, ".git")
+    if not os.path.isdir(git) or os.path.islink(git):
+        return [], []
+    guarded = [os.path.join(git, name) for name in ("hooks", "config") if os.path.lexists(os.path.join(git, name))]
+    return [git], guarded
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """``paths`` without duplicates or paths beneath another one of them, sorted."""
+    kept: list[str] = []
+    for path in sorted(set(paths), key=lambda p: (p.count("/"), p)):
+        if not any(inside(path, other) for other in kept):
+            kept.append(path)
+    return sorted(kept)
+
+
+def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_hidden: Iterable[str] = (),
+           cwd: str = "/") -> Layout:
+    """The :class:`Layout` of a process that may write ``writable`` (existing folders; the
+    system folders of :data:`SYSTEM_ROOTS` are refused)."""
+    never = protected_paths(hermes_home, user_home)
+    roots: list[str] = []
+    refused: list[str] = []
+    for folder in writable:
+        path = real(folder)
+        if path in SYSTEM_ROOTS or not os.path.isdir(path) or any(inside(path, p) for p in never):
+            refused.append(path)
+        else:
+            roots.append(path)
+    roots = _outermost(roots)
+    protected = [p for p in never if any(inside(p, r) for r in roots)]
+    pinned: list[str] = []
+    git: list[str] = []
+    for root in roots:
+        pins, guarded = git_guards(root)
+        pinned += pins
+        git += guarded
+    hidden = hidden_paths(hermes_home, user_home, extra_hidden, cwd)
+    return Layout(tuple(roots), tuple(protected), tuple(git), tuple(pinned), tuple(hidden), tuple(refused))
