@@ -76,7 +76,7 @@ class FileChange(BaseModel):
     A "session" answer allows this path with this content only (see :meth:`ApprovalGate.check_file`)."""
 
 
-RequestKind = Literal["script", "terminal", "file"]
+RequestKind = Literal["script", "terminal", "file", "sandbox"]
 
 
 class ApprovalRequest(BaseModel):
@@ -117,6 +117,8 @@ class ApprovalRequest(BaseModel):
         return f"{tool} to {'read' if tool in READING_TOOLS else 'change'} {what}"
 
 
+SANDBOX_PREFIX = "outside the sandbox: "
+"""What a "run outside the sandbox?" request is remembered under (never a command rule)."""
 READING_TOOLS = frozenset({"read_file", "search_files"})
 """Tools whose file requests are reads (a credentials file), not changes."""
 
@@ -370,6 +372,26 @@ class ApprovalGate:
             request.always_rule = command
             request.always_file = str(allowlist_path(self.home))
         return await self._ask(request, command)
+
+    @refused_unlogged
+    async def check_unsandboxed(
+        self, command: str, why: str, *, cwd: str, session: str, kernel: str | None, exec_id: str | None,
+        origin: Origin = "user", call_id: str | None = None,
+    ) -> str | None:
+        """Ask whether ``command``, which the sandbox stopped (``why``), may run again outside it.
+        None if a person said once; else why not. Asked in every approvals mode (``off`` lifts
+        approvals, not the sandbox), answered once or deny: no rule or session answer covers it."""
+        key = SANDBOX_PREFIX + command
+        if self._take_once(session, key):
+            await self.audit.write(event="auto", kind="sandbox", session=session, origin=origin, text=command,
+                                   decision="allow", why="approved after a restart")
+            return None
+        request = self._request("sandbox", command, cwd, session, kernel, exec_id, origin,
+                                [f"blocked by the sandbox: {why}",
+                                 "run outside the sandbox? it would run again, unconfined, as you"],
+                                ["once", "deny"], call_id)
+        request.session_rule = key
+        return await self._ask(request, key)
 
     async def _read(self, command: str) -> tuple[Analysis, list[str], list[Rule], Rule | None]:
         """The analysis of ``command``; its flags that no category rule covers; the category

@@ -214,6 +214,8 @@ class Executor:
 
     def _finish(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> None:
         """Queue the execution's record (written off the loop) and announce the result."""
+        if result.sandbox is None:
+            result.sandbox = self.launcher.sandbox.label
         try:
             self.records.submit(record_path(self.cache_dir, result.exec_id),
                                 self._record(result, key, code, started_at))

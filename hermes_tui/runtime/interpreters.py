@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hermes_tui.runtime.envs import build_child_env
 from hermes_tui.runtime.hardening import spawn
+from hermes_tui.runtime.sandbox import Confinement, SandboxError
 
 MIN_VERSION = (3, 8)
 PROBE_TIMEOUT = 10.0
@@ -30,11 +31,13 @@ class Choice:
 _probed: dict[tuple[str, float], str | None] = {}
 
 
-def probe(path: str, env: Mapping[str, str] | None = None) -> str | None:
+def probe(path: str, env: Mapping[str, str] | None = None,
+          confine: Callable[[], Confinement] | None = None) -> str | None:
     """None if ``path`` is a working Python >= 3.8; otherwise what is wrong. Blocking.
 
     The probe runs with ``env`` (the scrubbed environment of a child; default: none at all)
-    and is forked like every child, so a planted interpreter learns no secret."""
+    and is forked like every child, so a planted interpreter learns no secret; with
+    ``confine``, in the sandbox (a venv's ``bin/python`` is a file a script can replace)."""
     try:
         key = (path, os.stat(path).st_mtime)
     except OSError as exc:
@@ -43,11 +46,19 @@ def probe(path: str, env: Mapping[str, str] | None = None) -> str | None:
         return _probed[key]
     problem: str | None = None
     try:
-        child = spawn(lambda: subprocess.Popen(
-            [path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-            env=dict(env or {}),
-        ))
+        confinement = confine() if confine is not None else None
+        prefix = confinement.prefix if confinement is not None else []
+        try:
+            child = spawn(lambda: subprocess.Popen(
+                [*prefix, path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+                env={**(env or {}), **(confinement.env if confinement is not None else {})},
+                pass_fds=confinement.fds if confinement is not None else (),
+                preexec_fn=confinement.preexec if confinement is not None else None,
+            ), confined=confinement is not None and confinement.tier != "off")
+        finally:
+            if confinement is not None:
+                confinement.close()
         try:
             out, _ = child.communicate(timeout=PROBE_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -62,21 +73,22 @@ def probe(path: str, env: Mapping[str, str] | None = None) -> str | None:
                 problem = f"{path} is Python {out.strip()}, older than 3.8"
     except subprocess.TimeoutExpired:
         problem = f"{path} did not answer within {PROBE_TIMEOUT:g}s"
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, subprocess.SubprocessError, SandboxError) as exc:
         problem = f"{path} cannot run: {exc}"
     _probed[key] = problem
     return problem
 
 
-def project_interpreter(env: Mapping[str, str]) -> Choice:
-    """The interpreter for project mode, given the host's environment. Blocking (probes)."""
+def project_interpreter(env: Mapping[str, str], confine: Callable[[], Confinement] | None = None) -> Choice:
+    """The interpreter for project mode, given the host's environment. Blocking (probes,
+    confined by ``confine`` when given)."""
     problems = []
     for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = env.get(variable)
         if not prefix:
             continue
         candidate = os.path.join(prefix, "bin", "python")
-        problem = probe(candidate, build_child_env(env))
+        problem = probe(candidate, build_child_env(env), confine)
         if problem is None:
             return Choice(candidate)
         problems.append(f"{variable}={prefix}: {problem}")

@@ -98,6 +98,9 @@ class Kernel(ChildProcess):
         """The secret this kernel's tool requests must carry."""
         self.rpc: RpcServer | None = None
         """The tool channel (started by the pool before the process)."""
+        self.driver_pid: int | None = None
+        """The driver's own pid, as it said when ready (under bubblewrap, :attr:`pid` is bwrap's:
+        the group leader, still what signals and kills go to)."""
         self.sandbox: Sandbox | None = None
         """The sandbox it starts in (None: unconfined, as in tests of the bare kernel)."""
         self.budget: ExecBudget | None = None
@@ -131,6 +134,8 @@ class Kernel(ChildProcess):
         done, _ = await asyncio.wait({waiter, self.exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if waiter in done:
             self.python_version = waiter.result().get("python")
+            pid = waiter.result().get("pid")
+            self.driver_pid = pid if isinstance(pid, int) and pid > 0 else None
             self.state = "idle"
             return
         waiter.cancel()
@@ -236,9 +241,9 @@ class Kernel(ChildProcess):
             return waiter.result()
         if waiter.cancelled():
             raise KernelGone(self.id)
-        if op == "inspect" and self.pid:
+        if op == "inspect" and (self.driver_pid or self.pid):
             with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGINT)
+                os.kill(self.driver_pid or self.pid, signal.SIGINT)  # type: ignore[arg-type]
         raise TimeoutError(f"kernel {self.id} did not answer within {timeout:g}s")
 
     def _on_exit(self, returncode: int | None) -> None:

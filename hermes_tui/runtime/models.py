@@ -49,6 +49,9 @@ class ExecResult(BaseModel):
     kernel: KernelRef
     exec_id: str
     """Names this run's record in ``$HERMES_HOME/cache/exec`` (``<exec_id>.json``)."""
+    sandbox: str | None = None
+    """The sandbox the script ran in (``workspace-write·bwrap``, ``read-only·landlock``,
+    ``off``, or ``unavailable`` when it was refused for want of one)."""
 
 
 class KernelInfo(BaseModel):
@@ -76,6 +79,8 @@ class KernelInfo(BaseModel):
     """The names let into kernels changed after this one started: reset it to see them."""
     tools: list[str] = []
     """The tools its ``hermes_tools`` module offers."""
+    sandbox: str = "off"
+    """The sandbox it runs in (``workspace-write·bwrap``..., ``off``)."""
     skill_env: list[str] = []
     """Variables in its environment that only a skill's ``required_environment_variables``
     let in (secrets included): shown, because a script can write a skill file."""

@@ -266,7 +266,7 @@ class KernelPool:
             mode=key.mode,
             interpreter=key.interpreter,
             cwd=key.cwd,
-            pid=kernel.pid,
+            pid=kernel.driver_pid or kernel.pid,
             state=kernel.state,  # type: ignore[arg-type]
             started_at=datetime.fromtimestamp(kernel.started_at),
             last_used=datetime.fromtimestamp(kernel.last_used),
@@ -277,6 +277,7 @@ class KernelPool:
             stale_env=kernel.allowed_names != self.allowed_names,
             skill_env=sorted(kernel.skill_env),
             tools=list(key.tools),
+            sandbox=kernel.sandbox.label if kernel.sandbox is not None else "off",
         )
 
     def infos(self) -> list[KernelInfo]:

@@ -49,6 +49,8 @@ class Confinement:
     env: dict[str, str] = field(default_factory=dict)
     tier: Tier = "off"
     _owned: list[Callable[[], None]] = field(default_factory=list)
+    layout: paths.Layout | None = None
+    """What the process may write and read (None when unconfined)."""
 
     def close(self) -> None:
         """Release what only the start needed (call once the child has started, or failed to)."""
@@ -214,7 +216,7 @@ class Sandbox:
                     landlock.restrict_self(scope_fd)
 
             prefix = bwrap.argv(self._bwrap, layout, cwd=cwd, network=self.network, seccomp_fd=fd)
-            return Confinement(prefix, before_exec, (fd,), env, "bwrap", [lambda: os.close(fd)])
+            return Confinement(prefix, before_exec, (fd,), env, "bwrap", [lambda: os.close(fd)], layout)
         ruleset = self._landlock_rules(layout)
         loader = seccomp.Loader(seccomp.program(self.network))
         ruleset_fd = ruleset.fd
@@ -223,7 +225,7 @@ class Sandbox:
             landlock.restrict_self(ruleset_fd)
             loader.load()
 
-        return Confinement([], restrict, (), env, "landlock", [ruleset.close])
+        return Confinement([], restrict, (), env, "landlock", [ruleset.close], layout)
 
     def _landlock_rules(self, layout: paths.Layout) -> landlock.Ruleset:
         version = self.abi

@@ -21,7 +21,7 @@ TOOL_NAMES: tuple[str, ...] = (
 
 
 if TYPE_CHECKING:
-    from hermes_tui.runtime.sandbox import Sandbox
+    from hermes_tui.runtime.sandbox import Confinement, Sandbox
 
 
 @dataclass(slots=True)
@@ -58,6 +58,20 @@ class ToolContext:
         """``path`` made absolute against the working dir (``~`` expanded)."""
         candidate = Path(path).expanduser()
         return candidate if candidate.is_absolute() else Path(self.cwd) / candidate
+
+
+Confiner = Callable[[], "Confinement"]
+"""Makes the confinement of one process (blocking; each process needs its own)."""
+
+
+def read_only_confiner(ctx: ToolContext) -> Confiner | None:
+    """How a helper process that only reads (ripgrep) is confined for ``ctx``: the sandbox's
+    rules with nothing writable but a temp dir. None when there is no sandbox."""
+    sandbox = ctx.sandbox
+    if sandbox is None or sandbox.tier == "off":
+        return None
+    tmpdir = ctx.tmpdir or sandbox.scratch or ctx.cwd
+    return lambda: sandbox.confine(workspace=None, tmpdir=tmpdir, cwd=ctx.cwd)
 
 
 Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]

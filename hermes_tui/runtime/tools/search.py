@@ -36,7 +36,7 @@ from hermes_tui.runtime.danger.paths import (
     KEY_SUFFIXES, SECRET_FILES, reads_secret, real_read_target, single_root, variants,
 )
 from hermes_tui.runtime.hardening import Spawned, open_process
-from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.base import Args, Confiner, Tool, ToolContext, read_only_confiner
 from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary, open_regular
 from hermes_tui.runtime.tools.opening import bounded_lines
 from hermes_tui.units import plural
@@ -90,7 +90,7 @@ async def search_files(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     secrets = await asyncio.to_thread(Secrets, ctx, root, args) if args.target == "content" and whole_dir else None
     rg = ripgrep()
     if rg is not None:
-        found = await _ripgrep(rg, root, args, ctx.env, secrets)
+        found = await _ripgrep(rg, root, args, ctx.env, secrets, confine=read_only_confiner(ctx))
         engine = "ripgrep"
     else:
         found = await asyncio.to_thread(_python_search, root, args, secrets)
@@ -171,25 +171,26 @@ def _rg_argv(rg: str) -> list[str]:
     return argv
 
 
-async def _rg_start(argv: list[str], env: dict[str, str]) -> Spawned:
+async def _rg_start(argv: list[str], env: dict[str, str], confine: Confiner | None = None) -> Spawned:
     """ripgrep started with ``env``: the kernel's scrubbed environment, never the host's (what
-    rg reads as ``/proc/self/environ`` is its own), and forked without the capabilities that
-    would let it read the host's (hardening.py)."""
-    return await open_process(argv, dict(env))
+    rg reads as ``/proc/self/environ`` is its own), forked without the capabilities that would
+    let it read the host's (hardening.py), and in the sandbox (``confine``: reading only)."""
+    confinement = await asyncio.to_thread(confine) if confine is not None else None
+    return await open_process(argv, dict(env), confinement=confinement)
 
 
-async def _rg_candidates(rg: str, root: Path, env: dict[str, str]) -> list[str]:
+async def _rg_candidates(rg: str, root: Path, env: dict[str, str], confine: Confiner | None = None) -> list[str]:
     """The files under ``root`` named like credentials files (:data:`CREDENTIAL_GLOBS`)."""
     argv = [*_rg_argv(rg), "--files", *(a for g in CREDENTIAL_GLOBS for a in ("--iglob", g)), "--", str(root)]
-    process = await _rg_start(argv, env)
+    process = await _rg_start(argv, env, confine)
     out, _ = await process.communicate()
     return [line for line in out.decode("utf-8", "surrogateescape").split("\n") if line]
 
 
 async def _ripgrep(rg: str, root: Path, args: SearchArgs, env: dict[str, str],
-                   secrets: Secrets | None = None) -> dict[str, Any]:
+                   secrets: Secrets | None = None, confine: Confiner | None = None) -> dict[str, Any]:
     if secrets is not None:  # credentials files are listed first, apart from the pattern
-        candidates = await _rg_candidates(rg, root, env)
+        candidates = await _rg_candidates(rg, root, env, confine)
         await asyncio.to_thread(lambda: [secrets.note(path) for path in candidates])
     argv = _rg_argv(rg)
     if args.target == "files":
@@ -200,7 +201,7 @@ async def _ripgrep(rg: str, root: Path, args: SearchArgs, env: dict[str, str],
             argv += ["-g", args.file_glob]
         argv += ["-e", args.pattern]
     argv += ["--", str(root)]
-    process = await _rg_start(argv, env)
+    process = await _rg_start(argv, env, confine)
     items: list[Any] = []
     total = 0
     wanted = args.offset + args.limit

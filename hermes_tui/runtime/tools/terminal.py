@@ -20,6 +20,7 @@ from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess, run_to_end
 from hermes_tui.runtime.records import new_exec_id, spill_path
+from hermes_tui.runtime.sandbox import Confinement, SandboxError, denials
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 
 
@@ -62,12 +63,38 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     )
     if refusal is not None:
         return blocked(refusal)
-    return await run_command(args.command, cwd=cwd, env=ctx.env, timeout=args.timeout or ctx.config.terminal.timeout,
-                             ctx=ctx)
+    timeout = args.timeout or ctx.config.terminal.timeout
+    sandbox = ctx.sandbox
+    if ctx.typed or sandbox is None or sandbox.tier == "off":  # a !cmd is the user's own: as in their shell
+        return await run_command(args.command, cwd=cwd, env=ctx.env, timeout=timeout, ctx=ctx)
+    try:
+        confinement = await asyncio.to_thread(sandbox.confine, workspace=ctx.workspace or ctx.cwd,
+                                              tmpdir=ctx.tmpdir or sandbox.scratch or cwd, cwd=cwd)
+    except SandboxError as exc:  # fail closed: never run unconfined by accident
+        return blocked(str(exc))
+    layout = confinement.layout
+    result = await run_command(args.command, cwd=cwd, env=ctx.env, timeout=timeout, ctx=ctx, confinement=confinement)
+    if layout is None or result.get("exit_code") in (0, None) or result.get("error"):
+        return result
+    why = denials.explain(result.get("output") or "", layout, cwd=cwd, network=sandbox.network,
+                          home=os.path.expanduser("~"))
+    if why is None:
+        return result
+    result["error"] = f"blocked by the sandbox: {why}"
+    refusal = await ctx.gate.check_unsandboxed(
+        args.command, why, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
+        origin=ctx.origin, call_id=ctx.call_id)
+    if refusal is not None:
+        result["error"] += f"; not run outside the sandbox: {refusal}"
+        return result
+    outside = await run_command(args.command, cwd=cwd, env=ctx.env, timeout=timeout, ctx=ctx)
+    outside["sandbox"] = f"ran outside the sandbox, approved once after: blocked by the sandbox: {why}"
+    return outside
 
 
-async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext) -> dict[str, Any]:
-    """Run an approved command and collect its capped output."""
+async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext,
+                      confinement: Confinement | None = None) -> dict[str, Any]:
+    """Run an approved command and collect its capped output (``confinement``: in the sandbox)."""
     run_id = new_exec_id()
     capture = HeadTailCapture(spill_path=spill_path(ctx.cache_dir, run_id))
     child = ChildProcess(None, loop=asyncio.get_running_loop(), publish=_ignore)
@@ -75,7 +102,7 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
     try:
         # Cancelled (the script that asked is gone): so is its command, 1 s after SIGTERM.
         ended_by = await run_to_end(child, [shell(), "-c", command], cwd=cwd, env=env, outcome=future,
-                                    timeout=timeout, merge_stderr=True, cancel_grace=1.0)
+                                    timeout=timeout, merge_stderr=True, cancel_grace=1.0, confinement=confinement)
     except OSError as exc:
         return {"output": "", "exit_code": -1, "error": f"cannot start {shell()}: {exc.strerror or exc}"}
     error = f"Command timed out after {timeout:g}s and was killed." if ended_by == "timeout" else None

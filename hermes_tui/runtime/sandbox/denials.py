@@ -1,0 +1,59 @@
+"""Telling a command that failed on the sandbox from one that failed by itself.
+
+A sandboxed write outside the roots fails with EROFS (bubblewrap's read-only mounts) or
+EACCES (Landlock); a connection without ``network`` fails to resolve or to make a socket
+(EPERM). Programs print these in their own words, so the output is read for the usual forms,
+and a path it names counts only if the sandbox really keeps it from being written (outside
+every writable root, or protected): a plain "Permission denied" inside the workspace is the
+command's own business.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from hermes_tui.runtime.sandbox.paths import Layout, inside
+
+_ERRORS = r"(?:Read-only file system|Permission denied|Operation not permitted)"
+_PATHS = (
+    re.compile(r"'(?P<path>[^'\n]{1,4096})'\s*:\s*" + _ERRORS),  # touch: cannot touch '/x': ...
+    re.compile(_ERRORS + r":\s*'(?P<path>[^'\n]{1,4096})'"),  # Python: [Errno 30] ...: '/x'
+    re.compile(r"(?:^|[\s:])(?P<path>[~/.]?[^\s:'\"]{0,4096}):\s*" + _ERRORS, re.MULTILINE),  # bash: /x: ...
+)
+_NETWORK = re.compile(
+    r"Temporary failure in name resolution|Could not resolve host|Name or service not known|Network is unreachable"
+    r"|Failed to establish a new connection|getaddrinfo failed|Could not resolve proxy|socket: Operation not permitted"
+    r"|Errno 1\] Operation not permitted|No address associated with hostname", re.IGNORECASE)
+SCAN_CHARS = 64_000
+"""Only the last this many characters of a command's output are read."""
+
+
+def explain(output: str, layout: Layout, *, cwd: str, network: bool, home: str) -> str | None:
+    """Why the sandbox stopped this command, in words (``write to ~/.bashrc is outside the
+    workspace``), or None when its output shows no sandbox denial."""
+    text = output[-SCAN_CHARS:]
+    for pattern in _PATHS:
+        for match in pattern.finditer(text):
+            why = _write_refused(match.group("path"), layout, cwd, home)
+            if why is not None:
+                return why
+    if not network and _NETWORK.search(text):
+        return "the network is closed to sandboxed commands (code_execution.network: false)"
+    return None
+
+
+def _write_refused(raw: str, layout: Layout, cwd: str, home: str) -> str | None:
+    path = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw.strip())))
+    try:
+        path = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    shown = "~" + path[len(home):] if home != "/" and inside(path, home) else path
+    if any(inside(path, p) for p in layout.protected + layout.git):
+        return f"write to {shown} is protected (read-only in the sandbox)"
+    if any(inside(path, p) for p in layout.hidden):
+        return f"{shown} is hidden from sandboxed commands (a secret)"
+    if not any(inside(path, root) for root in layout.writable):
+        return f"write to {shown} is outside the workspace"
+    return None
