@@ -10,6 +10,17 @@ interrupt latency
 (``Runtime.interrupt`` -> the result back and the kernel idle with its state, for a Python
 loop, a ``time.sleep`` and a ``subprocess.run(["sleep", "60"])``), and for scale a new Python
 process per call (what a process-per-call design pays).
+
+Then the sandbox side by side (issue 30: a sandboxed kernel's cold start at most 15 ms more
+than an unsandboxed one, warm calls and tool calls unchanged): one runtime each for
+``code_execution.sandbox: off``, bubblewrap and Landlock (``HERMES_TUI_SANDBOX_TIER``, read when
+the runtime starts), all alive at once and measured in turns (off, bwrap, landlock, then the
+next round starting one further on), so the machine's wandering hits all three alike: cold start
+(the first ``execute_code`` of a new session: kernel spawn to result; median, min and max),
+the host's ``Sandbox.confine`` inside it, a warm ``print(1)``, and a script making 50
+``read_file`` calls (as ``bench_tools.py``); then cold(sandboxed) - cold(off) against the
+15 ms target: the median of each round's difference (the runs nearest in time), and the
+difference of the medians. ``--sandbox-only`` prints just that.
 """
 
 from __future__ import annotations
@@ -23,9 +34,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from hermes_tui.config import parse_config
 from hermes_tui.runtime import Runtime
+from hermes_tui.runtime.sandbox import FORCE_ENV, Sandbox
 
 FLOOD = """
 import sys
@@ -63,7 +77,7 @@ async def bench(flood_mb: int, warm_calls: int, cold_calls: int, floods: int) ->
             assert result.output == "1\n"
             await rt.dispose_session(f"cold-{index}")
         print(f"cold first call (kernel start + print(1)), median of {cold_calls}: {ms(statistics.median(colds))}"
-              f"  (min {ms(min(colds))}, max {ms(max(colds))})")
+              f"  (min {ms(min(colds))}, max {ms(max(colds))}; sandbox {rt.sandbox.label})")
 
         await rt.execute_code("print(1)", session="warm")
         warms = []
@@ -153,6 +167,152 @@ async def interrupts(rounds: int) -> None:
                   f"p90 {ms(times[int(len(times) * 0.9)])}")
 
 
+FIFTY = ("from hermes_tools import read_file\nfor _ in range(50):\n    r = read_file('data.txt')\n"
+         "assert 'error' not in r\n")
+"""The script of ``bench_tools.py``: 50 ``read_file`` calls."""
+SIDES = ("off", "bwrap", "landlock")
+COLD_TARGET_MS = 15.0
+"""Issue 30: a sandboxed kernel's cold start at most this much slower than an unsandboxed one."""
+
+
+class ConfineTimer:
+    """Times every ``Sandbox.confine`` (the host's share of a sandboxed start: the layout, the
+    Landlock rules, bwrap's command line), per tier, while installed."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, list[float]] = {}
+        self._original: Callable[..., object] | None = None
+
+    def __enter__(self) -> ConfineTimer:
+        original = self._original = Sandbox.confine
+        times = self.times
+
+        def timed(sandbox: Sandbox, **kwargs: object) -> object:
+            started = time.perf_counter()
+            try:
+                return original(sandbox, **kwargs)
+            finally:
+                times.setdefault(sandbox.tier, []).append(time.perf_counter() - started)
+
+        Sandbox.confine = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        Sandbox.confine = self._original  # type: ignore[method-assign]
+
+
+async def start_side(side: str) -> Runtime | str:
+    """A started runtime for ``side`` (the sandbox off, or one mechanism forced), or why not."""
+    config = parse_config("code_execution:\n  sandbox: 'off'\n" if side == "off" else "")
+    saved = os.environ.pop(FORCE_ENV, None)
+    if side != "off":
+        os.environ[FORCE_ENV] = side  # the probe reads it once, as the runtime starts
+    try:
+        rt = await Runtime(config).start()
+    finally:
+        os.environ.pop(FORCE_ENV, None)
+        if saved is not None:
+            os.environ[FORCE_ENV] = saved
+    if rt.sandbox.tier != side:
+        why = rt.sandbox.error or rt.sandbox.detail
+        await rt.aclose()
+        return f"{side}: not available here ({why})"
+    return rt
+
+
+def rounds(sides: list[str], count: int) -> list[list[str]]:
+    """``count`` rounds over ``sides``, each starting one further on (off, bwrap, landlock;
+    bwrap, landlock, off; ...): no side always follows the same one."""
+    return [sides[i % len(sides):] + sides[:i % len(sides)] for i in range(count)]
+
+
+def cell(values: list[float], spread: str = "range") -> str:
+    values = sorted(values)
+    median = statistics.median(values) * 1000
+    if spread == "p90":
+        return f"{median:.2f} (p90 {values[int(len(values) * 0.9)] * 1000:.2f})"
+    return f"{median:.2f} ({values[0] * 1000:.2f}-{values[-1] * 1000:.2f})"
+
+
+async def sandbox_sides(cold_rounds: int, warm_calls: int, tool_runs: int, project: Path) -> None:
+    """Cold start, warm ``print(1)`` and 50 tool calls with the sandbox off, under bwrap and
+    under Landlock: one runtime per side, all alive, measured in turns."""
+    runtimes: dict[str, Runtime] = {}
+    for side in SIDES:
+        started = await start_side(side)
+        if isinstance(started, str):
+            print(f"sandbox side by side: {started}")
+        else:
+            runtimes[side] = started
+    sides = list(runtimes)
+    if "off" not in runtimes or len(sides) < 2:
+        print("sandbox side by side: skipped (needs the sandbox off and at least one mechanism)")
+        for rt in runtimes.values():
+            await rt.aclose()
+        return
+    cwd = str(project)
+    cold: dict[str, list[float]] = {side: [] for side in sides}
+    warm: dict[str, list[float]] = {side: [] for side in sides}
+    tools: dict[str, list[float]] = {side: [] for side in sides}
+    try:
+        with ConfineTimer() as confines:
+            for index, order in enumerate(rounds(sides, cold_rounds + 1)):  # round 0 only warms up
+                for side in order:
+                    session = f"cold-{index}"
+                    started = time.perf_counter()
+                    result = await runtimes[side].execute_code("print(1)", session=session, cwd=cwd)
+                    elapsed = time.perf_counter() - started
+                    assert result.output == "1\n" and not result.kernel.reused, (side, result)
+                    assert result.sandbox == runtimes[side].sandbox.label, (side, result.sandbox)
+                    if index:
+                        cold[side].append(elapsed)
+                    else:
+                        confines.times.clear()
+                    await runtimes[side].dispose_session(session)
+        for side in sides:  # warm: kernel up, hermes_tools imported
+            await runtimes[side].execute_code(FIFTY, session="warm", cwd=cwd)
+        for order in rounds(sides, warm_calls):
+            for side in order:
+                started = time.perf_counter()
+                result = await runtimes[side].execute_code("print(1)", session="warm", cwd=cwd)
+                warm[side].append(time.perf_counter() - started)
+                assert result.output == "1\n" and result.kernel.reused
+        for order in rounds(sides, tool_runs):
+            for side in order:
+                started = time.perf_counter()
+                result = await runtimes[side].execute_code(FIFTY, session="warm", cwd=cwd)
+                tools[side].append(time.perf_counter() - started)
+                assert result.status == "success" and result.tool_calls_made == 50, result.output
+    finally:
+        for rt in runtimes.values():
+            await rt.aclose()
+
+    width = 26
+    print(f"\nsandbox side by side, in turns ({cold_rounds} cold rounds after one to warm up, {warm_calls} warm "
+          f"calls, {tool_runs} tool scripts per side; cwd a git project); ms, median (min-max) unless said")
+    for side in sides:
+        print(f"  {side}: {runtimes[side].sandbox.detail}")
+    print(f"{'':34}" + "".join(f"{side:>{width}}" for side in sides))
+    rows = [
+        ("cold start (spawn to result)", [cell(cold[s]) for s in sides]),
+        ("  of which Sandbox.confine", [cell(confines.times[s]) if confines.times.get(s) else "-" for s in sides]),
+        ("warm print(1), median (p90)", [cell(warm[s], "p90") for s in sides]),
+        ("50 read_file calls, one script", [cell(tools[s]) for s in sides]),
+    ]
+    for label, cells in rows:
+        print(f"{label:34}" + "".join(f"{c:>{width}}" for c in cells))
+    off_cold = statistics.median(cold["off"])
+    for side in sides[1:]:
+        delta = (statistics.median(cold[side]) - off_cold) * 1000
+        paired = statistics.median(b - a for a, b in zip(cold["off"], cold[side], strict=True)) * 1000
+        verdict = "met" if paired <= COLD_TARGET_MS else "NOT met"
+        warm_delta = (statistics.median(warm[side]) - statistics.median(warm["off"])) * 1000
+        tool_ratio = statistics.median(tools[side]) / statistics.median(tools["off"])
+        print(f"cold({side}) - cold(off): {paired:+.2f} ms (median of the rounds' differences; medians' "
+              f"difference {delta:+.2f} ms) -- target <= {COLD_TARGET_MS:g} ms: {verdict}; "
+              f"warm print(1) {warm_delta:+.3f} ms, 50 tool calls x{tool_ratio:.2f}")
+
+
 def process_per_call(calls: int = 20) -> None:
     times = []
     for _ in range(calls):
@@ -169,13 +329,24 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=200)
     parser.add_argument("--cold", type=int, default=10)
     parser.add_argument("--interrupts", type=int, default=30)
+    parser.add_argument("--sandbox-cold", type=int, default=20, help="cold starts per sandbox side")
+    parser.add_argument("--sandbox-warm", type=int, default=200, help="warm print(1) calls per sandbox side")
+    parser.add_argument("--sandbox-tools", type=int, default=30, help="50-read_file scripts per sandbox side")
+    parser.add_argument("--sandbox-only", action="store_true", help="only the sandbox side by side")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home, \
+            tempfile.TemporaryDirectory(prefix="hermes-bench-project-") as project:
         os.environ["HERMES_HOME"] = home  # never the user's real ~/.hermes
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, HERMES_HOME={home}")
-        asyncio.run(bench(args.flood_mb, args.warm, args.cold, args.floods))
-        asyncio.run(interrupts(args.interrupts))
-        process_per_call()
+        if not args.sandbox_only:
+            asyncio.run(bench(args.flood_mb, args.warm, args.cold, args.floods))
+            asyncio.run(interrupts(args.interrupts))
+            process_per_call()
+        # The sandboxes' workspace: outside HERMES_HOME (never writable), a git repository
+        # (its hooks and config protected) with the file the tool calls read.
+        subprocess.run(["git", "init", "-q", project], check=False, capture_output=True)
+        (Path(project) / "data.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+        asyncio.run(sandbox_sides(args.sandbox_cold, args.sandbox_warm, args.sandbox_tools, Path(project)))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ Everything here is plain path arithmetic over the file system as it is when a pr
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import site
@@ -74,6 +75,13 @@ def inside(path: str, folder: str) -> bool:
 def host_code() -> list[str]:
     """The host's interpreter, its standard library and site-packages, and hermes-tui's own
     package: code the key-holding host imports or runs."""
+    return list(_host_code())
+
+
+@functools.lru_cache(maxsize=1)
+def _host_code() -> tuple[str, ...]:
+    # Found once per process: the interpreter and the packages it runs from do not move while
+    # it runs, and every kernel's layout needs them (issue 30's cold start).
     import hermes_tui
 
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(real(sys.executable)),
@@ -85,7 +93,7 @@ def host_code() -> list[str]:
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if user_site:
         paths.add(user_site)
-    return sorted({real(p) for p in paths})
+    return tuple(sorted({real(p) for p in paths}))
 
 
 def _expand(patterns: Iterable[str], base: str) -> list[str]:
@@ -137,9 +145,21 @@ def git_guards(root: str) -> tuple[list[str], list[str]]:
 def _outermost(paths: Iterable[str]) -> list[str]:
     """``paths`` without duplicates or paths beneath another one of them, sorted."""
     kept: list[str] = []
+    exact: set[str] = set()
+    folders: set[str] = set()  # each kept path as ``inside`` compares it: trailing slashes off
     for path in sorted(set(paths), key=lambda p: (p.count("/"), p)):
-        if not any(inside(path, other) for other in kept):
-            kept.append(path)
+        # inside(path, other) for a kept ``other``, by lookups instead of a scan of them all:
+        # ``path`` is ``other``, or ``other`` (slashes off) is ``path`` cut before one of its slashes.
+        if path in exact:
+            continue
+        cut = path.find("/")
+        while cut >= 0 and path[:cut] not in folders:
+            cut = path.find("/", cut + 1)
+        if cut >= 0:
+            continue
+        kept.append(path)
+        exact.add(path)
+        folders.add(path.rstrip("/"))
     return sorted(kept)
 
 
