@@ -133,6 +133,9 @@ class HermesApp(App[None]):
         """When the garbage collector walks the whole heap: not while a run's output is shown."""
         self._memory: dict[str, int] = {}
         """Each kernel's resident memory as last read (every second, :meth:`refresh_kernels`)."""
+        self._sandbox: str | None = "off" if self.config.code_execution.sandbox == "off" else None
+        """The top bar's sandbox label: the runtime's once it probed it (:meth:`start_runtime`);
+        before, ``off`` if the config says so, else None (nothing shown)."""
         self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
         """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
         self.main = MainScreen(self.settings, provider_problem)
@@ -204,7 +207,8 @@ class HermesApp(App[None]):
                              approvals=self.config.approvals.mode,
                              # before the runtime exists (the first frame), the config says it
                              yolo=self._workspace.runtime.yolo if self._workspace is not None
-                             else self.config.approvals.mode == "off")
+                             else self.config.approvals.mode == "off",
+                             sandbox=self._sandbox)
 
     # -- the session ----------------------------------------------------------------------
 
@@ -312,9 +316,15 @@ class HermesApp(App[None]):
 
     @work(group="runtime", exit_on_error=False)
     async def start_runtime(self) -> None:
-        """Ready the runtime (temp dir, cache dir, approval rules); kernels start on first use."""
+        """Ready the runtime (temp dir, cache dir, approval rules, the sandbox's probe); kernels
+        start on first use. The top bar then shows the sandbox in force; when none can be
+        applied, the conversation says why (no script runs: fail closed)."""
         await self.runtime.start()
+        sandbox = self.runtime.sandbox
+        self._sandbox = sandbox.label
         self._update_topbar()
+        if sandbox.error:
+            self.main.conversation.add_note(sandbox.error, "error")
 
     @work(exclusive=True, group="events", exit_on_error=False)
     async def follow_events(self) -> None:

@@ -4,9 +4,10 @@ Each check says one thing about this machine: ``ok``, ``warn`` (works, but worth
 ``fail`` (something will not work), a one-line ``detail`` and, unless it is ``ok``, the ``fix``.
 Nothing here prints, and nothing here changes what it looks at: ``sessions.db`` is opened
 read-only, the allowlist and the audit log are opened without writing, a folder's writability
-is tried with a temporary file that is removed at once, and the kernel check's one execution
-record is deleted after it. :func:`run_checks` runs them all (the blocking ones in threads,
-together with the kernel check, which is the slow one) and returns them in a fixed order.
+is tried with a temporary file that is removed at once, the sandbox's trial process runs in a
+temp dir removed after it, and the kernel check's one execution record is deleted after it.
+:func:`run_checks` runs them all (the blocking ones in threads, together with the kernel check,
+which is the slow one) and returns them in a fixed order.
 
 Every ``detail`` and ``fix`` may quote text from the config, a file or a server: the caller
 escapes it (:func:`hermes_tui.cli.show.shown`) before printing.
@@ -378,6 +379,51 @@ def check_cache(config: Any, home: Path, now: float | None = None) -> Check:
         part for part in (retention and f"retention {retention}", max_size and f"max_size {max_size}") if part))
 
 
+# -- the sandbox ------------------------------------------------------------------------------
+
+
+def probe_sandbox(config: Any, home: Path) -> dict[str, Any]:
+    """What the sandbox is here: the configured ``mode``, ``network``, ``writable_roots`` and
+    ``deny_read``, then the ``tier`` in force, its ``label``, ``detail`` and ``error`` (None, or
+    why no sandbox can be applied: then no script runs). Probed as the runtime probes it at
+    start, with a trial process in a temp dir removed after. Blocking; never raises (a probe
+    that fails is the error)."""
+    from hermes_tui.runtime.hardening import spawn
+    from hermes_tui.runtime.sandbox import Sandbox
+
+    settings = config.code_execution
+    found: dict[str, Any] = {"mode": settings.sandbox, "network": settings.network,
+                             "writable_roots": list(settings.writable_roots), "deny_read": list(settings.deny_read)}
+    try:
+        sandbox = Sandbox(settings.sandbox, network=settings.network, writable_roots=settings.writable_roots,
+                          deny_read=settings.deny_read, hermes_home=str(home))
+        with tempfile.TemporaryDirectory(prefix="hermes-doctor-sandbox-") as scratch:
+            sandbox.scratch = scratch
+            sandbox.probe(scratch, lambda start: spawn(start, confined=True))
+    except Exception as exc:  # noqa: BLE001 - a diagnosis finishes: what the probe raised is the finding
+        error = f"the sandbox could not be probed: {type(exc).__name__}: {_why(exc)}"
+        return {**found, "tier": "unavailable", "label": "unavailable", "detail": error, "error": error}
+    return {**found, "tier": sandbox.tier, "label": sandbox.label, "detail": sandbox.detail, "error": sandbox.error}
+
+
+def check_sandbox(found: dict[str, Any]) -> Check:
+    """The tier in force (what :func:`probe_sandbox` found): ✓ with how it confines; ✗ when none
+    can be applied (no script or command of a script runs); ! when it is off."""
+    from hermes_tui.runtime.sandbox.core import FIX
+
+    name = "sandbox"
+    if found["error"]:
+        why, said, fix = found["error"].partition(" To fix: ")
+        why = why.removesuffix(" Nothing was run.").rstrip(".")
+        return fail(name, f"{why}; no script (nor a command it runs) can run until it is fixed",
+                    fix.rstrip(".") if said else FIX)
+    if found["tier"] == "off":
+        return warn(name, found["detail"], "set code_execution.sandbox: workspace-write (or read-only) to confine "
+                                           "scripts and the commands they run")
+    how = found["detail"].removeprefix(f"{found['mode']}: ")  # the label says the mode
+    return ok(name, f"{found['label']} in force: {how}")
+
+
 # -- a kernel ---------------------------------------------------------------------------------
 
 PROBE_TEXT = "hermes-tui doctor probe\n"
@@ -564,16 +610,18 @@ def check_sockets(config: Any, home: Path, tmpdir: str | None = None) -> Check:
 
 # -- all of them ------------------------------------------------------------------------------
 
-ORDER = ("config", "model", "endpoint", "home", "disk", "sessions", "cache", "kernel", "python", "ripgrep",
-         "allowlist", "audit log", "sockets")
+ORDER = ("config", "model", "endpoint", "home", "disk", "sessions", "cache", "sandbox", "kernel", "python",
+         "ripgrep", "allowlist", "audit log", "sockets")
 
 
 async def run_checks(config: Any, home: Path, *, settings: Any = None, model_error: str | None = None,
                      offline: bool = False, refusal: str | None = None,
-                     env: Mapping[str, str] | None = None, config_error: str | None = None) -> list[Check]:
+                     env: Mapping[str, str] | None = None, config_error: str | None = None,
+                     sandbox: dict[str, Any] | None = None) -> list[Check]:
     """Every check, in :data:`ORDER`; the blocking ones run in threads while the kernel starts
     and the endpoint answers. A check that raises is a ``fail`` saying what it raised.
-    ``config_error``: config.yaml could not be read (the rest is checked with the defaults)."""
+    ``config_error``: config.yaml could not be read (the rest is checked with the defaults).
+    ``sandbox``: filled with what :func:`probe_sandbox` found (the report says it)."""
 
     async def guarded(name: str, work: Awaitable[Check | None]) -> Check | None:
         try:
@@ -584,6 +632,12 @@ async def run_checks(config: Any, home: Path, *, settings: Any = None, model_err
     def thread(name: str, function: Callable[..., Check], *args: Any) -> Awaitable[Check | None]:
         return guarded(name, asyncio.to_thread(function, *args))
 
+    async def sandboxed() -> Check:
+        found = await asyncio.to_thread(probe_sandbox, config, home)
+        if sandbox is not None:
+            sandbox.update(found)
+        return check_sandbox(found)
+
     # Imported here, before any thread: modules imported from two threads at once can be seen
     # half made ("partially initialized module 'httpx'").
     import hermes_tui.cache  # noqa: F401
@@ -592,6 +646,7 @@ async def run_checks(config: Any, home: Path, *, settings: Any = None, model_err
     import hermes_tui.runtime.approvals  # noqa: F401
     import hermes_tui.runtime.interpreters  # noqa: F401
     import hermes_tui.runtime.rules  # noqa: F401
+    import hermes_tui.runtime.sandbox  # noqa: F401
     import hermes_tui.store  # noqa: F401
     import hermes_tui.units  # noqa: F401
     try:
@@ -616,6 +671,7 @@ async def run_checks(config: Any, home: Path, *, settings: Any = None, model_err
         thread("disk", check_free_space, home),
         thread("sessions", check_sessions_db, home, config),
         thread("cache", check_cache, config, home),
+        guarded("sandbox", sandboxed()),
         guarded("kernel", check_kernel(config, home)),
         thread("python", check_interpreter, config, env),
         thread("ripgrep", check_ripgrep),

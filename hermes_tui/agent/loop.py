@@ -608,9 +608,10 @@ class Agent:
         runs (or is refused), and the turn goes on with the model.
 
         ``ask_inner_first=False`` (a headless resume, whose answers were given beforehand): a
-        ``terminal()`` call that was pending inside a script is not asked before the script
-        runs again; the script re-runs and each of its commands is answered when it comes (an
-        approved one runs, a refused one gets ``BLOCKED`` while the rest of the script goes on).
+        ``terminal()`` call that was pending inside a script (its own question, or "run outside
+        the sandbox?") is not asked before the script runs again; the script re-runs and each of
+        its commands is answered when it comes (an approved one runs, a refused one gets
+        ``BLOCKED`` while the rest of the script goes on).
         """
         self._ask_inner_first = ask_inner_first
         for turn_id, origin in dict.fromkeys((p.turn_id, p.origin) for p in self._pending):
@@ -624,7 +625,10 @@ class Agent:
             if turn.interrupted:
                 await self._finish_call(turn, item.call, NOT_RUN, "interrupted")
                 continue
-            inner = item.request is not None and item.request.kind == "terminal" and item.request.exec_id is not None
+            # A command a script ran: a terminal() call, or one the sandbox stopped ("run outside the
+            # sandbox?"). Either way the script itself had been allowed and ran up to it.
+            inner = (item.request is not None and item.request.kind in ("terminal", "sandbox")
+                     and item.request.exec_id is not None)
             if item.request is not None and (self._ask_inner_first or not inner):
                 self.listener(Notice(turn.id, "This approval was waiting when the session stopped (the app closed, "
                                               "or a headless run paused). If it is allowed, "

@@ -2,15 +2,17 @@
 
 First what it makes of the config: which file was read, each start-up notice about it, which
 model the input goes to (and where its key comes from — never the key), the approvals mode, the
-terminal backend, the limits, and with ``--verbose`` the Hermes Agent keys hermes-tui does not
-use. Then the checks of :mod:`hermes_tui.doctor_checks`, one line each, ``✓`` / ``!`` / ``✗``
-with the fix: the config, the model and its key, the endpoint (``--offline`` skips it),
-``$HERMES_HOME``, free space, ``sessions.db``, the cache, a kernel, the project interpreter,
-ripgrep, the allowlist and the audit log, the socket paths (docs/doctor.md).
+terminal backend, the sandbox, the limits, and with ``--verbose`` the Hermes Agent keys
+hermes-tui does not use. Then the checks of :mod:`hermes_tui.doctor_checks`, one line each,
+``✓`` / ``!`` / ``✗`` with the fix: the config, the model and its key, the endpoint
+(``--offline`` skips it), ``$HERMES_HOME``, free space, ``sessions.db``, the cache, the sandbox
+in force, a kernel, the project interpreter, ripgrep, the allowlist and the audit log, the
+socket paths (docs/doctor.md).
 
 Exit 0: nothing failed (``!`` lines are not failures). 1: a check failed, or the model cannot
-be used (a ``ProviderError``), or ``terminal.backend`` refuses every command. 2: the config
-cannot be read (``main`` says so in one line, as for every command, before doctor runs).
+be used (a ``ProviderError``), or ``terminal.backend`` refuses every command, or no sandbox can
+be applied. 2: the config cannot be read (``main`` says so in one line, as for every command,
+before doctor runs).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK
@@ -91,15 +94,20 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None, *, 
     if refusal:
         problems.append(refusal)
     found: list[Check] = []
+    run = config.code_execution
+    sandbox: dict[str, Any] = {"mode": run.sandbox, "network": run.network, "writable_roots": list(run.writable_roots),
+                               "deny_read": list(run.deny_read), "tier": None, "label": None, "detail": None,
+                               "error": None}  # the tier: probed by the checks
     if checks:
         found = asyncio.run(run_checks(config, home, settings=settings, model_error=model_error, offline=offline,
-                                       refusal=refusal, config_error=config_error))
+                                       refusal=refusal, config_error=config_error, sandbox=sandbox))
     for check in found:
-        # Said once: the model's resolution error and the refused backend are problems already.
-        covered = (check.name == "model" and model_error is not None) or (check.name == "kernel" and refusal)
+        # Said once: the model's resolution error, the refused backend and a sandbox that cannot
+        # be applied (no kernel can start then) are problems already.
+        covered = (check.name == "model" and model_error is not None) or \
+            (check.name == "kernel" and (refusal or sandbox["error"]))
         if check.status == "fail" and not covered:
             problems.append(f"{check.name}: {check.detail}")
-    run = config.code_execution
     return {
         "config": str(config.source) if config.source else None,
         "config_looked_for": str(config_path(home)),
@@ -111,6 +119,7 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None, *, 
                       "unmapped": [{"entry": entry, "why": why}
                                    for entry, why in unmapped_allowlist_entries(config.command_allowlist)]},
         "terminal": {"backend": config.terminal.backend, "refused": refusal, "timeout": config.terminal.timeout},
+        "sandbox": sandbox,
         "limits": {"script_timeout": run.timeout, "max_tool_calls": run.max_tool_calls,
                    "max_session_kernels": run.max_session_kernels, "kernel_idle_timeout": run.kernel_idle_timeout,
                    "max_steps": config.agent.max_steps if config.agent.max_steps < TURN_LIMIT_UNLIMITED else None},
@@ -163,6 +172,7 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
         line("terminal", f"{terminal['backend']}: REFUSED — no command or script runs")
     else:
         line("terminal", f"local: commands run on this machine, {terminal['timeout']:g}s each")
+    _print_sandbox(line, report["sandbox"])
     limits = report["limits"]
     steps = limits["max_steps"]
     line("limits", f"scripts {limits['script_timeout']:g}s, {plural(limits['max_tool_calls'], 'tool call')} each; "
@@ -185,3 +195,25 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
             line("problem", problem)
     count = len(report["problems"])
     print("No problems found." if not count else f"{plural(count, 'problem')} found.")
+
+
+SANDBOX_WRITES = {
+    "workspace-write": "scripts and the commands they run write only the working dir and their temp dir",
+    "read-only": "scripts and the commands they run write only their temp dir",
+    "off": "off: scripts and the commands they run are not confined (they run as you)",
+}
+
+
+def _print_sandbox(line: Callable[[str, object], None], sandbox: dict[str, Any]) -> None:
+    """The configured sandbox (``code_execution.sandbox``, ``network``, ``writable_roots``,
+    ``deny_read``); the tier in force is the ``sandbox`` check's line."""
+    mode = sandbox["mode"]
+    said = [f"{mode}: {SANDBOX_WRITES.get(mode, '')}" if mode != "off" else SANDBOX_WRITES["off"]]
+    if mode != "off":
+        if mode == "workspace-write" and sandbox["writable_roots"]:
+            said[0] += ", and writable_roots: " + ", ".join(sandbox["writable_roots"])
+        said.append("network allowed (TCP/UDP)" if sandbox["network"] else "no network")
+        said.append("a !cmd typed in the app is not confined (as in your shell)")
+        if sandbox["deny_read"]:
+            said.append("deny_read: " + ", ".join(sandbox["deny_read"]))
+    line("sandbox", "; ".join(said))

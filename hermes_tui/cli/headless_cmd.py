@@ -315,9 +315,13 @@ def _inspection(stored: Any, pending: list[dict[str, Any]]) -> dict[str, Any]:
         always = "nothing (not offered)" if "always" not in request.get("choices", []) else \
             f"{request.get('always_rule') or request['text']!r} in {where}"
         on_resume = None
-        if kind == "terminal" and request.get("exec_id"):
-            on_resume = ("the script that ran this command runs again from its start, and this command runs as "
-                         "answered (the script's earlier steps run again too)")
+        if kind in ("terminal", "sandbox") and request.get("exec_id"):
+            how = "runs as answered" if kind == "terminal" else \
+                "runs in the sandbox again, then outside it if you approved"
+            on_resume = (f"the script that ran this command runs again from its start, and this command {how} "
+                         "(the script's earlier steps run again too)")
+        elif kind == "sandbox":
+            on_resume = "the command runs in the sandbox again, then outside it if you approved"
         elif kind == "script":
             on_resume = "the script runs (it has not run yet)"
         items.append({"id": row["id"], "kind": kind, "text": row["text"], "cwd": request.get("cwd", ""),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Approver
+from conftest import Approver, make_config
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.danger import analyze
 from hermes_tui.runtime.tools import search as search_module
@@ -218,9 +218,10 @@ async def test_reading_a_credentials_file_asks_in_every_mode_but_off(
     assert all("content" in r for r in fine), fine
 
 
-async def test_in_off_mode_a_credentials_read_runs_and_is_logged(hermes_home: Path, home: Path,
-                                                                project: Path) -> None:
-    rt = await started(hermes_home, None, mode="off")
+async def test_in_off_mode_a_credentials_read_runs_and_is_logged_when_the_sandbox_is_off(
+        hermes_home: Path, home: Path, project: Path) -> None:
+    rt = await Runtime(make_config("approvals:\n  mode: off\ncode_execution:\n  sandbox: off\n"),
+                       home=hermes_home).start()
     try:
         result = await rt.call_tool("read_file", {"path": "~/.netrc"}, session="s", cwd=project)
     finally:
@@ -228,6 +229,26 @@ async def test_in_off_mode_a_credentials_read_runs_and_is_logged(hermes_home: Pa
     assert API_KEY in result["content"]
     log = (hermes_home / "tui" / "approvals.jsonl").read_text()
     assert "read_file " + str(home / ".netrc") in log and "approvals.mode is off" in log
+
+
+async def test_in_off_mode_a_secret_the_sandbox_hides_is_still_asked(hermes_home: Path, home: Path,
+                                                                     project: Path) -> None:
+    """YOLO lifts approvals, not the sandbox: the host's read_file does not read for a script
+    what its own processes may not, unless a person says once."""
+    for answer in ("deny", "once"):
+        approver = Approver(answer)
+        rt = await started(hermes_home, approver, mode="off")
+        try:
+            result = await rt.call_tool("read_file", {"path": "~/.netrc"}, session="s", cwd=project)
+        finally:
+            await rt.aclose()
+        (asked,) = approver.asked
+        assert asked.kind == "sandbox" and asked.choices == ["once", "deny"]
+        assert "hidden from sandboxed processes" in asked.reasons[0]
+        if answer == "deny":
+            assert API_KEY not in str(result) and result["error"].startswith("BLOCKED: blocked by the sandbox")
+        else:
+            assert API_KEY in result["content"]
 
 
 async def test_a_symlink_to_a_key_is_read_as_the_key(hermes_home: Path, home: Path, project: Path) -> None:

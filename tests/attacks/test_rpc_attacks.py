@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import make_config, wait_for
 from hostile import HostWatch, huge_line
 
 from hermes_tui.runtime import Runtime
@@ -67,6 +67,15 @@ def address_space_limit(extra: int):
 
 
 # -- the socket transport -----------------------------------------------------------------
+
+
+@pytest.fixture
+async def runtime(hermes_home: Path):
+    """A started Runtime whose kernels are not sandboxed: these scripts open sockets to the
+    tool channel by path, and what is tested is the channel's own bounds (the sandbox refuses
+    such a socket outright: tests/attacks/test_sandbox.py)."""
+    async with Runtime(make_config("code_execution:\n  sandbox: off\n"), home=hermes_home) as rt:
+        yield rt
 
 
 async def test_a_huge_line_is_refused_at_the_cap_quickly_and_never_held_whole(runtime: Runtime) -> None:
@@ -303,7 +312,7 @@ print(sent)
 
 async def test_a_script_that_never_reads_its_replies_cannot_block_the_event_loop(runtime_factory,
                                                                                  tmp_path: Path) -> None:
-    rt = await runtime_factory("code_execution:\n  max_tool_calls: 100000\n")
+    rt = await runtime_factory("code_execution:\n  max_tool_calls: 100000\n  sandbox: off\n")
     await rt.execute_code("1", session="attacker")
     marker = tmp_path / "sent"
     code = UNREAD_REPLIES.replace("COUNT", "10000").replace("MARKER", repr(str(marker)))

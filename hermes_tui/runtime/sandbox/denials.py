@@ -35,7 +35,7 @@ def explain(output: str, layout: Layout, *, cwd: str, network: bool, home: str) 
     text = output[-SCAN_CHARS:]
     for pattern in _PATHS:
         for match in pattern.finditer(text):
-            why = _write_refused(match.group("path"), layout, cwd, home)
+            why = write_refusal(match.group("path"), layout, cwd=cwd, home=home)
             if why is not None:
                 return why
     if not network and _NETWORK.search(text):
@@ -43,13 +43,31 @@ def explain(output: str, layout: Layout, *, cwd: str, network: bool, home: str) 
     return None
 
 
-def _write_refused(raw: str, layout: Layout, cwd: str, home: str) -> str | None:
-    path = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw.strip())))
+def _real(raw: str, cwd: str) -> str | None:
     try:
-        path = os.path.realpath(path)
+        return os.path.realpath(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw.strip()))))
     except (OSError, ValueError):
         return None
-    shown = "~" + path[len(home):] if home != "/" and inside(path, home) else path
+
+
+def _shown(path: str, home: str) -> str:
+    return "~" + path[len(home):] if home != "/" and inside(path, home) else path
+
+
+def read_refusal(raw: str, layout: Layout, *, cwd: str, home: str) -> str | None:
+    """Why a sandboxed process could not read ``raw`` (a secret on the deny list), or None."""
+    path = _real(raw, cwd)
+    if path is not None and any(inside(path, p) for p in layout.hidden):
+        return f"{_shown(path, home)} is hidden from sandboxed processes (a secret)"
+    return None
+
+
+def write_refusal(raw: str, layout: Layout, *, cwd: str, home: str) -> str | None:
+    """Why a sandboxed process could not write ``raw``, in words, or None if it could."""
+    path = _real(raw, cwd)
+    if path is None:
+        return None
+    shown = _shown(path, home)
     if any(inside(path, p) for p in layout.protected + layout.git):
         return f"write to {shown} is protected (read-only in the sandbox)"
     if any(inside(path, p) for p in layout.hidden):

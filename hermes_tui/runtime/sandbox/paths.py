@@ -31,14 +31,15 @@ SECRETS = (
 )
 """Under the user's home: files and folders of credentials no sandboxed process may read."""
 
-HERMES_SECRETS = (".env", "auth.json")
-"""Under ``$HERMES_HOME``: the keys Hermes Agent and hermes-tui read (never a sandbox's)."""
+HERMES_SECRETS = (".env", "auth.json", "config.yaml")
+"""Under ``$HERMES_HOME``: the keys Hermes Agent and hermes-tui read (never a sandbox's);
+config.yaml may hold a key (``model.api_key``) or the store's password in its URL."""
 
 SSH_PUBLIC = ("known_hosts", "config", "authorized_keys", "environment")
 """Files in ``~/.ssh`` that hold no private key (with every ``*.pub``); the rest are hidden."""
 
 SYSTEM_ROOTS = frozenset({"/", "/proc", "/sys", "/dev", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                          "/boot", "/run", "/var", "/root", "/home"})
+                          "/boot", "/run", "/var", "/home"})
 """Never a writable root (a workspace or ``writable_roots`` entry equal to one is refused)."""
 
 

@@ -22,6 +22,7 @@ TOOL_NAMES: tuple[str, ...] = (
 
 if TYPE_CHECKING:
     from hermes_tui.runtime.sandbox import Confinement, Sandbox
+    from hermes_tui.runtime.sandbox.paths import Layout
 
 
 @dataclass(slots=True)
@@ -53,6 +54,16 @@ class ToolContext:
     """Their temp dir (the kernel's own; else the sandbox's scratch dir)."""
     workspace: str | None = None
     """The folder they may write (the kernel's working dir; None: ``cwd``)."""
+    layout: Layout | None = None
+    """What they may write and read (:meth:`sandbox_layout` computes it once)."""
+
+    def sandbox_layout(self) -> Layout:
+        """What this call's processes may write and read (computed once per context). Blocking."""
+        if self.layout is None:
+            assert self.sandbox is not None
+            self.layout = self.sandbox.layout(self.workspace or self.cwd,
+                                              self.tmpdir or self.sandbox.scratch or self.cwd, self.cwd)
+        return self.layout
 
     def resolve(self, path: str) -> Path:
         """``path`` made absolute against the working dir (``~`` expanded)."""

@@ -4,6 +4,7 @@ and every failure turned into a dict with ``error`` — nothing a script sends c
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from pydantic import ValidationError
@@ -99,9 +100,61 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
             )
             if refusal is not None:
                 return {"error": f"BLOCKED: {refusal}"}
+        beyond = await asyncio.to_thread(sandbox_refusal, tool, ctx, parsed)
+        if beyond is not None and (ctx.gate.yolo or not await asyncio.to_thread(_asked_anyway, tool, ctx, parsed,
+                                                                                 reasons)):
+            # The host must not do for a script what its sandbox forbids it, unless a person
+            # said so: the file question above (a person saw the change), or this one.
+            refusal = await ctx.gate.check_unsandboxed(
+                f"{name} {beyond[0]}", beyond[1], cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id,
+                exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id)
+            if refusal is not None:
+                return {"error": f"BLOCKED: blocked by the sandbox: {beyond[1]}; not done outside it: {refusal}"}
         return await tool.handler(ctx, parsed)
     except Exception as exc:
         return _failed(name, exc)
+
+
+READS = {"read_file": "path", "search_files": "path"}
+"""Tools that read, and the argument naming what they read."""
+
+
+def sandbox_refusal(tool: Tool, ctx: ToolContext, parsed: Any) -> tuple[str, str] | None:
+    """The path this call would write or read that the sandbox keeps from the script's own
+    processes, and why (the file tools run in the host: they must not be the way around it).
+    None when the sandbox is off or allows every path. Blocking (it reads the file system)."""
+    sandbox = ctx.sandbox
+    if sandbox is None or not sandbox.active:
+        return None
+    from hermes_tui.runtime.sandbox import denials
+
+    layout = ctx.sandbox_layout()
+    home = os.path.expanduser("~")
+    if tool.writes is not None:
+        for path in tool.writes(ctx, parsed):
+            why = denials.write_refusal(path, layout, cwd=ctx.cwd, home=home)
+            if why is not None:
+                return path, why
+    argument = READS.get(tool.name)
+    if argument is not None:
+        path = str(ctx.resolve(getattr(parsed, argument)))
+        why = denials.read_refusal(path, layout, cwd=ctx.cwd, home=home)
+        if why is not None:
+            return path, why
+    return None
+
+
+def _asked_anyway(tool: Tool, ctx: ToolContext, parsed: Any, reasons: list[str]) -> bool:
+    """True when a person is asked about this call anyway (a protected write with its diff, a
+    credentials read): that question stands for the sandbox's too. Blocking."""
+    if reasons and tool.preview is not None:
+        return True
+    argument = READS.get(tool.name)
+    if argument is None:
+        return False
+    from hermes_tui.runtime.tools.files import read_verdict
+
+    return read_verdict(ctx, ctx.resolve(getattr(parsed, argument)))[2] is not None
 
 
 def _guarded(tool: Tool, ctx: ToolContext, parsed: Any) -> dict[str, str]:
@@ -128,7 +181,8 @@ def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dic
     if isinstance(prepared, dict):
         return prepared
     try:
-        if _guarded(tool, ctx, prepared[1]) or (ctx.ask_writes and tool.preview is not None):
+        if (_guarded(tool, ctx, prepared[1]) or (ctx.ask_writes and tool.preview is not None)
+                or sandbox_refusal(tool, ctx, prepared[1]) is not None):
             return None  # needs an approval: that is the event loop's work
         return tool.blocking(ctx, prepared[1])
     except Exception as exc:
