@@ -112,10 +112,13 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     # -- what it shows --------------------------------------------------------------------
 
     def title_text(self) -> str:
-        """'Approve this terminal command?' (and 'request N of M' when several wait)."""
+        """'Approve this terminal command?', 'Run this command outside the sandbox?'... (and
+        'request N of M' when several wait)."""
         request = self.request
         if request.kind == "file":
             title = f"Allow {request.file_question()}?"
+        elif request.kind == "sandbox":
+            title = "Run this command outside the sandbox?"
         else:
             title = "Approve this terminal command?" if request.kind == "terminal" else "Approve this whole script?"
         return title + (f"  ·  request {self.position} of {self.total}" if self.total > 1 else "")
@@ -159,12 +162,15 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
 
     def _code(self) -> Syntax:
         request = self.request
-        language = {"file": "diff", "terminal": "bash"}.get(request.kind, "python")
+        language = {"file": "diff", "terminal": "bash", "sandbox": "bash"}.get(request.kind, "python")
         return Syntax(reveal(self._source()), language, word_wrap=True, line_numbers=request.kind == "script",
                       background_color="default", theme=code_theme(self))
 
     def _rules_text(self) -> str:
         request = self.request
+        if request.kind == "sandbox":  # answered once or not at all: no rule, no session answer covers it
+            return ("once: runs this command again, outside the sandbox (unconfined, as you), this time only.\n"
+                    "deny: it stays stopped; the script or the model is told why.")
         parts = ["once: only this time."]
         if request.kind == "file":
             parts.append("session: lets the same tool write the same files again for the rest of this session.")

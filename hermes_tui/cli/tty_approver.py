@@ -84,7 +84,8 @@ def _describe(request: ApprovalRequest) -> str:
         lines += [f"  | {reveal(line)}" for line in (request.diff or "(no diff)").splitlines()]
     else:
         command = reveal(request.text).replace("\n", "\n  ")
-        question = "run this command outside the sandbox" if request.kind == "sandbox" else "approve this terminal command"
+        question = "run this command outside the sandbox" if request.kind == "sandbox" else \
+            "approve this terminal command"
         lines.append(f"\nhermes-tui: {question}?\n  {command}")
     lines.append(f"  in {reveal(request.cwd)}  (session {reveal(request.session)})")
     lines += [f"  why it asks: {reveal(reason)}" for reason in request.reasons]
