@@ -649,7 +649,7 @@ def test_the_attacks_are_refused_as_an_unprivileged_user(world: World, nobody_se
     assert world.tcp.connections() == 0
 
 
-# -- found while writing these: what is NOT refused yet (strict xfail: remove the mark once fixed)
+# -- found while writing these, then mended: a home as the workspace, repositories below the root
 
 HOME_PLANTS = r'''
 import json, os
@@ -671,11 +671,7 @@ print(json.dumps(found))
 '''
 
 
-@pytest.mark.parametrize("mechanism", [
-    pytest.param("bwrap", marks=pytest.mark.xfail(strict=True, reason=(
-        "bwrap.argv binds only the protected paths that exist: with the home inside the workspace, a start-up "
-        "file that is not there yet (~/.profile, ~/.local/bin/*, ~/.ssh/authorized_keys) can be created"))),
-    "landlock"])
+@pytest.mark.parametrize("mechanism", ["bwrap", "landlock"])
 async def test_with_the_home_as_workspace_no_start_up_file_can_be_created(
         world: World, mechanism: str, monkeypatch, runtimes) -> None:
     force_tier(monkeypatch, mechanism)
@@ -688,9 +684,6 @@ async def test_with_the_home_as_workspace_no_start_up_file_can_be_created(
     assert not planted, f"start-up files created under the home: {planted} ({found})"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "git_guards protects only ROOT/.git: a repository below the workspace's root (or a submodule's "
-    ".git/modules/NAME/hooks) keeps writable hooks under bwrap"))
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 async def test_hooks_of_a_repository_inside_the_workspace_stay_read_only_under_bubblewrap(
         world: World, monkeypatch, runtimes) -> None:

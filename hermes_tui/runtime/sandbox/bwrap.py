@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 
-from hermes_tui.runtime.sandbox.paths import Layout
+from hermes_tui.runtime.sandbox.paths import Layout, inside
 
 
 def binary() -> str | None:
@@ -45,8 +45,9 @@ def argv(path: str, layout: Layout, *, cwd: str, network: bool, seccomp_fd: int 
     if not network:
         args.append("--unshare-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev"]
+    missing = [p for p in layout.protected if not os.path.lexists(p)]
     for root in layout.writable:
-        args += ["--bind", root, root]
+        args += writable_binds(root, [p for p in missing if inside(p, root)])
     for pin in layout.pinned:
         args += ["--bind", pin, pin]
     for path_ in (*layout.protected, *layout.git):
@@ -62,3 +63,28 @@ def argv(path: str, layout: Layout, *, cwd: str, network: bool, seccomp_fd: int 
         args += ["--seccomp", str(seccomp_fd)]
     args.append("--")
     return args
+
+
+def writable_binds(root: str, missing: list[str]) -> list[str]:
+    """Bind ``root`` read-write, unless a protected path that does not exist yet lies inside it
+    (``~/.profile`` when the home is the workspace): a mount needs an existing file to cover,
+    so then each entry beside the missing path and beside the folders leading to it is bound
+    instead, and those folders stay read-only: nothing new is made directly in them (as under
+    Landlock). Symbolic links are left as they are: binding one would make its target writable."""
+    if not missing:
+        return ["--bind", root, root]
+    binds: list[str] = []
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return binds
+    for name in names:
+        entry = os.path.join(root, name)
+        if os.path.islink(entry) or not (os.path.isdir(entry) or os.path.isfile(entry)):
+            continue
+        inner = [p for p in missing if inside(p, entry)]
+        if not inner:
+            binds += ["--bind", entry, entry]
+        elif os.path.isdir(entry):
+            binds += writable_binds(entry, inner)
+    return binds

@@ -8,8 +8,11 @@ Everything here is plain path arithmetic over the file system as it is when a pr
 from __future__ import annotations
 
 import functools
+import collections
+import contextlib
 import glob
 import os
+import re
 import site
 import sys
 from collections.abc import Iterable
@@ -133,14 +136,91 @@ def protected_paths(hermes_home: str, user_home: str) -> list[str]:
     return _outermost(paths)
 
 
+REPO_DEPTH = 3
+"""How deep below a writable root repositories are looked for (``root/a/b/.git``)."""
+REPO_SCAN = 3000
+"""Folders looked at, at most, per root: a huge tree is not walked whole at each start."""
+NOT_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "site-packages", ".tox", ".mypy_cache",
+                         "target", "build", "dist", ".cache"})
+_repos: dict[tuple[str, float], list[str]] = {}
+
+
+def repositories(root: str) -> list[str]:
+    """The folders at most :data:`REPO_DEPTH` below ``root`` (itself included) that hold a
+    ``.git`` folder. Cached per root and its modification time. Blocking."""
+    try:
+        key = (root, os.stat(root).st_mtime)
+    except OSError:
+        return []
+    if key in _repos:
+        return _repos[key]
+    found: list[str] = []
+    queue = collections.deque([(root, 0)])
+    seen = 0
+    while queue and seen < REPO_SCAN:
+        folder, depth = queue.popleft()
+        seen += 1
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name == ".git" and entry.is_dir(follow_symlinks=False):
+                found.append(folder)
+            elif depth < REPO_DEPTH and entry.name not in NOT_SCANNED and entry.is_dir(follow_symlinks=False):
+                queue.append((entry.path, depth + 1))
+    if len(_repos) > 256:
+        _repos.clear()
+    _repos[key] = found
+    return found
+
+
+def repository_guards(root: str) -> tuple[list[str], list[str]]:
+    """:func:`git_guards` of every repository in ``root`` (nested ones and submodules too)."""
+    pins: list[str] = []
+    guarded: list[str] = []
+    for repo in repositories(root):
+        more_pins, more_guarded = git_guards(repo)
+        pins += more_pins
+        guarded += more_guarded
+    return pins, guarded
+
+
 def git_guards(root: str) -> tuple[list[str], list[str]]:
-    """For a writable root with a ``.git`` folder: what to pin (``.git`` itself) and protect
-    (its hooks and config: both run code in the user's next git command)."""
+    """For a folder with a ``.git`` folder: what to pin (``.git`` itself) and protect (its
+    hooks and config, its submodules' too, and a ``core.hooksPath`` in the work tree: all run
+    code in the user's next git command)."""
     git = os.path.join(root, ".git")
     if not os.path.isdir(git) or os.path.islink(git):
         return [], []
+    hooks = os.path.join(git, "hooks")
+    if not os.path.lexists(hooks):
+        # A mount needs something to cover: an empty hooks folder is what `git init` makes.
+        with contextlib.suppress(OSError):
+            os.mkdir(hooks, 0o755)
     guarded = [os.path.join(git, name) for name in ("hooks", "config") if os.path.lexists(os.path.join(git, name))]
+    guarded += [path for module in glob.glob(os.path.join(git, "modules", "*"))
+                for path in (os.path.join(module, "hooks"), os.path.join(module, "config")) if os.path.lexists(path)]
+    hooks_path = _configured_hooks(os.path.join(git, "config"), root)
+    if hooks_path is not None and os.path.isdir(hooks_path):  # husky and kin: hooks in the work tree
+        guarded.append(real(hooks_path))
     return [git], guarded
+
+
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _configured_hooks(config: str, root: str) -> str | None:
+    """``core.hooksPath`` of a repository's config (read as text: no git runs), absolute."""
+    try:
+        with open(config, encoding="utf-8", errors="replace") as handle:
+            found = _HOOKS_PATH.findall(handle.read(65536))
+    except OSError:
+        return None
+    if not found:
+        return None
+    value = found[-1].strip().strip('"')
+    return os.path.join(root, os.path.expanduser(value))
 
 
 def _outermost(paths: Iterable[str]) -> list[str]:
@@ -182,7 +262,7 @@ def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_h
     pinned: list[str] = []
     git: list[str] = []
     for root in roots:
-        pins, guarded = git_guards(root)
+        pins, guarded = repository_guards(root)
         pinned += pins
         git += guarded
     hidden = hidden_paths(hermes_home, user_home, extra_hidden, cwd)
