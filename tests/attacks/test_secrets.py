@@ -187,7 +187,10 @@ skill.write_text("---\\nname: helper\\nrequired_environment_variables: [OPENAI_A
 
 
 async def test_a_secret_a_skill_lets_in_is_said_in_the_result_and_the_kernels_pane(runtime_factory):
-    rt = await runtime_factory(host_env={"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "OPENAI_API_KEY": SECRET})
+    # Unsandboxed: a sandboxed script cannot write $HERMES_HOME/skills at all (test_sandbox.py);
+    # a skill put there another way (sandbox: off, a download) must still be said.
+    rt = await runtime_factory("code_execution:\n  sandbox: off\n",
+                               host_env={"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "OPENAI_API_KEY": SECRET})
     first = await rt.execute_code(SKILL, session="s")
     assert first.status == "success" and first.warning is None
     after = await rt.execute_code("import os\nprint(os.environ.get('OPENAI_API_KEY'))", session="s", reset=True)
