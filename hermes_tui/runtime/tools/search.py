@@ -229,8 +229,11 @@ async def _ripgrep(rg: str, root: Path, args: SearchArgs, env: dict[str, str],
             process.kill()  # ended early (an error, a cancel): rg must not run on, blocked on a full pipe
         stderr = await process.stderr.read()
         await process.wait()
-    if process.returncode == 2 and not total:
-        return {"error": f"search failed: {stderr.decode(errors='replace').strip()[:300]}"}
+    said = stderr.decode(errors="replace").strip()
+    if process.returncode == 2 and not total and said:
+        return {"error": f"search failed: {said[:300]}"}
+    # Exit 2 with nothing said: some files could not be read (--no-messages), e.g. secrets the
+    # sandbox hides. What could be read was searched.
     return {"items": items, "total": total}
 
 
