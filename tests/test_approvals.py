@@ -177,9 +177,14 @@ async def test_unanswered_request_is_denied_in_time(hermes_home: Path, tmp_path:
         await rt.aclose()
 
 
+UNSANDBOXED = "code_execution:\n  sandbox: off\n"
+"""The gate's own defences must hold without the sandbox too (which refuses these scripts'
+socket and writes before the gate sees them: tests/attacks/test_sandbox.py)."""
+
+
 async def test_a_forged_request_cannot_skip_the_gate(hermes_home: Path, tmp_path: Path) -> None:
     approver = Approver("deny")
-    rt = await make(hermes_home, approver=approver)
+    rt = await make(hermes_home, UNSANDBOXED, approver=approver)
     try:
         code = (
             "import json, os, socket, hermes_tools\n"
@@ -201,7 +206,7 @@ async def test_a_forged_request_cannot_skip_the_gate(hermes_home: Path, tmp_path
 
 async def test_a_script_rewriting_the_rules_gains_nothing(hermes_home: Path, tmp_path: Path) -> None:
     approver = Approver("deny")
-    rt = await make(hermes_home, approver=approver)
+    rt = await make(hermes_home, UNSANDBOXED, approver=approver)
     try:
         allowlist = allowlist_path(hermes_home)
         config = hermes_home / "config.yaml"

@@ -64,7 +64,8 @@ def test_generated_names_reach_the_kernel_only_when_allowed(env_names: list[str]
             return json.loads(result.output)
 
     seen = asyncio.run(kernel_env())
-    injected = {"HERMES_HOME", "HERMES_RPC_SOCKET", "HOME", "TZ"}
+    # the host's own, and the sandbox's (its temp dir, the tool channel's descriptor, its tier; bwrap sets PWD)
+    injected = {"HERMES_HOME", "HERMES_RPC_SOCKET", "HOME", "TZ", "TMPDIR", "HERMES_RPC_FD", "HERMES_SANDBOX", "PWD"}
     for name in host_env:
         if name in injected:
             continue

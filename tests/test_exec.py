@@ -280,7 +280,7 @@ async def test_secrets_do_not_reach_the_kernel(runtime_factory, monkeypatch) -> 
         "print(os.environ.get('LANG'))",
         session="s",
     )
-    assert result.output == "['HERMES_HOME', 'HERMES_RPC_SOCKET']\nC.UTF-8\n"
+    assert result.output == "['HERMES_HOME', 'HERMES_RPC_FD', 'HERMES_RPC_SOCKET', 'HERMES_SANDBOX']\nC.UTF-8\n"
 
 
 async def test_kernel_dies_with_the_runtime(hermes_home: Path) -> None:

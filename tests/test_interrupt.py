@@ -49,7 +49,7 @@ async def test_the_programs_a_script_started_get_sigint_too(runtime_factory, tmp
     pid_file = tmp_path / "child.pid"
     code = (f"import subprocess, pathlib\np = subprocess.Popen(['sleep', '60'])\n"
             f"pathlib.Path({str(pid_file)!r}).write_text(str(p.pid))\np.wait()")
-    task = asyncio.create_task(rt.execute_code(code, session="s"))
+    task = asyncio.create_task(rt.execute_code(code, session="s", cwd=tmp_path))  # its workspace: it writes there
     assert await asyncio.to_thread(wait_for, pid_file.exists, 10)
     child = int(pid_file.read_text())
     await rt.interrupt("s")
@@ -58,7 +58,7 @@ async def test_the_programs_a_script_started_get_sigint_too(runtime_factory, tmp
     assert await asyncio.to_thread(wait_for, lambda: not pid_running(child), 5), "the script's sleep outlived Ctrl+C"
     # The script's objects are still there (the exact returncode is CPython's business: a
     # KeyboardInterrupt landing inside Popen.wait can leave it 0 instead of -2).
-    assert (await rt.execute_code("print(p.poll() is not None)", session="s")).output == "True\n"
+    assert (await rt.execute_code("print(p.poll() is not None)", session="s", cwd=tmp_path)).output == "True\n"
 
 
 @pytest.mark.parametrize("code", [
@@ -105,7 +105,9 @@ async def test_sigint_between_scripts_changes_nothing(runtime_factory) -> None:
     rt = await runtime_factory()
     await rt.execute_code("x = 41", session="s")
     (kernel,) = rt.kernels()
-    os.killpg(kernel.pid, signal.SIGINT)  # the host never does this to an idle kernel; a stray one is harmless
+    # the host never does this to an idle kernel; a stray one is harmless (the group: under
+    # bubblewrap its monitor leads it, and kernel.pid is the driver's own)
+    os.killpg(os.getpgid(kernel.pid), signal.SIGINT)
     await asyncio.sleep(0.3)
     after = await rt.execute_code("print(x + 1)", session="s")
     assert after.output == "42\n" and after.kernel.id == kernel.id

@@ -80,14 +80,13 @@ class ChildProcess:
     ) -> None:
         """Start the process (blocking: run it in a thread) and its pump. ``confinement``:
         run it in the sandbox (sandbox.py); released here whether or not it started."""
-        confined = confinement is not None and confinement.tier != "off"
         if confinement is not None:
             argv = [*confinement.prefix, *argv]
             env = {**env, **confinement.env}
             pass_fds = (*pass_fds, *confinement.fds)
-        try:
-            # Forked from the spawner thread: the child cannot read the host (hardening.py).
-            self.proc = spawn(lambda: subprocess.Popen(
+
+        def start() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -97,10 +96,12 @@ class ChildProcess:
                 start_new_session=True,  # own group: a timeout kills grandchildren too
                 pass_fds=pass_fds,
                 bufsize=0,
-                preexec_fn=confinement.preexec if confinement is not None else None,
-            ), confined=confined)
-        except subprocess.SubprocessError as exc:  # the sandbox could not be applied in the child
-            raise OSError(f"the sandbox could not be applied ({exc})") from None
+            )
+
+        try:
+            # Forked from a spawner thread: the child cannot read the host (hardening.py), and
+            # a confined one starts in the sandbox (sandbox/core.py).
+            self.proc = confinement.start(start) if confinement is not None else spawn(start)
         finally:
             if confinement is not None:
                 confinement.close()
@@ -114,6 +115,7 @@ class ChildProcess:
             publish=self.publish,
             on_reply=self._on_reply,
             on_exit=self._on_exit,
+            wrapped=confinement is not None and confinement.tier == "bwrap",
         )
         if self._first_cell is not None:  # begun before the spawn: no early byte is lost
             pump.cell = self._first_cell

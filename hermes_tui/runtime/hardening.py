@@ -36,7 +36,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from hermes_tui.runtime.sandbox import Confinement
@@ -268,6 +268,30 @@ def spawn(start: Callable[[], T], *, confined: bool = False) -> T:
     return _executor(confined).submit(start).result()
 
 
+def spawn_restricted(start: Callable[[], T], restrict: Callable[[], None] | None) -> T:
+    """Run ``start`` (a ``Popen``) on a new thread that first gives up :data:`DROPPED` and runs
+    ``restrict`` (a Landlock domain, a seccomp filter: the thread keeps them for good, and the
+    child inherits them). Blocking; what either raises is raised here."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            drop_for_children()
+            if restrict is not None:
+                restrict()
+            outcome.append((True, start()))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="hermes-spawn-sandboxed", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
 async def spawn_async(start: Callable[[], T], *, confined: bool = False) -> T:
     """:func:`spawn` for the event loop: waits without blocking it."""
     return await asyncio.wrap_future(_executor(confined).submit(start))
@@ -313,10 +337,10 @@ async def open_process(argv: list[str], env: dict[str, str], *, new_session: boo
                                                            start_new_session=new_session))
     else:
         try:
-            popen = await spawn_async(lambda: subprocess.Popen(
+            popen = await asyncio.to_thread(confinement.start, lambda: subprocess.Popen(
                 [*confinement.prefix, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env={**env, **confinement.env}, start_new_session=new_session,
-                pass_fds=confinement.fds, preexec_fn=confinement.preexec), confined=True)
+                pass_fds=confinement.fds))
         finally:
             confinement.close()
     loop = asyncio.get_running_loop()

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hermes_tui.runtime.envs import build_child_env
-from hermes_tui.runtime.hardening import spawn
 from hermes_tui.runtime.sandbox import Confinement, SandboxError
 
 MIN_VERSION = (3, 8)
@@ -46,19 +45,15 @@ def probe(path: str, env: Mapping[str, str] | None = None,
         return _probed[key]
     problem: str | None = None
     try:
-        confinement = confine() if confine is not None else None
-        prefix = confinement.prefix if confinement is not None else []
+        confinement = confine() if confine is not None else Confinement()
         try:
-            child = spawn(lambda: subprocess.Popen(
-                [*prefix, path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            child = confinement.start(lambda: subprocess.Popen(
+                [*confinement.prefix, path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-                env={**(env or {}), **(confinement.env if confinement is not None else {})},
-                pass_fds=confinement.fds if confinement is not None else (),
-                preexec_fn=confinement.preexec if confinement is not None else None,
-            ), confined=confinement is not None and confinement.tier != "off")
+                env={**(env or {}), **confinement.env}, pass_fds=confinement.fds,
+            ))
         finally:
-            if confinement is not None:
-                confinement.close()
+            confinement.close()
         try:
             out, _ = child.communicate(timeout=PROBE_TIMEOUT)
         except subprocess.TimeoutExpired:

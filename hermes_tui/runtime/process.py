@@ -168,8 +168,11 @@ class Pump(threading.Thread):
         publish: Callable[[RuntimeEvent], None],
         on_reply: Callable[[dict[str, Any]], None],
         on_exit: Callable[[int | None], None],
+        wrapped: bool = False,
     ) -> None:
         super().__init__(name=f"hermes-pump-{kernel_id or proc.pid}", daemon=True)
+        self.wrapped = wrapped
+        """The process is bubblewrap's monitor: it exits 128+N when the command died of signal N."""
         self.proc = proc
         self.loop = loop
         self.kernel_id = kernel_id
@@ -298,7 +301,7 @@ class Pump(threading.Thread):
             if pidfd is not None:
                 os.close(pidfd)
             if self.returncode is None:
-                self.returncode = self.proc.wait()
+                self.returncode = self._code(self.proc.wait())
             self._finish()
 
     def _select_timeout(self, polling: bool, deadline: float | None) -> float | None:
@@ -317,8 +320,14 @@ class Pump(threading.Thread):
         """Seconds between live flushes: longer while a stream floods."""
         return max(live.interval for live in self._live)
 
+    def _code(self, returncode: int) -> int:
+        """The command's exit as Popen says it (-N: killed by signal N), through bwrap too."""
+        if self.wrapped and 128 < returncode <= 128 + 64:
+            return -(returncode - 128)
+        return returncode
+
     def _exited(self) -> float:
-        self.returncode = self.proc.wait()
+        self.returncode = self._code(self.proc.wait())
         if not self.terminating:
             # The kernel is gone: so is anything it left in its process group.
             kill_group(self.proc.pid, signal.SIGKILL)

@@ -14,7 +14,7 @@ from hermes_tui.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
-from hermes_tui.runtime.hardening import make_undumpable, spawn
+from hermes_tui.runtime.hardening import make_undumpable
 from hermes_tui.runtime.kernel import Kernel
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
@@ -115,7 +115,7 @@ class Runtime:
         """Which sandbox is in force (once per start; a trial process, about 10 ms). Blocking."""
         scratch.mkdir(mode=0o700, exist_ok=True)
         self.sandbox.scratch = str(scratch)
-        self.sandbox.probe(str(scratch), lambda start: spawn(start, confined=True))
+        self.sandbox.probe(str(scratch))
 
     @property
     def sandbox(self) -> Sandbox:

@@ -16,20 +16,27 @@ what fixes it, and no confined process starts (:meth:`Sandbox.confine` raises).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from hermes_tui.runtime.sandbox import bwrap, landlock, paths, seccomp
 
 Tier = Literal["bwrap", "landlock", "off", "unavailable"]
+T = TypeVar("T")
+_scoped = threading.local()
 FORCE_ENV = "HERMES_TUI_SANDBOX_TIER"
 """Names the mechanism to use (``bwrap`` or ``landlock``) instead of the first that works:
 for tests and diagnosis. One that cannot be applied then fails closed."""
 DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 """The only device files a Landlock-confined process may open (no disk, no terminal of the user's)."""
+IGNORE_SIGNALS = ("/usr/bin/env", "--ignore-signal=INT,TERM")
+"""What runs bwrap: its monitor ignores SIGINT and SIGTERM sent to the group (coreutils ≥ 8.31)."""
+RESET_SIGNALS = ("/usr/bin/env", "--default-signal=INT,TERM")
+"""What bwrap runs first: the command gets SIGINT and SIGTERM back at their defaults (ignored
+ones are inherited, and a shell cannot undo them)."""
 FIX = ("install bubblewrap (apt-get install bubblewrap), run on Linux 5.13 or newer with Landlock, "
        "or set code_execution.sandbox: off to run scripts unconfined")
 
@@ -40,17 +47,39 @@ class SandboxError(Exception):
 
 @dataclass
 class Confinement:
-    """How to start one confined process: a command prefix, what the child does before exec,
+    """How to start one confined process: a command prefix, what the thread that starts it
+    applies to itself first (Landlock, seccomp: what a thread holds, the process it starts
+    inherits — with no ``preexec_fn``, Python starts it by vfork, not by copying the host),
     the descriptors it must inherit and the environment it gets on top of its own."""
 
     prefix: list[str] = field(default_factory=list)
-    preexec: Callable[[], None] | None = None
+    setup: Callable[[], None] | None = None
     fds: tuple[int, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     tier: Tier = "off"
     _owned: list[Callable[[], None]] = field(default_factory=list)
     layout: paths.Layout | None = None
     """What the process may write and read (None when unconfined)."""
+    fresh_thread: bool = False
+    """``setup`` restricts its thread for good: start the process from a new thread (else the
+    confined spawner thread, where ``setup`` is the same each time)."""
+
+    def start(self, popen: Callable[[], T]) -> T:
+        """Run ``popen`` (a ``subprocess.Popen``) from the right thread, ``setup`` applied. Blocking."""
+        from hermes_tui.runtime.hardening import spawn, spawn_restricted
+
+        if self.tier == "off":
+            return spawn(popen)
+        setup = self.setup
+        if self.fresh_thread:
+            return spawn_restricted(popen, setup)
+
+        def confined() -> T:
+            if setup is not None:
+                setup()
+            return popen()
+
+        return spawn(confined, confined=True)
 
     def close(self) -> None:
         """Release what only the start needed (call once the child has started, or failed to)."""
@@ -101,9 +130,9 @@ class Sandbox:
 
     # -- probing ------------------------------------------------------------------------------
 
-    def probe(self, scratch: str, spawn: Callable[[Callable[[], subprocess.Popen[bytes]]], subprocess.Popen[bytes]]) -> None:
-        """Find the mechanism in force (blocking; once per start). ``scratch``: a private folder
-        a trial process may write; ``spawn`` forks as kernels are forked (the spawner thread)."""
+    def probe(self, scratch: str) -> None:
+        """Find the mechanism in force (blocking; once per start): a trial process is started
+        confined as kernels are. ``scratch``: a private folder it may write."""
         if self.mode == "off":
             return
         forced = os.environ.get(FORCE_ENV, "").strip().lower() or None
@@ -134,7 +163,7 @@ class Sandbox:
                 problems.append(f"{FORCE_ENV}={forced!r} names no mechanism (bwrap, landlock)")
                 continue
             self.tier = tier
-            why = self._trial(scratch, spawn)
+            why = self._trial(scratch)
             if why is None:
                 self.detail = self._describe()
                 return
@@ -148,8 +177,7 @@ class Sandbox:
                       f"Nothing was run. To fix: {FIX}")
         self.detail = self.error
 
-    def _trial(self, scratch: str, spawn: Callable[[Callable[[], subprocess.Popen[bytes]]],
-                                                   subprocess.Popen[bytes]]) -> str | None:
+    def _trial(self, scratch: str) -> str | None:
         """Start ``true`` confined as a kernel would be; None if it ran, else why not."""
         try:
             confinement = self.confine(workspace=None, tmpdir=scratch, cwd=scratch)
@@ -157,9 +185,9 @@ class Sandbox:
             return str(exc)
         try:
             argv = [*confinement.prefix, "/bin/sh", "-c", "exit 0"]
-            proc = spawn(lambda: subprocess.Popen(
+            proc = confinement.start(lambda: subprocess.Popen(
                 argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                pass_fds=confinement.fds, preexec_fn=confinement.preexec))
+                pass_fds=confinement.fds))
         except (OSError, subprocess.SubprocessError) as exc:
             return str(exc)
         finally:
@@ -207,16 +235,11 @@ class Sandbox:
         if self.tier == "bwrap":
             assert self._bwrap is not None
             fd = seccomp.pipe_of(seccomp.program(self.network))
-            scope_fd = self._scope.fd if self._scope is not None else -1
-
-            def before_exec() -> None:
-                # bwrap stays as the command's parent, in its group: an interrupt is for the script.
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                if scope_fd >= 0:
-                    landlock.restrict_self(scope_fd)
-
-            prefix = bwrap.argv(self._bwrap, layout, cwd=cwd, network=self.network, seccomp_fd=fd)
-            return Confinement(prefix, before_exec, (fd,), env, "bwrap", [lambda: os.close(fd)], layout)
+            # bwrap stays as the command's parent, in its group: an interrupt or a SIGTERM is for
+            # the command (env puts them back to default for it), and bwrap exits with it.
+            prefix = [*IGNORE_SIGNALS, *bwrap.argv(self._bwrap, layout, cwd=cwd, network=self.network, seccomp_fd=fd),
+                      *RESET_SIGNALS]
+            return Confinement(prefix, self._scope_spawner, (fd,), env, "bwrap", [lambda: os.close(fd)], layout)
         ruleset = self._landlock_rules(layout)
         loader = seccomp.Loader(seccomp.program(self.network))
         ruleset_fd = ruleset.fd
@@ -225,7 +248,14 @@ class Sandbox:
             landlock.restrict_self(ruleset_fd)
             loader.load()
 
-        return Confinement([], restrict, (), env, "landlock", [ruleset.close], layout)
+        return Confinement([], restrict, (), env, "landlock", [ruleset.close], layout, fresh_thread=True)
+
+    def _scope_spawner(self) -> None:
+        """On the confined spawner thread, once: keep signals and abstract sockets of what it
+        starts inside (a scope-only Landlock domain: bubblewrap can still mount under it)."""
+        if self._scope is not None and not getattr(_scoped, "done", False):
+            landlock.restrict_self(self._scope.fd)
+            _scoped.done = True
 
     def _landlock_rules(self, layout: paths.Layout) -> landlock.Ruleset:
         version = self.abi
