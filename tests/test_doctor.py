@@ -79,12 +79,13 @@ def test_a_clean_machine_passes_every_check(hermes_home: Path, outside: Path) ->
     found = checks(report)
     assert report.returncode == 0 and json.loads(report.stdout)["problems"] == []
     assert [name for name in found] == [n for n in doctor_checks.ORDER if n in found]
-    assert {"config", "model", "endpoint", "home", "disk", "sessions", "cache", "kernel", "python", "ripgrep",
-            "allowlist", "audit log", "sockets"} == set(found)
+    assert {"config", "model", "endpoint", "home", "disk", "sessions", "cache", "sandbox", "kernel", "python",
+            "ripgrep", "allowlist", "audit log", "sockets"} == set(found)
     assert "fake-model is listed" in found["endpoint"]["detail"] and found["endpoint"]["status"] == "ok"
     assert found["kernel"]["status"] == "ok" and "round trip" in found["kernel"]["detail"]
     assert found["sessions"]["detail"].endswith("not created yet")
-    for name in ("config", "model", "endpoint", "home", "sessions", "cache", "kernel", "allowlist", "audit log"):
+    for name in ("config", "model", "endpoint", "home", "sessions", "cache", "sandbox", "kernel", "allowlist",
+                 "audit log"):
         assert found[name]["status"] == "ok", found[name]
     assert line(done, "kernel").startswith("✓ kernel ")
     # Nothing was left behind: no database, no execution record of the kernel check.

@@ -382,7 +382,7 @@ async def test_the_app_starts_with_the_hermes_example_and_shows_no_error(home_wi
     from hermes_tui.app import HermesApp
 
     app = HermesApp(load_config(), cwd=str(tmp_path), home=home_with_fixture, host_env={**os.environ, **KEYS})
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(160, 40)) as pilot:  # room for the model's whole label beside the sandbox's
         await pilot.pause(0.5)
         assert app.settings is not None and app.settings.name == "openrouter"
         assert not app.query(".note.error") and not app.query(".note.warning")

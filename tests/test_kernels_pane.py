@@ -42,7 +42,7 @@ async def test_the_same_kernels_redraw_only_their_changed_rows_and_new_ones_all(
         pane.update_kernels([kernel("k1", idle=8, runs=2), kernel("k2", state="busy")], {"k1": 12 << 20}, now=later)
         await pilot.pause()
         assert sorted(drawn) == ["k1", "k2"]  # both rows changed; the header did not
-        assert table.get_row("k1")[2:5] == ["11s", "28m57s", "12 MB"] and table.get_row("k1")[8] == "2"
+        assert table.get_row("k1")[2:5] == ["11s", "28m57s", "12 MB"] and table.get_cell("k1", "runs") == "2"
         assert table.get_row("k2")[0] == "●" and table.get_row("k2")[2] == "—"
         assert table.cursor_row == 1 and pane.selected_id() == "k2"
 
@@ -90,7 +90,7 @@ async def test_the_table_is_driven_by_keys_and_clicks_and_shows_names_as_text() 
         assert pane.selected_id() == "k1"
         drawn = table.render_line(3).text  # k3's row
         assert "[b]x[/b]\\x1b]0;owned\\x07" in drawn and "\x1b" not in drawn  # shown, never interpreted
-        assert table.get_row("k3")[10] == "/tmp/a\\nb"  # one line per row
+        assert table.get_cell("k3", "cwd") == "/tmp/a\\nb"  # one line per row
         assert table.scroll_x == 0
         await pilot.press("right")
         assert table.scroll_x > 0  # wider than the pane: it scrolls sideways

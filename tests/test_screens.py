@@ -217,7 +217,7 @@ async def test_kernels_table_shows_the_useful_columns_first(hermes_home: Path, t
         table = app.query_one("#kernel-table", KernelTable)
         labels = list(table.columns)
         assert labels[:5] == ["", "id", "idle", "reaped in", "memory"]
-        assert labels[5:] == ["session", "mode", "pid", "runs", "flags", "cwd", "python"]
+        assert labels[5:] == ["session", "mode", "sandbox", "pid", "runs", "flags", "cwd", "python"]
         await pilot.pause()
         first = sum(table.column_width(index) for index in range(5))
         assert first <= table.scrollable_content_region.width  # all five fit in an 80-column terminal

@@ -15,6 +15,7 @@ from hermes_tui.themes import THEMES
 from hermes_tui.widgets.approval import ApprovalScreen
 from hermes_tui.widgets.conversation import PromptInput
 from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.widgets.main_screen import TopBar
 
 from conftest import make_config
 
@@ -83,8 +84,11 @@ class KernelsApp(ThemedApp):
                 idle_deadline=(NOW + timedelta(seconds=1800 - 95 * i)) if state == "idle" else None, **extra,
             )
 
-        kernels = [info(1, "busy", "tui"), info(2, "idle", "research", next_to_evict=True),
-                   info(3, "idle", "tui::child::coder", subagent=True, stale_env=True), info(4, "starting", "ops")]
+        confined = "workspace-write·bwrap"
+        kernels = [info(1, "busy", "tui", sandbox=confined),
+                   info(2, "idle", "research", next_to_evict=True, sandbox="off"),
+                   info(3, "idle", "tui::child::coder", subagent=True, stale_env=True, sandbox="read-only·landlock"),
+                   info(4, "starting", "ops", sandbox=confined)]
         self.query_one(KernelsPane).update_kernels(kernels, {"k1": 52 << 20, "k2": 310 << 20, "k3": 18 << 20}, now=NOW)
 
 
@@ -94,8 +98,9 @@ def test_main_screen(snap_compare, tmp_path) -> None:
     async def settle(pilot) -> None:
         await pilot.pause()  # the main screen composes its panes once the app is running
         app.query_one(PromptInput).cursor_blink = False
-        for _ in range(200):  # up to 10 s for the first kernels refresh ("0 live"); without it the snapshot differs
-            if app.query_one(KernelsPane).border_subtitle:
+        for _ in range(200):  # up to 10 s for the first kernels refresh ("0 live") and the sandbox's probe (the
+            # top bar's "sandbox: workspace-write·bwrap"); without them the snapshot differs
+            if app.query_one(KernelsPane).border_subtitle and "sandbox:" in app.query_one(TopBar).render().plain:
                 break
             await pilot.pause(0.05)
         await pilot.pause()
@@ -145,6 +150,8 @@ def test_model_conversation(snap_compare, tmp_path) -> None:
             while not str(app.query_one("#hint").render()).startswith("custom"):
                 await pilot.pause(0.05)
             while not app.query_one(KernelsPane).border_subtitle:  # the once-a-second refresh has run
+                await pilot.pause(0.05)
+            while "sandbox:" not in app.query_one(TopBar).render().plain:  # the sandbox is probed
                 await pilot.pause(0.05)
             await pilot.pause(0.3)
 

@@ -160,7 +160,7 @@ async def test_kernels_pane_groups_child_kernels_under_their_parent() -> None:
         assert sessions[:3] == ["main", "└ aaaaaa-code", "└ aaaaaa-research"]
         assert sessions[4] == "└ bbbbbb-[b]x[/b]"  # a name, never markup
         assert "└ bbbbbb-[b]x[/b]" in table.render_line(5).text  # drawn as it is (row 4, under the header)
-        assert "sub-agent" in table.get_row_at(1)[9]
+        assert "sub-agent" in table.get_cell(table.key_at(1), "flags")
 
 
 async def test_a_real_fan_out_enter_on_a_child_opens_its_stored_reply(hermes_home: Path, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The kernels pane: every kernel, its state, memory, idle time and countdown to reaping."""
+"""The kernels pane: every kernel, its state, memory, idle time, countdown to reaping and sandbox."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from hermes_tui.widgets.kernel_table import KernelTable
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
-COLUMNS = ("", "id", "idle", "reaped in", "memory", "session", "mode", "pid", "runs", "flags", "cwd", "python")
+COLUMNS = ("", "id", "idle", "reaped in", "memory", "session", "mode", "sandbox", "pid", "runs", "flags", "cwd",
+           "python")
 """The most useful first: an 80-column terminal shows state, id, idle time, countdown and memory;
 the rest is to the right (scroll the table sideways, or a wider screen). Each column's key is
 its label (the state glyph's is ``state``)."""
@@ -100,7 +101,7 @@ class KernelsPane(FocusFrame, Vertical):
         # Session names, paths and ids are data: the table shows them as plain text, control
         # characters as escapes (kernel_table.cell_text), never as markup.
         return (GLYPHS.get(info.state, "?"), info.id, short_duration(idle) if idle else "—", countdown,
-                _memory(memory.get(info.id)), session_cell(info), info.mode, str(info.pid or "—"),
+                _memory(memory.get(info.id)), session_cell(info), info.mode, info.sandbox, str(info.pid or "—"),
                 str(info.execution_count), flags, info.cwd, info.interpreter)
 
     def compose(self) -> ComposeResult:

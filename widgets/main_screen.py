@@ -80,22 +80,45 @@ def usage_text(totals: Totals, short: bool = False) -> Text:
     return Text(" · ").join(parts)
 
 
+WARNING_BADGE = "reverse bold red"
+"""The style of what must not be missed in the top bar: YOLO, and a sandbox that is off or unavailable."""
+SANDBOX_BADGES = ("off", "unavailable")
+"""Sandbox labels shown as a warning badge: scripts run unconfined, or nothing runs at all."""
+
+
+def sandbox_text(label: str, brief: bool = False) -> str:
+    """``sandbox: workspace-write·bwrap``; ``brief``: the mechanism alone (``sandbox: bwrap``)."""
+    return f"sandbox: {visible(label.rsplit('·', 1)[-1] if brief else label)}"
+
+
 def topbar_line(width: int, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
-                yolo: bool, usage: Totals | None = None) -> Text:
+                yolo: bool, usage: Totals | None = None, sandbox: str | None = None) -> Text:
     """The top bar's text for ``width`` cells: it shortens instead of being cut mid-word. The
-    working dir goes first, then the model's label shortens, then the app's name and the
-    words around the session; the usage (context, tokens, cost), the approvals mode and the
-    YOLO badge always stay (the usage shortens to the gauge and the cost)."""
+    working dir goes first, then the sandbox's label shortens to its mechanism, then the model's
+    label to the model's name, then the app's name and the words around the session go; the usage
+    (context, tokens, cost), the sandbox, the approvals mode and the YOLO badge always stay (the
+    usage shortens to the gauge and the cost under 100 cells). ``sandbox``: the runtime's label
+    once it is probed (None: not yet, nothing shown); ``off`` and ``unavailable`` are warning
+    badges."""
     # Session names, model names and paths are data: assembled as Text, never markup.
     label = visible(model) if model else "no model"
     short, session, cwd = visible(short_model(label)) if model else label, visible(session), visible(cwd)
-    tail = Text(f"approvals {approvals}")
-    if usage is not None:
-        full = usage_text(usage) + Text(" · ") + tail
-        brief = usage_text(usage, short=True) + Text(" · ") + tail
-        tail = full if width >= 100 else brief
-    if yolo:
-        tail.append(" ").append(" YOLO: approvals off ", "reverse bold red")
+    badge = sandbox if sandbox in SANDBOX_BADGES else None
+    # Each warning badge, whole and short.
+    badges = (([(sandbox_text(badge), sandbox_text(badge))] if badge else [])
+              + ([("YOLO: approvals off", "YOLO")] if yolo else []))
+
+    def confined(brief: bool) -> Text:
+        return Text(sandbox_text(sandbox, brief) + " · ") if sandbox and not badge else Text()
+
+    def tail(brief: bool) -> Text:
+        line = confined(brief) + Text(f"approvals {approvals}")
+        if usage is not None:
+            line = usage_text(usage, short=width < 100) + Text(" · ") + line
+        for whole, _ in badges:
+            line.append(" ").append(f" {whole} ", WARNING_BADGE)
+        return line
+
     brand = ("hermes-tui", "bold")
     heads = (
         (brand, f" {version} · session ", (session, "bold"), f" · {label} · {cwd} · "),
@@ -104,24 +127,33 @@ def topbar_line(width: int, *, version: str, session: str, model: str | None, cw
         (brand, " · session ", (session, "bold"), f" · {short} · "),
         ((session, "bold"), f" · {short} · "),
     )
-    for head in heads:
-        line = Text.assemble(*head) + tail
+    full, brief = tail(False), tail(True)
+    for head, ending in [*((head, full) for head in heads[:2]), *((head, brief) for head in heads[1:])]:
+        line = Text.assemble(*head) + ending
         if line.cell_len <= width:
             return line
-    if yolo and tail.cell_len > width // 2:
-        tail = Text(f"approvals {approvals} ").append(" YOLO ", "reverse bold red")
-    head = Text.assemble(*heads[-1])
-    head.truncate(max(0, width - tail.cell_len), overflow="ellipsis")
-    return head + tail
+    ending = brief
+    if badges and ending.cell_len > width // 2:  # the sandbox, the approvals mode, short badges
+        ending = confined(True) + Text(f"approvals {approvals}")
+        for _, brief_badge in badges:
+            ending.append(" ").append(f" {brief_badge} ", WARNING_BADGE)
+    head, room = Text.assemble(*heads[-1]), width - ending.cell_len
+    if room > 1:
+        head.truncate(room, overflow="ellipsis")
+    line = (head if room > 1 else Text()) + ending
+    line.truncate(width)  # narrower than the tail alone (under 45 cells): cut
+    return line
 
 
 class TopBar(Widget):
-    """The line at the top: version, session, model, working dir, approvals mode (and YOLO)."""
+    """The line at the top: version, session, model, working dir, usage, sandbox, approvals
+    mode (and YOLO)."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.parts: dict[str, object] = {"version": "", "session": "", "model": None, "cwd": "",
-                                         "approvals": "", "yolo": False, "usage": None}
+                                         "approvals": "", "yolo": False, "usage": None,
+                                         "sandbox": None}
 
     def render(self) -> Text:
         width = self.content_size.width or 10_000  # not laid out yet: the whole line
@@ -215,12 +247,12 @@ class MainScreen(Screen[None]):
         return self.query_one(ConversationPane)
 
     def set_topbar(self, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
-                   yolo: bool) -> None:
-        """The line at the top: version, session, model, working dir, approvals mode (it
-        shortens to fit the screen: :func:`topbar_line`)."""
+                   yolo: bool, sandbox: str | None = None) -> None:
+        """The line at the top: version, session, model, working dir, sandbox (its label; None:
+        not probed yet), approvals mode (it shortens to fit the screen: :func:`topbar_line`)."""
         topbar = self.topbar
         topbar.parts = {**topbar.parts, "version": version, "session": session, "model": model, "cwd": cwd,
-                        "approvals": approvals, "yolo": yolo}
+                        "approvals": approvals, "yolo": yolo, "sandbox": sandbox}
         topbar.refresh()
 
     def set_model(self, settings: ProviderSettings) -> None:

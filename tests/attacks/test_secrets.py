@@ -226,7 +226,7 @@ async def test_the_kernels_pane_flags_a_kernel_with_variables_from_skills():
         app.query_one(KernelsPane).update_kernels([info], {}, now=now)
         await pilot.pause()
         table = app.query_one(KernelsPane).table()
-        flags = table.get_row("k1")[9]
+        flags = table.get_cell("k1", "flags")
         assert "env-from-skills:OPENAI_API_KEY,[b]X" in flags
         assert "[b]X" in table.render_line(1).text  # a name from a file a script wrote is text, not markup
 
