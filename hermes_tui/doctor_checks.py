@@ -388,7 +388,6 @@ def probe_sandbox(config: Any, home: Path) -> dict[str, Any]:
     why no sandbox can be applied: then no script runs). Probed as the runtime probes it at
     start, with a trial process in a temp dir removed after. Blocking; never raises (a probe
     that fails is the error)."""
-    from hermes_tui.runtime.hardening import spawn
     from hermes_tui.runtime.sandbox import Sandbox
 
     settings = config.code_execution
@@ -399,7 +398,7 @@ def probe_sandbox(config: Any, home: Path) -> dict[str, Any]:
                           deny_read=settings.deny_read, hermes_home=str(home))
         with tempfile.TemporaryDirectory(prefix="hermes-doctor-sandbox-") as scratch:
             sandbox.scratch = scratch
-            sandbox.probe(scratch, lambda start: spawn(start, confined=True))
+            sandbox.probe(scratch)
     except Exception as exc:  # noqa: BLE001 - a diagnosis finishes: what the probe raised is the finding
         error = f"the sandbox could not be probed: {type(exc).__name__}: {_why(exc)}"
         return {**found, "tier": "unavailable", "label": "unavailable", "detail": error, "error": error}

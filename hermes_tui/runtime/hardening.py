@@ -36,10 +36,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from hermes_tui.runtime.sandbox import Confinement
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -326,11 +323,12 @@ class Spawned:
 
 
 async def open_process(argv: list[str], env: dict[str, str], *, new_session: bool = False,
-                       confinement: Confinement | None = None) -> Spawned:
+                       confinement: Any = None) -> Spawned:
     """``asyncio.create_subprocess_exec`` for a child of a script's: forked by the spawner
     (asyncio would fork from the loop's thread, which keeps its capabilities), stdin empty,
     stdout and stderr read as streams. ``new_session``: in its own process group (so it and
-    whatever it starts can be killed together). ``confinement``: run it in the sandbox."""
+    whatever it starts can be killed together). ``confinement``: a ``sandbox.Confinement`` to
+    run it in (not imported here: the sandbox starts its processes through this module)."""
     if confinement is None or confinement.tier == "off":
         popen = await spawn_async(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                            stderr=subprocess.PIPE, env=env,
