@@ -181,6 +181,7 @@ class Executor:
                 progress.stage = "run the script"
                 budget = kernel.budget = self._budget(exec_id, key, kernel.cwd, kernel.env, kernel.id, max_tool_calls,
                                                       origin, call_id, str(kernel.temp_dir))
+                budget.context.layout = kernel.layout  # judged as the kernel was set up: not read again
                 outcome, ended_by = await self._run_in_kernel(kernel, code, exec_id, capture, timeout, running)
             else:
                 if start_warning:

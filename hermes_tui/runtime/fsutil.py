@@ -6,10 +6,13 @@ Imports nothing from the project; ``hermes_tui.config`` imports it lazily (this 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import os
+import secrets
 import stat
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from hermes_tui.units import plural
@@ -18,32 +21,56 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
 
+WRITE_GUARD: contextvars.ContextVar[Callable[[str], str | None] | None] = contextvars.ContextVar(
+    "hermes_write_guard", default=None)
+"""When set (the file tools of a sandboxed script): says why a real path may not be written, or
+None. :func:`atomic_write` asks it about the folder it really opened, so a script that swaps a
+folder for a symbolic link after the tool's check gains nothing."""
+
+
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> bool:
     """Write ``data`` to ``path`` via a temp file in the same dir and a rename. Blocking.
 
     Readers never see a half-written file. Parent dirs are made. The file gets ``mode`` if
     given, else keeps an existing file's mode, else the usual ``0666 & ~umask``. Returns True
-    when the file was created.
+    when the file was created. The folder is opened once and everything is done through it;
+    under a :data:`WRITE_GUARD`, the folder it really is is judged first (PermissionError).
     """
-    try:
-        existing = stat.S_IMODE(path.stat().st_mode)
-        created = False
-    except FileNotFoundError:
-        existing = 0o666 & ~_UMASK
-        created = True
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temp, existing if mode is None else mode)
-        os.replace(temp, path)
-    except BaseException:
+        guard = WRITE_GUARD.get()
+        if guard is not None:
+            why = guard(os.path.join(os.readlink(f"/proc/self/fd/{folder}"), path.name))
+            if why is not None:
+                raise PermissionError(errno.EACCES, f"blocked by the sandbox: {why}", str(path))
         try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+            existing = stat.S_IMODE(os.stat(path.name, dir_fd=folder).st_mode)
+            created = False
+        except FileNotFoundError:
+            existing = 0o666 & ~_UMASK
+            created = True
+        for _ in range(100):
+            temp = f".{path.name}.{secrets.token_hex(4)}.tmp"
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=folder)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(errno.EEXIST, "no temporary file name was free", str(path.parent))
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                os.fchmod(handle.fileno(), existing if mode is None else mode)
+            os.replace(temp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)
     return created
 
 

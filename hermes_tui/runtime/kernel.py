@@ -21,6 +21,7 @@ from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, new_token
 from hermes_tui.runtime.sandbox import Sandbox
+from hermes_tui.runtime.sandbox.paths import Layout
 from hermes_tui.runtime.stub import stage_tools_module
 
 DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
@@ -101,6 +102,8 @@ class Kernel(ChildProcess):
         self.driver_pid: int | None = None
         """The driver's own pid, as it said when ready (under bubblewrap, :attr:`pid` is bwrap's:
         the group leader, still what signals and kills go to)."""
+        self.layout: Layout | None = None
+        """What it may write and read, as its sandbox was set up (its tool calls are judged by it)."""
         self.sandbox: Sandbox | None = None
         """The sandbox it starts in (None: unconfined, as in tests of the bare kernel)."""
         self.budget: ExecBudget | None = None
@@ -170,6 +173,7 @@ class Kernel(ChildProcess):
         if self.sandbox is not None:  # raises SandboxError: no kernel starts unconfined
             confinement = self.sandbox.confine(workspace=self.cwd, tmpdir=str(self.temp_dir), cwd=self.cwd,
                                                extra=self.rpc.writable if self.rpc is not None else ())
+            self.layout = confinement.layout
         child_in, self._ctrl_in = os.pipe()
         ctrl_out, child_out = os.pipe()
         child_life, self._lifeline = os.pipe()

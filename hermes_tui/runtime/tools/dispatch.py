@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
+from hermes_tui.runtime.fsutil import WRITE_GUARD
 from hermes_tui.runtime.tools.base import TOOL_NAMES, Tool, ToolContext, describe_validation
 from hermes_tui.runtime.tools.changes import capped
 
@@ -110,7 +112,13 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
                 exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id)
             if refusal is not None:
                 return {"error": f"BLOCKED: blocked by the sandbox: {beyond[1]}; not done outside it: {refusal}"}
-        return await tool.handler(ctx, parsed)
+        if beyond is not None or tool.writes is None:
+            return await tool.handler(ctx, parsed)  # allowed outside by a person, or writes nothing
+        token = WRITE_GUARD.set(_write_guard(ctx))
+        try:
+            return await tool.handler(ctx, parsed)
+        finally:
+            WRITE_GUARD.reset(token)
     except Exception as exc:
         return _failed(name, exc)
 
@@ -142,6 +150,18 @@ def sandbox_refusal(tool: Tool, ctx: ToolContext, parsed: Any) -> tuple[str, str
         if why is not None:
             return path, why
     return None
+
+
+def _write_guard(ctx: ToolContext) -> Callable[[str], str | None] | None:
+    """What :func:`atomic_write` asks about the folder it really opened (None: no sandbox)."""
+    sandbox = ctx.sandbox
+    if sandbox is None or not sandbox.active:
+        return None
+    from hermes_tui.runtime.sandbox import denials
+
+    layout = ctx.sandbox_layout()
+    home = os.path.expanduser("~")
+    return lambda real: denials.write_refusal(real, layout, cwd="/", home=home)
 
 
 def _asked_anyway(tool: Tool, ctx: ToolContext, parsed: Any, reasons: list[str]) -> bool:
@@ -184,6 +204,12 @@ def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dic
         if (_guarded(tool, ctx, prepared[1]) or (ctx.ask_writes and tool.preview is not None)
                 or sandbox_refusal(tool, ctx, prepared[1]) is not None):
             return None  # needs an approval: that is the event loop's work
-        return tool.blocking(ctx, prepared[1])
+        if tool.writes is None:
+            return tool.blocking(ctx, prepared[1])
+        token = WRITE_GUARD.set(_write_guard(ctx))
+        try:
+            return tool.blocking(ctx, prepared[1])
+        finally:
+            WRITE_GUARD.reset(token)
     except Exception as exc:
         return _failed(name, exc)

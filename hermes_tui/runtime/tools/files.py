@@ -46,6 +46,8 @@ def os_error(path: Path | str, exc: OSError) -> dict[str, Any]:
     if isinstance(exc, FileNotFoundError):
         return {"error": f"File not found: {path}"}
     if isinstance(exc, PermissionError):
+        if exc.strerror and exc.strerror.startswith("blocked by the sandbox"):  # fsutil.WRITE_GUARD
+            return {"error": f"BLOCKED: {exc.strerror}"}
         return {"error": f"Permission denied: {path}"}
     if isinstance(exc, IsADirectoryError):
         return {"error": f"{path} is a directory, not a file (list it with search_files(target='files'))"}
