@@ -6,8 +6,8 @@ Two mechanisms, tried in this order (docs/security.md says why):
 * ``bwrap``: bubblewrap's namespaces (:mod:`.bwrap`), plus the seccomp filter and, on Linux ≥
   6.12, a Landlock domain that keeps signals and abstract sockets inside the sandbox;
 * ``landlock``: Landlock rules alone (:mod:`.landlock`) plus the same seccomp filter, applied
-  in the child before exec: no external program. It cannot carve ``.git/hooks`` out of a
-  writable workspace (Landlock rules only add up).
+  to a new thread that then starts the process: no external program. It cannot carve
+  ``.git/hooks`` out of a writable workspace (Landlock rules only add up).
 
 Fail closed: when the configured sandbox cannot be applied, :attr:`Sandbox.error` says why and
 what fixes it, and no confined process starts (:meth:`Sandbox.confine` raises).
