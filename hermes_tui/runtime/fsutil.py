@@ -28,6 +28,41 @@ None. :func:`atomic_write` asks it about the folder it really opened, so a scrip
 folder for a symbolic link after the tool's check gains nothing."""
 
 
+READ_GUARD: contextvars.ContextVar[Callable[[str], str | None] | None] = contextvars.ContextVar(
+    "hermes_read_guard", default=None)
+"""Like :data:`WRITE_GUARD`, for reads: asked about the real path of the file the tool opened."""
+
+
+def judge(guard_var: contextvars.ContextVar[Callable[[str], str | None] | None], real: str, shown: Path) -> None:
+    """Raise PermissionError when the guard in ``guard_var`` (if any) refuses ``real``."""
+    guard = guard_var.get()
+    why = guard(real) if guard is not None else None
+    if why is not None:
+        raise PermissionError(errno.EACCES, f"blocked by the sandbox: {why}", str(shown))
+
+
+def _judge_new_folders(path: Path) -> None:
+    """Before folders are made for ``path``: the nearest existing one, really, judged with
+    what would be made beneath it (no folder is made where the write would be refused)."""
+    if WRITE_GUARD.get() is None:
+        return
+    existing, rest = path.parent, [path.name]
+    while not existing.is_dir() and existing != existing.parent:
+        existing, rest = existing.parent, [existing.name, *rest]
+    judge(WRITE_GUARD, os.path.join(os.path.realpath(existing), *rest), path)
+
+
+def unlink_guarded(path: Path) -> None:
+    """Remove the file ``path`` through its folder's descriptor, judged by :data:`WRITE_GUARD`
+    at the folder it really is (a swapped folder removes nothing outside)."""
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        judge(WRITE_GUARD, os.path.join(os.readlink(f"/proc/self/fd/{folder}"), path.name), path)
+        os.unlink(path.name, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> bool:
     """Write ``data`` to ``path`` via a temp file in the same dir and a rename. Blocking.
 
@@ -36,14 +71,11 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> bool:
     when the file was created. The folder is opened once and everything is done through it;
     under a :data:`WRITE_GUARD`, the folder it really is is judged first (PermissionError).
     """
+    _judge_new_folders(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        guard = WRITE_GUARD.get()
-        if guard is not None:
-            why = guard(os.path.join(os.readlink(f"/proc/self/fd/{folder}"), path.name))
-            if why is not None:
-                raise PermissionError(errno.EACCES, f"blocked by the sandbox: {why}", str(path))
+        judge(WRITE_GUARD, os.path.join(os.readlink(f"/proc/self/fd/{folder}"), path.name), path)
         try:
             existing = stat.S_IMODE(os.stat(path.name, dir_fd=folder).st_mode)
             created = False

@@ -227,48 +227,47 @@ def forbid_kernel_control_writes() -> bool:
         os.close(ruleset)
 
 
-_spawners: dict[bool, ThreadPoolExecutor] = {}
+_spawner: ThreadPoolExecutor | None = None
 _spawner_lock = threading.Lock()
 
 
-def _executor(confined: bool = False) -> ThreadPoolExecutor:
-    """The one thread children are forked from (started on first use). ``confined``: the
-    thread for sandboxed children, which restrict themselves (a Landlock domain of the thread
-    would keep bubblewrap from setting up its namespaces)."""
+def _executor() -> ThreadPoolExecutor:
+    """The one thread children are forked from (started on first use)."""
+    global _spawner
     with _spawner_lock:
-        if confined not in _spawners:
-            _spawners[confined] = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="hermes-spawn-confined" if confined else "hermes-spawn",
-                initializer=_become_spawner, initargs=(confined,))
-        return _spawners[confined]
+        if _spawner is None:
+            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-spawn",
+                                          initializer=_become_spawner)
+        return _spawner
 
 
-def _become_spawner(confined: bool = False) -> None:
-    _local.spawner = "confined" if confined else "plain"
+def _become_spawner() -> None:
+    _local.spawner = True
     drop_for_children()
     libc = _c()
-    if confined or libc is None or libc.geteuid() != 0:
-        return
-    if not forbid_kernel_control_writes():
+    if libc is not None and libc.geteuid() == 0 and not forbid_kernel_control_writes():
         log.warning("Landlock is not available: a root script could still write /proc/sys")
 
 
-def spawn(start: Callable[[], T], *, confined: bool = False) -> T:
+def spawn(start: Callable[[], T]) -> T:
     """Run ``start`` (a ``Popen``) on the spawner thread and return what it returns. Blocking.
 
     Every process the host starts for a script — kernels, shell commands, ripgrep,
     interpreter probes — is forked there, from a thread without :data:`DROPPED`; sandboxed
-    ones (``confined``) from a second such thread without the plain one's Landlock domain.
+    ones from a thread of their own (:func:`spawn_restricted`).
     """
-    if getattr(_local, "spawner", None) == ("confined" if confined else "plain"):
+    if getattr(_local, "spawner", False):
         return start()
-    return _executor(confined).submit(start).result()
+    return _executor().submit(start).result()
 
 
 def spawn_restricted(start: Callable[[], T], restrict: Callable[[], None] | None) -> T:
     """Run ``start`` (a ``Popen``) on a new thread that first gives up :data:`DROPPED` and runs
     ``restrict`` (a Landlock domain, a seccomp filter: the thread keeps them for good, and the
-    child inherits them). Blocking; what either raises is raised here."""
+    child inherits them; the thread ends then, so no thread of the host is in a sandbox's
+    domain, where its processes could signal it). Not the spawner thread: its own Landlock
+    domain (root: no writes to /proc or /sys) would keep bubblewrap from mounting.
+    Blocking; what either raises is raised here."""
     outcome: list[Any] = []
 
     def run() -> None:
@@ -289,9 +288,9 @@ def spawn_restricted(start: Callable[[], T], restrict: Callable[[], None] | None
     return value  # type: ignore[no-any-return]
 
 
-async def spawn_async(start: Callable[[], T], *, confined: bool = False) -> T:
+async def spawn_async(start: Callable[[], T]) -> T:
     """:func:`spawn` for the event loop: waits without blocking it."""
-    return await asyncio.wrap_future(_executor(confined).submit(start))
+    return await asyncio.wrap_future(_executor().submit(start))
 
 
 class Spawned:

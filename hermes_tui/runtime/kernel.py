@@ -174,9 +174,14 @@ class Kernel(ChildProcess):
             confinement = self.sandbox.confine(workspace=self.cwd, tmpdir=str(self.temp_dir), cwd=self.cwd,
                                                extra=self.rpc.writable if self.rpc is not None else ())
             self.layout = confinement.layout
-        child_in, self._ctrl_in = os.pipe()
-        ctrl_out, child_out = os.pipe()
-        child_life, self._lifeline = os.pipe()
+        try:
+            child_in, self._ctrl_in = os.pipe()
+            ctrl_out, child_out = os.pipe()
+            child_life, self._lifeline = os.pipe()
+        except BaseException:
+            if confinement is not None:
+                confinement.close()
+            raise
         channel = self.rpc.child_fds if self.rpc is not None else ()
         try:
             self.spawn(

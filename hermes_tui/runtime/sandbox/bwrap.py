@@ -8,8 +8,8 @@ cannot be swapped for a fresh ``.git``; secrets are covered (an empty read-only 
 ``network`` the process has a network namespace of its own: no interface but a closed loopback.
 
 bwrap stays as a small monitor process (the parent of the command, in its process group): it
-ignores SIGINT (set before exec), so an interrupt reaches only the script; SIGTERM or SIGKILL
-of the group ends it, and ``--die-with-parent`` takes the command with it.
+ignores SIGINT and SIGTERM (``env --ignore-signal``), so they reach only the command, and it
+exits with the command; SIGKILL of the group ends both.
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ def supports(path: str, option: str) -> bool:
 
 def argv(path: str, layout: Layout, *, cwd: str, network: bool, seccomp_fd: int | None) -> list[str]:
     """The bwrap command line that runs a command inside ``layout`` (the command follows)."""
-    args = [path, "--unshare-user", "--unshare-ipc", "--die-with-parent"]
+    # No --die-with-parent: its parent is a thread that ends once bwrap has started. A group
+    # SIGKILL takes bwrap and the command together; the kernel's watchdog and the reaper
+    # take the group when the host dies.
+    args = [path, "--unshare-user", "--unshare-ipc"]
     if supports(path, "--disable-userns"):
         args.append("--disable-userns")
     if not network:
@@ -53,7 +56,11 @@ def argv(path: str, layout: Layout, *, cwd: str, network: bool, seccomp_fd: int 
     for path_ in (*layout.protected, *layout.git):
         if os.path.lexists(path_):
             args += ["--ro-bind", path_, path_]
+    for folder in layout.sealed:
+        args += sealed_binds(folder, layout.hidden)
     for secret in layout.hidden:
+        if any(inside(secret, folder) for folder in layout.sealed):
+            continue  # not bound back into its sealed folder
         if os.path.isdir(secret) and not os.path.islink(secret):
             args += ["--tmpfs", secret, "--remount-ro", secret]
         elif os.path.lexists(secret):
@@ -88,3 +95,18 @@ def writable_binds(root: str, missing: list[str]) -> list[str]:
         elif os.path.isdir(entry):
             binds += writable_binds(entry, inner)
     return binds
+
+
+def sealed_binds(folder: str, hidden: tuple[str, ...]) -> list[str]:
+    """Cover ``folder`` with an empty read-only tmpfs and bind its entries back read-only, but
+    the hidden ones: an entry made there after the process started is not seen by it."""
+    binds = ["--tmpfs", folder]
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        names = []
+    for name in names:
+        entry = os.path.join(folder, name)
+        if not any(inside(entry, secret) for secret in hidden) and (os.path.isdir(entry) or os.path.isfile(entry)):
+            binds += ["--ro-bind", entry, entry]
+    return [*binds, "--remount-ro", folder]

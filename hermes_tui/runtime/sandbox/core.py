@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
@@ -26,7 +25,6 @@ from hermes_tui.runtime.sandbox import bwrap, landlock, paths, seccomp
 
 Tier = Literal["bwrap", "landlock", "off", "unavailable"]
 T = TypeVar("T")
-_scoped = threading.local()
 FORCE_ENV = "HERMES_TUI_SANDBOX_TIER"
 """Names the mechanism to use (``bwrap`` or ``landlock``) instead of the first that works:
 for tests and diagnosis. One that cannot be applied then fails closed."""
@@ -60,26 +58,15 @@ class Confinement:
     _owned: list[Callable[[], None]] = field(default_factory=list)
     layout: paths.Layout | None = None
     """What the process may write and read (None when unconfined)."""
-    fresh_thread: bool = False
-    """``setup`` restricts its thread for good: start the process from a new thread (else the
-    confined spawner thread, where ``setup`` is the same each time)."""
-
     def start(self, popen: Callable[[], T]) -> T:
-        """Run ``popen`` (a ``subprocess.Popen``) from the right thread, ``setup`` applied. Blocking."""
+        """Run ``popen`` (a ``subprocess.Popen``) from a new thread that applied ``setup`` to
+        itself for good (each process its own Landlock domain), or, unconfined, from the
+        spawner thread. Blocking."""
         from hermes_tui.runtime.hardening import spawn, spawn_restricted
 
         if self.tier == "off":
             return spawn(popen)
-        setup = self.setup
-        if self.fresh_thread:
-            return spawn_restricted(popen, setup)
-
-        def confined() -> T:
-            if setup is not None:
-                setup()
-            return popen()
-
-        return spawn(confined, confined=True)
+        return spawn_restricted(popen, self.setup)
 
     def close(self) -> None:
         """Release what only the start needed (call once the child has started, or failed to)."""
@@ -235,11 +222,19 @@ class Sandbox:
         if self.tier == "bwrap":
             assert self._bwrap is not None
             fd = seccomp.pipe_of(seccomp.program(self.network))
-            # bwrap stays as the command's parent, in its group: an interrupt or a SIGTERM is for
-            # the command (env puts them back to default for it), and bwrap exits with it.
-            prefix = [*IGNORE_SIGNALS, *bwrap.argv(self._bwrap, layout, cwd=cwd, network=self.network, seccomp_fd=fd),
-                      *RESET_SIGNALS]
-            return Confinement(prefix, self._scope_spawner, (fd,), env, "bwrap", [lambda: os.close(fd)], layout)
+            try:
+                # bwrap stays as the command's parent, in its group: an interrupt or a SIGTERM is
+                # for the command (env puts them back to default for it), and bwrap exits with it.
+                prefix = [*IGNORE_SIGNALS, *bwrap.argv(self._bwrap, layout, cwd=cwd, network=self.network,
+                                                       seccomp_fd=fd), *RESET_SIGNALS]
+            except BaseException:
+                os.close(fd)
+                raise
+            scope = self._scope
+            # A domain of its own on a thread of its own: a host thread in the kernel's domain
+            # could be signalled by it (and the host with it).
+            return Confinement(prefix, (lambda: landlock.restrict_self(scope.fd)) if scope is not None else None,
+                               (fd,), env, "bwrap", [lambda: os.close(fd)], layout)
         ruleset = self._landlock_rules(layout)
         loader = seccomp.Loader(seccomp.program(self.network))
         ruleset_fd = ruleset.fd
@@ -248,14 +243,7 @@ class Sandbox:
             landlock.restrict_self(ruleset_fd)
             loader.load()
 
-        return Confinement([], restrict, (), env, "landlock", [ruleset.close], layout, fresh_thread=True)
-
-    def _scope_spawner(self) -> None:
-        """On the confined spawner thread, once: keep signals and abstract sockets of what it
-        starts inside (a scope-only Landlock domain: bubblewrap can still mount under it)."""
-        if self._scope is not None and not getattr(_scoped, "done", False):
-            landlock.restrict_self(self._scope.fd)
-            _scoped.done = True
+        return Confinement([], restrict, (), env, "landlock", [ruleset.close], layout)
 
     def _landlock_rules(self, layout: paths.Layout) -> landlock.Ruleset:
         version = self.abi
@@ -267,7 +255,10 @@ class Sandbox:
         try:
             ruleset.allow("/", landlock.READ_DIR)
             # Reads: everything but the secrets and /dev (a disk read raw is every file on it).
-            landlock.add_complement(ruleset, "/", landlock.READ_FILE, [*layout.hidden, "/dev"])
+            # A sealed folder gets rules for its entries only (os.path.join(folder, "") stands
+            # for what is not there yet): a file made there later is not readable.
+            landlock.add_complement(ruleset, "/", landlock.READ_FILE,
+                                    [*layout.hidden, "/dev", *(os.path.join(f, "") for f in layout.sealed)])
             for node in DEV_NODES:
                 ruleset.allow(node, landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUNCATE)
             ruleset.allow("/dev/shm", landlock.READ_FILE | writes)

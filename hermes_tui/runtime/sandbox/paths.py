@@ -63,6 +63,9 @@ class Layout:
     pinned: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     refused: tuple[str, ...] = field(default=(), compare=False)
+    sealed: tuple[str, ...] = ()
+    """Folders whose entries made after the process started stay hidden from it: a secret may
+    appear there later (``$HERMES_HOME/.env`` after a login, a new key in ``~/.ssh``)."""
     """Roots that were asked for but cannot be writable (a system folder, missing): said in doctor."""
 
 
@@ -266,4 +269,7 @@ def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_h
         pinned += pins
         git += guarded
     hidden = hidden_paths(hermes_home, user_home, extra_hidden, cwd)
-    return Layout(tuple(roots), tuple(protected), tuple(git), tuple(pinned), tuple(hidden), tuple(refused))
+    sealed = [folder for folder in (real(hermes_home), real(os.path.join(user_home, ".ssh")))
+              if os.path.isdir(folder) and not any(inside(folder, h) for h in hidden)]
+    return Layout(tuple(roots), tuple(protected), tuple(git), tuple(pinned), tuple(hidden), tuple(refused),
+                  tuple(sealed))

@@ -4,13 +4,14 @@ and every failure turned into a dict with ``error`` — nothing a script sends c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
-from hermes_tui.runtime.fsutil import WRITE_GUARD
+from hermes_tui.runtime.fsutil import READ_GUARD, WRITE_GUARD
 from hermes_tui.runtime.tools.base import TOOL_NAMES, Tool, ToolContext, describe_validation
 from hermes_tui.runtime.tools.changes import capped
 
@@ -112,13 +113,10 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
                 exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id)
             if refusal is not None:
                 return {"error": f"BLOCKED: blocked by the sandbox: {beyond[1]}; not done outside it: {refusal}"}
-        if beyond is not None or tool.writes is None:
-            return await tool.handler(ctx, parsed)  # allowed outside by a person, or writes nothing
-        token = WRITE_GUARD.set(_write_guard(ctx))
-        try:
+        if beyond is not None:
+            return await tool.handler(ctx, parsed)  # a person let this call outside the sandbox
+        with _guarded_files(ctx):
             return await tool.handler(ctx, parsed)
-        finally:
-            WRITE_GUARD.reset(token)
     except Exception as exc:
         return _failed(name, exc)
 
@@ -152,16 +150,26 @@ def sandbox_refusal(tool: Tool, ctx: ToolContext, parsed: Any) -> tuple[str, str
     return None
 
 
-def _write_guard(ctx: ToolContext) -> Callable[[str], str | None] | None:
-    """What :func:`atomic_write` asks about the folder it really opened (None: no sandbox)."""
+@contextlib.contextmanager
+def _guarded_files(ctx: ToolContext) -> Iterator[None]:
+    """While a file tool runs for a sandboxed script: what it really opens to read, and the
+    folder it really writes in, are judged by the sandbox's rules (fsutil's guards), so a
+    folder swapped for a symbolic link after the check of the path gains nothing."""
     sandbox = ctx.sandbox
     if sandbox is None or not sandbox.active:
-        return None
+        yield
+        return
     from hermes_tui.runtime.sandbox import denials
 
     layout = ctx.sandbox_layout()
     home = os.path.expanduser("~")
-    return lambda real: denials.write_refusal(real, layout, cwd="/", home=home)
+    writes = WRITE_GUARD.set(lambda real: denials.write_refusal(real, layout, cwd="/", home=home))
+    reads = READ_GUARD.set(lambda real: denials.read_refusal(real, layout, cwd="/", home=home))
+    try:
+        yield
+    finally:
+        READ_GUARD.reset(reads)
+        WRITE_GUARD.reset(writes)
 
 
 def _asked_anyway(tool: Tool, ctx: ToolContext, parsed: Any, reasons: list[str]) -> bool:
@@ -204,12 +212,7 @@ def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dic
         if (_guarded(tool, ctx, prepared[1]) or (ctx.ask_writes and tool.preview is not None)
                 or sandbox_refusal(tool, ctx, prepared[1]) is not None):
             return None  # needs an approval: that is the event loop's work
-        if tool.writes is None:
+        with _guarded_files(ctx):
             return tool.blocking(ctx, prepared[1])
-        token = WRITE_GUARD.set(_write_guard(ctx))
-        try:
-            return tool.blocking(ctx, prepared[1])
-        finally:
-            WRITE_GUARD.reset(token)
     except Exception as exc:
         return _failed(name, exc)

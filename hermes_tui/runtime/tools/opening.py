@@ -54,6 +54,7 @@ def open_regular(path: Path) -> BinaryIO:
         raise
     try:
         _refuse_process_files(fd)
+        fsutil.judge(fsutil.READ_GUARD, os.readlink(f"/proc/self/fd/{fd}"), path)  # the file really opened
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

@@ -22,7 +22,7 @@ from pydantic import model_validator
 
 from hermes_tui.runtime.approvals import FileChange, content_hash
 from hermes_tui.runtime.danger.paths import real_read_target
-from hermes_tui.runtime.fsutil import atomic_write
+from hermes_tui.runtime.fsutil import atomic_write, unlink_guarded
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import current, file_diff, unified_diff
 from hermes_tui.runtime.tools.files import judged_paths, open_regular, os_error, write_target
@@ -184,7 +184,7 @@ def _apply(ctx: ToolContext, args: PatchArgs) -> dict[str, Any]:
     for path, text, _ in planned:
         try:
             if text is None:
-                path.unlink()
+                unlink_guarded(path)
             else:
                 atomic_write(path, text.encode("utf-8"))
         except OSError as exc:
