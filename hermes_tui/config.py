@@ -120,8 +120,11 @@ class CodeExecutionConfig(_Section):
         and value <= 0 else value,
         # YAML 1.1 reads a bare `sandbox: off` as the boolean false.
         "sandbox": lambda value: "off" if value is False else value,
-        "writable_roots": lambda value: [] if value is None else value,
-        "deny_read": lambda value: [] if value is None else value,
+        # A bare `~` in YAML is null: in a list of folders it can only have meant the home.
+        "writable_roots": lambda value: [] if value is None else
+        (["~" if entry is None else entry for entry in value] if isinstance(value, list) else value),
+        "deny_read": lambda value: [] if value is None else
+        (["~" if entry is None else entry for entry in value] if isinstance(value, list) else value),
     }
 
 

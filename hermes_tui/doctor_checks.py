@@ -389,6 +389,7 @@ def probe_sandbox(config: Any, home: Path) -> dict[str, Any]:
     start, with a trial process in a temp dir removed after. Blocking; never raises (a probe
     that fails is the error)."""
     from hermes_tui.runtime.sandbox import Sandbox
+    from hermes_tui.runtime.sandbox.paths import SYSTEM_ROOTS
 
     settings = config.code_execution
     found: dict[str, Any] = {"mode": settings.sandbox, "network": settings.network,
@@ -402,7 +403,13 @@ def probe_sandbox(config: Any, home: Path) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a diagnosis finishes: what the probe raised is the finding
         error = f"the sandbox could not be probed: {type(exc).__name__}: {_why(exc)}"
         return {**found, "tier": "unavailable", "label": "unavailable", "detail": error, "error": error}
-    return {**found, "tier": sandbox.tier, "label": sandbox.label, "detail": sandbox.detail, "error": sandbox.error}
+    refused = [root for root in settings.writable_roots if not os.path.isdir(os.path.expanduser(root))
+               or os.path.realpath(os.path.expanduser(root)) in SYSTEM_ROOTS]
+    detail = sandbox.detail
+    if refused and sandbox.mode == "workspace-write":
+        detail += ("; writable_roots NOT writable (a system folder, or missing): " + ", ".join(refused))
+    return {**found, "tier": sandbox.tier, "label": sandbox.label, "detail": detail, "error": sandbox.error,
+            "refused_roots": refused}
 
 
 def check_sandbox(found: dict[str, Any]) -> Check:

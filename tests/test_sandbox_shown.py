@@ -33,7 +33,7 @@ from hermes_tui.widgets.main_screen import TopBar, topbar_line
 from test_app import blocks, make_app, submit, wait_until
 
 CLI = [sys.executable, "-m", "hermes_tui"]
-LABEL = re.compile(r"(workspace-write|read-only)·(bwrap|landlock)")
+LABEL = re.compile(r"(workspace-write|read-only)·(bwrap|landlock)(·network)?")
 """A sandbox in force (which mechanism depends on the machine: bubblewrap if it works, else Landlock)."""
 NOW = datetime(2026, 12, 1, 12, 0, 0)
 WARNING = Style.parse("reverse bold red")
@@ -259,11 +259,11 @@ def test_doctor_counts_an_unavailable_sandbox_as_one_problem(hermes_home: Path, 
     report = json.loads(done.stdout)
     assert report["sandbox"]["tier"] == "unavailable" and "no sandbox can be applied" in report["sandbox"]["error"]
     check = sandbox_check(report)
-    assert check["status"] == "fail" and "install bubblewrap" in check["fix"] and "To fix" not in check["detail"]
+    assert check["status"] == "fail" and f"unset {FORCE_ENV}" in check["fix"] and "To fix" not in check["detail"]
     assert report["problems"] == [f"sandbox: {check['detail']}"]  # the kernel check's failure is the same one
     text = doctor(cwd=tmp_path, env={FORCE_ENV: "none"})
     assert text.returncode == 1 and "✗ sandbox    code_execution.sandbox is workspace-write, but no sandbox" in text.stdout
-    assert "; fix: install bubblewrap" in text.stdout and text.stdout.rstrip().endswith("1 problem found.")
+    assert f"; fix: unset {FORCE_ENV}" in text.stdout and text.stdout.rstrip().endswith("1 problem found.")
 
 
 def test_doctor_warns_when_the_sandbox_is_off(hermes_home: Path, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from hermes_tui.runtime.models import ExecResult, ExecStatus, KernelRef, Origin,
 from hermes_tui.runtime.pool import KernelPool, Lease, describe_exit
 from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget
-from hermes_tui.runtime.sandbox import SandboxError
+from hermes_tui.runtime.sandbox import SandboxError, denials
+from hermes_tui.runtime.sandbox.paths import Layout
 from hermes_tui.runtime.records import RecordWriter, new_exec_id, record_path, spill_path
 
 log = logging.getLogger(__name__)
@@ -198,6 +200,8 @@ class Executor:
                 exec_id, outcome, ended_by, running, lease, warnings, timeout, time.perf_counter() - started,
                 budget.calls,
             )
+            self._say_sandbox(result, lease.kernel.layout if lease is not None else budget.context.layout,
+                              budget.context.cwd)
         except Exception:
             if lease is not None:  # what its script is doing now is unknown: never reuse it
                 self.pool.retire(lease.kernel, "was ended after an error in the host")
@@ -212,6 +216,19 @@ class Executor:
                 self.pool.release(lease)
         self._finish(result, key, code, started_at)
         return result
+
+    def _say_sandbox(self, result: ExecResult, layout: Layout | None, cwd: str) -> None:
+        """A script that failed on the sandbox (a bare "Read-only file system" in its traceback)
+        is told so in words, in its ``warning``: what was refused and why."""
+        sandbox = self.launcher.sandbox
+        if result.status != "error" or layout is None or not sandbox.active:
+            return
+        why = denials.explain(result.output, layout, cwd=cwd, network=sandbox.network,
+                              home=os.path.expanduser("~"))
+        if why is not None:
+            said = (f"Blocked by the sandbox ({sandbox.label}): {why}. Write in the working directory or "
+                    "TMPDIR; terminal() can ask the user to run a command outside the sandbox.")
+            result.warning = f"{result.warning} {said}" if result.warning else said
 
     def _finish(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> None:
         """Queue the execution's record (written off the loop) and announce the result."""

@@ -108,7 +108,7 @@ class Sandbox:
         """Short, for the top bar and the kernels pane: ``workspace-write·bwrap``, ``off``..."""
         if self.tier in ("off", "unavailable"):
             return self.tier
-        return f"{self.mode}·{self.tier}"
+        return f"{self.mode}·{self.tier}" + ("·network" if self.network else "")
 
     @property
     def active(self) -> bool:
@@ -147,8 +147,9 @@ class Sandbox:
                     problems.append("Landlock is not available (Linux 5.13 or newer with Landlock enabled)")
                     continue
             else:
-                problems.append(f"{FORCE_ENV}={forced!r} names no mechanism (bwrap, landlock)")
-                continue
+                self._fail(f"{FORCE_ENV}={forced!r} names no mechanism (bwrap, landlock)",
+                           f"unset {FORCE_ENV}, or set it to bwrap or landlock")
+                return
             self.tier = tier
             why = self._trial(scratch)
             if why is None:
@@ -158,10 +159,10 @@ class Sandbox:
         self.tier = "unavailable"
         self._fail("; ".join(problems))
 
-    def _fail(self, why: str) -> None:
+    def _fail(self, why: str, fix: str = FIX) -> None:
         self.tier = "unavailable"
         self.error = (f"code_execution.sandbox is {self.mode}, but no sandbox can be applied here: {why}. "
-                      f"Nothing was run. To fix: {FIX}")
+                      f"Nothing was run. To fix: {fix}")
         self.detail = self.error
 
     def _trial(self, scratch: str) -> str | None:
@@ -208,7 +209,7 @@ class Sandbox:
         if self.mode == "workspace-write":
             writable += [*(w for w in [workspace] if w), *self.writable_roots]
         return paths.layout(writable=writable, hermes_home=self.hermes_home, user_home=self.user_home,
-                            extra_hidden=self.deny_read, cwd=cwd)
+                            extra_hidden=self.deny_read, cwd=cwd, read_only=self.mode == "read-only")
 
     def confine(self, *, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = ()) -> Confinement:
         """The confinement of one process (blocking: it reads the file system). Raises

@@ -73,5 +73,7 @@ def write_refusal(raw: str, layout: Layout, *, cwd: str, home: str) -> str | Non
     if any(inside(path, p) for p in layout.hidden):
         return f"{shown} is hidden from sandboxed commands (a secret)"
     if not any(inside(path, root) for root in layout.writable):
+        if layout.read_only:
+            return f"write to {shown}: the sandbox is read-only (code_execution.sandbox), only TMPDIR is writable"
         return f"write to {shown} is outside the workspace"
     return None

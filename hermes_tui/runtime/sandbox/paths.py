@@ -63,6 +63,8 @@ class Layout:
     pinned: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     refused: tuple[str, ...] = field(default=(), compare=False)
+    read_only: bool = False
+    """``code_execution.sandbox: read-only``: not even the workspace is writable."""
     sealed: tuple[str, ...] = ()
     """Folders whose entries made after the process started stay hidden from it: a secret may
     appear there later (``$HERMES_HOME/.env`` after a login, a new key in ``~/.ssh``)."""
@@ -248,7 +250,7 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 
 def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_hidden: Iterable[str] = (),
-           cwd: str = "/") -> Layout:
+           cwd: str = "/", read_only: bool = False) -> Layout:
     """The :class:`Layout` of a process that may write ``writable`` (existing folders; the
     system folders of :data:`SYSTEM_ROOTS` are refused)."""
     never = protected_paths(hermes_home, user_home)
@@ -272,4 +274,4 @@ def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_h
     sealed = [folder for folder in (real(hermes_home), real(os.path.join(user_home, ".ssh")))
               if os.path.isdir(folder) and not any(inside(folder, h) for h in hidden)]
     return Layout(tuple(roots), tuple(protected), tuple(git), tuple(pinned), tuple(hidden), tuple(refused),
-                  tuple(sealed))
+                  read_only, tuple(sealed))
