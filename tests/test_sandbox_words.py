@@ -14,6 +14,8 @@ from hermes_tui.config import CodeExecutionConfig
 from hermes_tui.doctor_checks import probe_sandbox
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.sandbox import FORCE_ENV
+from hermes_tui.runtime.sandbox.denials import explain
+from hermes_tui.runtime.sandbox.paths import Layout
 
 
 async def test_a_script_stopped_by_the_sandbox_is_told_so_in_words(hermes_home: Path, tmp_path: Path,
@@ -64,3 +66,22 @@ def test_doctor_names_the_writable_roots_it_refuses(hermes_home: Path, tmp_path:
     found = probe_sandbox(config, hermes_home)
     assert found["refused_roots"] == ["/", str(tmp_path / "missing")]
     assert "writable_roots NOT writable" in found["detail"] and os.fspath(tmp_path) not in found["refused_roots"]
+
+
+@pytest.mark.parametrize(("line", "path"), [
+    ("/usr/bin/bash: line 1: /home/u/.bashrc: Read-only file system", "/home/u/.bashrc"),
+    ("touch: cannot touch '/home/u/x': Permission denied", "/home/u/x"),
+    ("mkdir: cannot create directory \u2018/etc/z\u2019: Read-only file system", "/etc/z"),
+    ("OSError: [Errno 30] Read-only file system: '/home/u/y'", "/home/u/y"),
+])
+def test_a_denial_is_read_in_the_words_programs_use(line: str, path: str) -> None:
+    layout = Layout(writable=("/tmp/work",))
+    why = explain(f"some output\n{line}\n", layout, cwd="/tmp/work", network=False, home="/home/u")
+    shown = "~" + path[len("/home/u"):] if path.startswith("/home/u") else path
+    assert why == f"write to {shown} is outside the workspace"
+
+
+def test_a_denial_inside_the_workspace_is_the_commands_own() -> None:
+    layout = Layout(writable=("/tmp/work",))
+    assert explain("cp: cannot create regular file 'a.txt': Permission denied\n", layout, cwd="/tmp/work",
+                   network=True, home="/home/u") is None

@@ -15,32 +15,61 @@ import re
 
 from hermes_tui.runtime.sandbox.paths import Layout, inside
 
-_ERRORS = r"(?:Read-only file system|Permission denied|Operation not permitted)"
-_PATHS = (
-    re.compile(r"'(?P<path>[^'\n]{1,4096})'\s*:\s*" + _ERRORS),  # touch: cannot touch '/x': ...
-    re.compile(_ERRORS + r":\s*'(?P<path>[^'\n]{1,4096})'"),  # Python: [Errno 30] ...: '/x'
-    re.compile(r"(?:^|[\s:])(?P<path>[~/.]?[^\s:'\"]{0,4096}):\s*" + _ERRORS, re.MULTILINE),  # bash: /x: ...
-)
+_ERRORS = ("Read-only file system", "Permission denied", "Operation not permitted")
 _NETWORK = re.compile(
     r"Temporary failure in name resolution|Could not resolve host|Name or service not known|Network is unreachable"
     r"|Failed to establish a new connection|getaddrinfo failed|Could not resolve proxy|socket: Operation not permitted"
     r"|Errno 1\] Operation not permitted|No address associated with hostname", re.IGNORECASE)
 SCAN_CHARS = 64_000
 """Only the last this many characters of a command's output are read."""
+LINE_CHARS = 4096
+"""A longer line is not read for a path (every step here is linear: a script's output must
+not stall the host's event loop)."""
 
 
 def explain(output: str, layout: Layout, *, cwd: str, network: bool, home: str) -> str | None:
     """Why the sandbox stopped this command, in words (``write to ~/.bashrc is outside the
     workspace``), or None when its output shows no sandbox denial."""
     text = output[-SCAN_CHARS:]
-    for pattern in _PATHS:
-        for match in pattern.finditer(text):
-            why = write_refusal(match.group("path"), layout, cwd=cwd, home=home)
+    for line in text.splitlines():
+        if len(line) > LINE_CHARS:
+            continue
+        for path in _named_paths(line):
+            why = write_refusal(path, layout, cwd=cwd, home=home)
             if why is not None:
                 return why
     if not network and _NETWORK.search(text):
         return "the network is closed to sandboxed commands (code_execution.network: false)"
     return None
+
+
+def _named_paths(line: str) -> list[str]:
+    """The paths a line names beside an error, in the usual forms: ``bash: /x: Read-only file
+    system``, ``touch: cannot touch '/x': Permission denied``, Python's ``...: '/x'``."""
+    found: list[str] = []
+    for error in _ERRORS:
+        at = line.find(error)
+        if at < 0:
+            continue
+        after = line[at + len(error):].lstrip()
+        if after.startswith(":"):
+            quoted = after[1:].strip()
+            closing = _QUOTES.get(quoted[:1])
+            if closing is not None and quoted.find(closing, 1) > 0:
+                found.append(quoted[1:quoted.find(closing, 1)])
+        before = line[:at].rstrip().rstrip(":").rstrip()
+        opening = next((o for o, c in _QUOTES.items() if before.endswith(c)), None)
+        if opening is not None:
+            start = before.rfind(opening, 0, len(before) - 1)
+            if start >= 0:
+                found.append(before[start + 1:-1])
+        elif before and not before.endswith("]"):  # not Python's "[Errno 13]"
+            found.append(before.split()[-1])
+    return found
+
+
+_QUOTES = {"'": "'", '"': '"', "\u2018": "\u2019"}
+"""Opening quote -> closing quote (GNU tools quote ‘so’ in a UTF-8 locale)."""
 
 
 def _real(raw: str, cwd: str) -> str | None:

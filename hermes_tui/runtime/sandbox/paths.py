@@ -7,9 +7,9 @@ Everything here is plain path arithmetic over the file system as it is when a pr
 
 from __future__ import annotations
 
-import functools
 import collections
 import contextlib
+import functools
 import glob
 import os
 import re
