@@ -98,3 +98,17 @@ async def test_a_folder_swapped_after_the_check_of_a_read_reads_no_secret(
         result = await rt.call_tool("read_file", {"path": "d/.env"}, session="s", cwd=work)
     assert "sk-behind-the-swap" not in str(result)
     assert result["error"].startswith("BLOCKED: blocked by the sandbox"), result
+
+
+async def test_a_subagents_kernel_is_sandboxed_too(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.runtime.models import SUBAGENT_SEPARATOR
+
+    outside = tmp_path / "outside.txt"
+    work = tmp_path / "work"
+    work.mkdir()
+    session = f"main{SUBAGENT_SEPARATOR}helper"
+    async with Runtime(make_config("approvals:\n  mode: off\n"), home=hermes_home) as rt:
+        result = await rt.execute_code(f"open({str(outside)!r}, 'w').write('x')", session=session, cwd=work)
+        (info,) = [k for k in rt.kernels() if k.session == session]
+    assert info.subagent and info.sandbox == rt.sandbox.label and rt.sandbox.active
+    assert result.status == "error" and not outside.exists()
