@@ -115,7 +115,7 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
                 return {"error": f"BLOCKED: blocked by the sandbox: {beyond[1]}; not done outside it: {refusal}"}
         if beyond is not None:
             return await tool.handler(ctx, parsed)  # a person let this call outside the sandbox
-        with _guarded_files(ctx):
+        with _guarded_files(ctx, tool.writes is not None or tool.name in READS):
             return await tool.handler(ctx, parsed)
     except Exception as exc:
         return _failed(name, exc)
@@ -151,13 +151,13 @@ def sandbox_refusal(tool: Tool, ctx: ToolContext, parsed: Any) -> tuple[str, str
 
 
 @contextlib.contextmanager
-def _guarded_files(ctx: ToolContext) -> Iterator[None]:
+def _guarded_files(ctx: ToolContext, file_tool: bool) -> Iterator[None]:
     """While a file tool runs for a sandboxed script: what it really opens to read, and the
     folder it really writes in, are judged by the sandbox's rules (fsutil's guards), so a
     folder swapped for a symbolic link after the check of the path gains nothing."""
     sandbox = ctx.sandbox
-    if sandbox is None or not sandbox.active:
-        yield
+    if sandbox is None or not sandbox.active or not file_tool:
+        yield  # the host's own writes (an "always" rule, a record) are never the script's
         return
     from hermes_tui.runtime.sandbox import denials
 
@@ -212,7 +212,7 @@ def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dic
         if (_guarded(tool, ctx, prepared[1]) or (ctx.ask_writes and tool.preview is not None)
                 or sandbox_refusal(tool, ctx, prepared[1]) is not None):
             return None  # needs an approval: that is the event loop's work
-        with _guarded_files(ctx):
+        with _guarded_files(ctx, tool.writes is not None or tool.name in READS):
             return tool.blocking(ctx, prepared[1])
     except Exception as exc:
         return _failed(name, exc)
