@@ -46,10 +46,12 @@ async def test_an_interrupted_script_leaves_the_namespace_as_it_was(runtime_fact
 
 async def test_the_programs_a_script_started_get_sigint_too(runtime_factory, tmp_path: Path) -> None:
     rt = await runtime_factory()
-    pid_file = tmp_path / "child.pid"
+    work = tmp_path / "work"  # beside HERMES_HOME: under Landlock a folder holding it takes no new files
+    work.mkdir()
+    pid_file = work / "child.pid"
     code = (f"import subprocess, pathlib\np = subprocess.Popen(['sleep', '60'])\n"
             f"pathlib.Path({str(pid_file)!r}).write_text(str(p.pid))\np.wait()")
-    task = asyncio.create_task(rt.execute_code(code, session="s", cwd=tmp_path))  # its workspace: it writes there
+    task = asyncio.create_task(rt.execute_code(code, session="s", cwd=work))  # its workspace: it writes there
     assert await asyncio.to_thread(wait_for, pid_file.exists, 10)
     child = int(pid_file.read_text())
     await rt.interrupt("s")
@@ -58,7 +60,7 @@ async def test_the_programs_a_script_started_get_sigint_too(runtime_factory, tmp
     assert await asyncio.to_thread(wait_for, lambda: not pid_running(child), 5), "the script's sleep outlived Ctrl+C"
     # The script's objects are still there (the exact returncode is CPython's business: a
     # KeyboardInterrupt landing inside Popen.wait can leave it 0 instead of -2).
-    assert (await rt.execute_code("print(p.poll() is not None)", session="s", cwd=tmp_path)).output == "True\n"
+    assert (await rt.execute_code("print(p.poll() is not None)", session="s", cwd=work)).output == "True\n"
 
 
 @pytest.mark.parametrize("code", [

@@ -274,14 +274,16 @@ except OSError as exc:
 def test_the_cli_host_is_unreadable_and_imports_nothing_from_the_working_dir(tmp_path: Path, hermes_home: Path):
     """``python -m hermes_tui`` puts the working directory on sys.path: a module a script
     plants there must not run inside the host when a tool first needs it."""
-    (tmp_path / "whatthepatch.py").write_text(PLANTED)
-    (tmp_path / "go.py").write_text(PATCHING)
+    work = tmp_path / "work"  # beside HERMES_HOME, not around it (under Landlock a folder that
+    work.mkdir()              # holds $HERMES_HOME takes no new files: docs/security.md)
+    (work / "whatthepatch.py").write_text(PLANTED)
+    (work / "go.py").write_text(PATCHING)
     mark = tmp_path / "planted-ran"
-    done = subprocess.run([sys.executable, "-m", "hermes_tui", "exec", "go.py"], cwd=tmp_path, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "hermes_tui", "exec", "go.py"], cwd=work, capture_output=True,
                           text=True, timeout=120, env={**_host_env(), "PLANT_MARK": str(mark),
                                                        "HERMES_HOME": str(hermes_home)})
     assert done.returncode == 0, done.stderr
-    assert "'action': 'modified'" in done.stdout and (tmp_path / "notes.txt").read_text() == "b\n"
+    assert "'action': 'modified'" in done.stdout and (work / "notes.txt").read_text() == "b\n"
     assert not mark.exists(), "a module planted in the working directory ran inside the host"
     assert "host environ: PermissionError" in done.stdout
 
