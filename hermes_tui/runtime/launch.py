@@ -24,7 +24,7 @@ from hermes_tui.runtime.kernel import STAGING_CWD, Kernel, KernelKey
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, ToolHost, new_token, open_rpc
-from hermes_tui.runtime.sandbox import Confinement, Sandbox
+from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.skills import required_env, required_env_names
 from hermes_tui.runtime.stub import stage_tools_module
 from hermes_tui.runtime.tools import ToolContext
@@ -79,17 +79,10 @@ class Launcher:
         choice = self._interpreters.get(which)
         if choice is None:  # probed once per environment, in a thread
             choice = self._interpreters[which] = await asyncio.to_thread(project_interpreter, dict(env),
-                                                                         self._probe_confiner())
+                                                                         self.sandbox.reader(self.sandbox.scratch
+                                                                                             or str(self.home)))
         folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
         return KernelKey(session, mode, choice.path, folder, tools), choice.warning
-
-    def _probe_confiner(self) -> Callable[[], Confinement] | None:
-        """How an interpreter probe is confined (None: the sandbox is off)."""
-        sandbox = self.sandbox
-        if sandbox.tier == "off":
-            return None
-        scratch = sandbox.scratch or str(self.home)
-        return lambda: sandbox.confine(workspace=None, tmpdir=scratch, cwd=scratch)
 
     # -- environment ----------------------------------------------------------------------
 

@@ -211,6 +211,14 @@ class Sandbox:
         return paths.layout(writable=writable, hermes_home=self.hermes_home, user_home=self.user_home,
                             extra_hidden=self.deny_read, cwd=cwd, read_only=self.mode == "read-only")
 
+    def reader(self, cwd: str, tmpdir: str | None = None) -> Callable[[], Confinement] | None:
+        """How a process that only reads (ripgrep, an interpreter probe) is confined: nothing
+        writable but a temp dir (``tmpdir``, else the scratch dir). None when the sandbox is off."""
+        if self.tier == "off":
+            return None
+        temp = tmpdir or self.scratch or cwd
+        return lambda: self.confine(workspace=None, tmpdir=temp, cwd=cwd)
+
     def confine(self, *, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = ()) -> Confinement:
         """The confinement of one process (blocking: it reads the file system). Raises
         :class:`SandboxError` when the sandbox is unavailable; an empty one when it is off."""

@@ -76,13 +76,8 @@ Confiner = Callable[[], "Confinement"]
 
 
 def read_only_confiner(ctx: ToolContext) -> Confiner | None:
-    """How a helper process that only reads (ripgrep) is confined for ``ctx``: the sandbox's
-    rules with nothing writable but a temp dir. None when there is no sandbox."""
-    sandbox = ctx.sandbox
-    if sandbox is None or sandbox.tier == "off":
-        return None
-    tmpdir = ctx.tmpdir or sandbox.scratch or ctx.cwd
-    return lambda: sandbox.confine(workspace=None, tmpdir=tmpdir, cwd=ctx.cwd)
+    """How a helper process that only reads (ripgrep) is confined for ``ctx`` (None: no sandbox)."""
+    return ctx.sandbox.reader(ctx.cwd, ctx.tmpdir) if ctx.sandbox is not None else None
 
 
 Handler = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
