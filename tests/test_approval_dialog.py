@@ -355,7 +355,7 @@ async def test_a_patch_of_a_protected_file_shows_its_diff(hermes_home: Path, tmp
         await shows_literally(pilot, app, "Allow patch to change this file?", str(bashrc), "35 B", "-alias ll='ls -l'",
                         "+alias ll='ls -la'", " export EDITOR=vim", "once: only this time.")
         assert screen._code().lexer.name == "Diff"  # highlighted as a diff
-        assert [b.id for b in screen.query("Button")] == ["once", "session", "deny"]  # its choices
+        assert [b.id for b in screen.query("Button")] == ["once", "session", "deny", "deny_run"]  # its choices (a script's request: deny all of it too)
         await pilot.press("1")
         await wait_until(pilot, lambda: "patched" in log_text(app))
     assert bashrc.read_text() == "export EDITOR=vim\nalias ll='ls -la'\n"

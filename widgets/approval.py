@@ -18,14 +18,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange, run_of
 from hermes_tui.runtime.danger.text import reveal
 from hermes_tui.units import human_size
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
 
 BUTTONS = {"once": ("1 Once", "success"), "session": ("2 Session", "primary"), "always": ("3 Always", "warning"),
-           "deny": ("4 Deny", "error")}
+           "deny": ("4 Deny", "error"), "deny_run": ("5 Deny all of this script", "error")}
 HIGHLIGHT_LIMIT = 64_000
 """Longer text is shown in a read-only editor, unhighlighted: highlighting and laying out a
 megabyte of script at once would freeze the app for seconds."""
@@ -47,8 +47,9 @@ def shown(text: str, style: str = "") -> Text:
 class ApprovalScreen(Dialog[ApprovalDecision]):
     """Asks to allow one request; dismisses with the :class:`ApprovalDecision`.
 
-    Keys: 1/o once, 2/s session, 3/a always (when offered), 4/d deny, r deny with a reason,
-    Esc deny. The text scrolls and is never cut off; a countdown shows the auto-deny. For its
+    Keys: 1/o once, 2/s session, 3/a always (when offered), 4/d deny, 5/x deny all of this
+    script (a request of a script run: this one, the run's others waiting in line, and the
+    ones it makes later, which are refused without a dialog), r deny with a reason, Esc deny. The text scrolls and is never cut off; a countdown shows the auto-deny. For its
     first :attr:`ARMING` seconds it takes no answer at all (keys, Enter, clicks), so keys typed
     for the input cannot answer it.
 
@@ -92,6 +93,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         Binding("2,s", "answer('session')", "Session", id="approve-session"),
         Binding("3,a", "answer('always')", "Always", id="approve-always"),
         Binding("4,d", "answer('deny')", "Deny", id="approve-deny"),
+        Binding("5,x", "deny_run", "Deny all of this script", id="approve-deny-run"),
         Binding("r", "deny_with_reason", "Deny with reason", id="approve-deny-reason"),
         Binding("escape", "answer('deny')", "Deny", show=False, id="approve-escape"),
     ]
@@ -108,6 +110,8 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         self.arming = self.ARMING if arming is None else arming
         self.armed = self.arming <= 0
         """False while the dialog ignores answers (its first ``arming`` seconds)."""
+        self.run = run_of(request)
+        """The script run "deny all of this script" covers (None: not offered)."""
 
     # -- what it shows --------------------------------------------------------------------
 
@@ -153,7 +157,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
             yield Input(placeholder="why not? (Enter denies with this reason)", id="deny-reason")
             with Horizontal(id="buttons"):
                 for choice, (label, variant) in BUTTONS.items():
-                    if choice in request.choices or choice == "deny":
+                    if choice in request.choices or choice == "deny" or (choice == "deny_run" and self.run):
                         yield Button(label, id=choice, variant=variant, disabled=not self.armed)  # type: ignore[arg-type]
 
     def _source(self) -> str:
@@ -169,9 +173,19 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     def _rules_text(self) -> str:
         request = self.request
         if request.kind == "sandbox":  # answered once or not at all: no rule, no session answer covers it
-            return ("once: runs this command again, outside the sandbox (unconfined, as you), this time only.\n"
-                    "deny: it stays stopped; the script or the model is told why.")
-        parts = ["once: only this time."]
+            parts = ["once: runs this command again, outside the sandbox (unconfined, as you), this time only.",
+                     "deny: it stays stopped; the script or the model is told why."]
+        else:
+            parts = ["once: only this time.", *self._remembered()]
+        if self.run:
+            parts.append(f"deny all of this script: this request, the others of script {self.run} waiting, and "
+                         "its later ones (refused without asking until it ends).")
+        return "\n".join(parts)
+
+    def _remembered(self) -> list[str]:
+        """What "session" and "always" would remember."""
+        request = self.request
+        parts = []
         if request.kind == "file":
             parts.append("session: lets the same tool write the same files again for the rest of this session.")
         elif request.session_rule is not None or request.kind == "script":
@@ -180,7 +194,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
             parts.append(f"always: stores the exact rule {request.always_rule!r} in {request.always_file}.")
         elif request.kind == "terminal":
             parts.append("always: not offered for a flagged command.")
-        return "\n".join(parts)
+        return parts
 
     def set_position(self, position: int, total: int) -> None:
         """Another request joined (or left) the burst: update 'request N of M'."""
@@ -217,6 +231,11 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         if self.armed and choice in self.request.choices:
             self.dismiss(ApprovalDecision(choice=choice))  # type: ignore[arg-type]
 
+    def action_deny_run(self) -> None:
+        """Deny this request and every other request of its script run."""
+        if self.armed and self.run:
+            self.dismiss(ApprovalDecision(choice="deny", whole_run=True))
+
     def action_deny_with_reason(self) -> None:
         if not self.armed:
             return
@@ -226,7 +245,10 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.action_answer(str(event.button.id))
+        if event.button.id == "deny_run":
+            self.action_deny_run()
+        else:
+            self.action_answer(str(event.button.id))
 
     @on(Input.Submitted, "#deny-reason")
     def _reason(self, event: Input.Submitted) -> None:

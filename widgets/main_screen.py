@@ -231,6 +231,8 @@ class MainScreen(Screen[None]):
         self._answered_in_burst = 0
         self._rang = False
         self._dialogs: dict[str, ApprovalScreen] = {}
+        self._waiting: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
+        """Requests asked and not yet answered, by id (the one shown included)."""
 
     def compose(self) -> ComposeResult:
         yield self.topbar
@@ -329,6 +331,7 @@ class MainScreen(Screen[None]):
     @on(ApprovalNeeded)
     def _approval_needed(self, message: ApprovalNeeded) -> None:
         self._pending_approvals += 1
+        self._waiting[message.request.id] = (message.request, message.answer)
         for screen in self._dialogs.values():  # the one shown now: "request 1 of 3" becomes "1 of 4"
             screen.set_position(self._answered_in_burst + 1, self._answered_in_burst + self._pending_approvals)
         self._ask(message.request, message.answer)
@@ -340,6 +343,7 @@ class MainScreen(Screen[None]):
                 if not answer.done():  # else it was withdrawn while it waited
                     await self._show_dialog(request, answer)
             finally:
+                self._waiting.pop(request.id, None)
                 self._pending_approvals -= 1
                 self._answered_in_burst += 1
                 if not self._pending_approvals:  # the burst is over
@@ -366,6 +370,20 @@ class MainScreen(Screen[None]):
 
                 decision = ApprovalDecision(choice="deny")
             answer.set_result(decision)
+        if decision is not None and decision.whole_run:
+            self._deny_queued_of_run(request, decision)
+
+    def _deny_queued_of_run(self, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+        """"Deny all of this script": the requests of the same run waiting in line are denied
+        at once, before the next dialog opens (the gate refuses its later ones unasked)."""
+        from hermes_tui.runtime.approvals import run_of
+
+        run = run_of(request)
+        if run is None:
+            return
+        for other, answer in list(self._waiting.values()):
+            if other.id != request.id and run_of(other) == run and not answer.done():
+                answer.set_result(decision.model_copy())
 
     @on(ApprovalWithdrawn)
     def _approval_withdrawn(self, message: ApprovalWithdrawn) -> None:

@@ -18,12 +18,14 @@ import sys
 import threading
 from typing import TextIO
 
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver, FileChange
+from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver, FileChange, run_of
 from hermes_tui.runtime.danger.text import reveal
 from hermes_tui.units import human_size
 
 ANSWERS = {"o": "once", "once": "once", "1": "once", "s": "session", "session": "session", "2": "session",
-           "a": "always", "always": "always", "3": "always", "d": "deny", "deny": "deny", "4": "deny", "": "deny"}
+           "a": "always", "always": "always", "3": "always", "d": "deny", "deny": "deny", "4": "deny", "": "deny",
+           "x": "deny all", "deny all": "deny all", "5": "deny all"}
+"""What may be typed, and the answer it is ("deny all": of this script run, offered for a request of one)."""
 
 
 class _Terminal:
@@ -92,25 +94,33 @@ def _describe(request: ApprovalRequest) -> str:
     if request.always_rule:
         lines.append(f"  [a]lways stores the exact rule {reveal(repr(request.always_rule))} in "
                      f"{reveal(str(request.always_file))}")
+    if run_of(request):
+        lines.append(f"  [x] denies this and every other request of script {reveal(str(request.exec_id))}; its later "
+                     "ones are refused without asking")
     return "\n".join(lines) + "\n"
 
 
 def _ask(terminal: _Terminal, lines: queue.SimpleQueue[str | None], request: ApprovalRequest) -> ApprovalDecision:
     terminal.write(_describe(request))
+    offered: list[str] = [*request.choices, *(["deny all"] if run_of(request) else [])]
     options = " ".join(f"[{c[0]}]{c[1:]}" for c in request.choices)
+    if run_of(request):
+        options += " [x] deny all of this script"
     while True:
         terminal.write(f"  {options} > ")
         line = lines.get()
         if line is None:
             return ApprovalDecision(choice="deny", reason="no answer (end of input)")
         choice = ANSWERS.get(line.strip().lower())
+        if choice == "deny all" and choice in offered:
+            return ApprovalDecision(choice="deny", whole_run=True)
         if choice in request.choices:
             reason = None
             if choice == "deny":
                 terminal.write("  reason (optional, Enter to skip) > ")
                 reason = (lines.get() or "").strip() or None
             return ApprovalDecision(choice=choice, reason=reason)  # type: ignore[arg-type]
-        terminal.write(f"  please answer one of: {', '.join(request.choices)}\n")
+        terminal.write(f"  please answer one of: {', '.join(offered)}\n")
 
 
 def tty_approver() -> Approver | None:

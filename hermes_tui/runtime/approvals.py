@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 Choice = Literal["once", "session", "always", "deny"]
 INLINE_ANALYSIS = 4096
+DENIED_RUNS_KEPT = 256
+"""Script runs denied whole that the gate remembers (the oldest is forgotten first)."""
 """Commands up to this many characters are read on the event loop (well under a millisecond)."""
 SessionKind = Literal["local", "gateway"]
 
@@ -132,6 +134,10 @@ class ApprovalDecision(BaseModel):
     by: str | None = None
     """Who answered, when not the user at this screen (``hermes-tui approve`` from a shell, or a
     headless run refusing what it cannot ask): said in the refusal and the audit log."""
+    whole_run: bool = False
+    """With ``deny``: deny every request of the same script run (its ``exec_id``) — this one,
+    those waiting behind it, and those it makes later, which are refused without asking for the
+    rest of the run ("deny all of this script"). Ignored for a request of no script run."""
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
@@ -246,6 +252,11 @@ class ApprovalGate:
         self.audit = AuditLog(audit_path(home))
         self._session_allowed: dict[str, set[str]] = {}
         self._allowed_once: dict[str, list[str]] = {}
+        self._denied_runs: dict[str, str] = {}
+        """Script runs (exec ids) whose every request was denied: the refusal each later request
+        gets. Bounded (:data:`DENIED_RUNS_KEPT`); an exec id is never reused."""
+        self._asking_runs: dict[str, set[asyncio.Future[ApprovalDecision]]] = {}
+        """Per script run, the questions being asked (or waiting in the front end's line)."""
 
     @property
     def yolo(self) -> bool:
@@ -450,17 +461,22 @@ class ApprovalGate:
 
     async def _ask(self, request: ApprovalRequest, allow_key: str | None = None) -> str | None:
         key = allow_key or request.text
+        run = run_of(request)
         refusal: str | None
         await self.audit.write(event="request", id=request.id, kind=request.kind, session=request.session,
                                origin=request.origin, call_id=request.call_id, reasons=request.reasons, cwd=request.cwd,
                                text=request.text)
+        if run is not None and run in self._denied_runs:  # "deny all of this script": nobody is asked again
+            refusal = self._denied_runs[run]
+            await self.audit.write(event="decision", id=request.id, decision="deny", why=refusal, scope="run")
+            return refusal
         if self.approver is None:
             refusal = "no one to approve this (no approver / no terminal to ask on); it was not run"
             await self.audit.write(event="decision", id=request.id, decision="deny", why=refusal)
             return refusal
         decision: ApprovalDecision | None
         try:
-            decision = await asyncio.wait_for(self.approver(request), self.timeout)
+            decision = await self._answer(request, run)
         except TimeoutError:
             decision, refusal = None, f"no answer within {self.timeout:g}s (approvals.timeout); denied"
         except ApprovalPaused as exc:  # not answered now: pending, asked again on resume
@@ -470,17 +486,25 @@ class ApprovalGate:
             decision, refusal = None, f"the approver failed ({exc}); denied"
         else:
             refusal = None
+            if decision is None:  # another request of its run was answered "deny all of this script"
+                assert run is not None
+                refusal = self._denied_runs.get(run, "denied with every request of this script")
+                await self.audit.write(event="decision", id=request.id, decision="deny", why=refusal, scope="run")
+                return refusal
             if decision.choice not in request.choices:
                 refusal = f"the answer {decision.choice!r} was not offered; denied"
             elif decision.choice == "deny":
                 refusal = f"denied by {decision.by or 'the user'}" + (f": {decision.reason}" if decision.reason else "")
+                if decision.whole_run and run is not None:
+                    refusal = self._deny_run(run, decision)
         allowed = refusal is None and decision is not None
         choice = decision.choice if allowed and decision is not None else "deny"
         stored = str(allowlist_path(self.home)) if allowed and choice == "always" else None
         # Logged before it takes effect: if the line cannot be written, AuditError refuses the
         # call and nothing (no session answer, no rule) is remembered.
         await self.audit.write(event="decision", id=request.id, decision=choice,
-                               why=refusal or (decision.reason if decision else None), stored_in=stored)
+                               why=refusal or (decision.reason if decision else None), stored_in=stored,
+                               **({"scope": "run"} if run is not None and run in self._denied_runs else {}))
         if allowed and choice in ("session", "always"):
             self._session_allowed.setdefault(request.session, set()).add(key)
         if allowed and choice == "always":
@@ -492,3 +516,54 @@ class ApprovalGate:
                 return refusal
             self.rules = [r for r in self.rules if not (r.kind == "exact" and r.pattern == key)] + [rule]
         return refusal
+
+    async def _answer(self, request: ApprovalRequest, run: str | None) -> ApprovalDecision | None:
+        """The approver's answer to ``request``; None when the user denied its whole script run
+        meanwhile (the question is withdrawn then). Raises ``TimeoutError`` after
+        ``approvals.timeout`` seconds (the question is withdrawn too)."""
+        assert self.approver is not None
+        asking = asyncio.ensure_future(self.approver(request))
+        waiting = self._asking_runs.setdefault(run, set()) if run is not None else None
+        if waiting is not None:
+            waiting.add(asking)
+        try:
+            done, _ = await asyncio.wait({asking}, timeout=self.timeout)
+            if not done:
+                asking.cancel()
+                await asyncio.wait({asking})  # let it withdraw its dialog and record that
+                raise TimeoutError
+        except asyncio.CancelledError:  # the call itself was stopped (its turn ended)
+            asking.cancel()
+            raise
+        finally:
+            if waiting is not None:
+                waiting.discard(asking)
+                if not waiting:
+                    self._asking_runs.pop(run, None)  # type: ignore[arg-type]
+        if asking.cancelled():
+            if run is not None and run in self._denied_runs:
+                return None
+            raise RuntimeError("the question was withdrawn")
+        return asking.result()
+
+    def _deny_run(self, run: str, decision: ApprovalDecision) -> str:
+        """Deny every request of script run ``run``: the questions of it still waiting are
+        withdrawn, and the run's later requests are refused without asking. Returns the
+        refusal of the request that was answered so."""
+        who = decision.by or "the user"
+        because = f": {decision.reason}" if decision.reason else ""
+        self._denied_runs[run] = (f"denied by {who} with every request of this script (run {run}){because}; "
+                                  "its requests are refused without asking until the run ends")
+        while len(self._denied_runs) > DENIED_RUNS_KEPT:
+            del self._denied_runs[next(iter(self._denied_runs))]
+        for asking in list(self._asking_runs.get(run, ())):
+            asking.cancel()
+        return (f"denied by {who}, with every other request of this script (run {run}){because}; its later "
+                "requests are refused without asking until the run ends")
+
+
+def run_of(request: ApprovalRequest) -> str | None:
+    """The script run a "deny all of this script" answer to ``request`` covers (its exec id);
+    None for a request of no script (the model's own ``terminal`` call, a ``!cmd``) and for the
+    question whether to run a whole script at all."""
+    return request.exec_id if request.exec_id and request.kind != "script" else None
