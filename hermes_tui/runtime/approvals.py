@@ -42,7 +42,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -337,13 +337,17 @@ class ApprovalGate:
         origin: Origin = "user",
         call_id: str | None = None,
         typed: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> str | None:
         """None if ``command`` may run; else the reason it is blocked (no ``BLOCKED:`` prefix).
 
-        ``typed``: the user typed it as a ``!cmd`` in a local session. It is the user's own
-        command: it runs without asking unless it is flagged, and the hard floor still refuses.
+        ``cwd`` is the folder it will run in and ``env`` the environment its shell gets: the
+        analysis judges every path as it resolves there (``rm -rf -- *`` in your home, ``>>
+        .ssh/authorized_keys`` there). ``typed``: the user typed it as a ``!cmd`` in a local
+        session. It is the user's own command: it runs without asking unless it is flagged,
+        and the hard floor still refuses.
         """
-        analysis, reasons, lifted_by, rule = await self._read(command)
+        analysis, reasons, lifted_by, rule = await self._read(command, cwd, env)
         base = dict(kind="terminal", session=session, origin=origin, text=command)
         if analysis.hard:
             await self.audit.write(event="auto", decision="refused", why=analysis.hard, **base)
@@ -404,18 +408,23 @@ class ApprovalGate:
         request.session_rule = key
         return await self._ask(request, key)
 
-    async def _read(self, command: str) -> tuple[Analysis, list[str], list[Rule], Rule | None]:
-        """The analysis of ``command``; its flags that no category rule covers; the category
-        rules that covered the others; and the rule that allows the command, if one does (only
-        an exact rule allows a command with flags left). A long command is read in a thread: a
-        script must not stall the event loop with a megabyte of shell."""
+    async def _read(
+        self, command: str, cwd: str | None = None, env: Mapping[str, str] | None = None,
+    ) -> tuple[Analysis, list[str], list[Rule], Rule | None]:
+        """The analysis of ``command`` run in ``cwd`` with ``env``; its flags that no category
+        rule covers; the category rules that covered the others; and the rule that allows the
+        command, if one does (only an exact rule allows a command with flags left).
+
+        It is read in a thread: the analysis looks at the file system (where each path it
+        deletes or writes resolves, what a glob matches: bounded), and a script must not stall
+        the event loop with that or with a megabyte of shell."""
         def read() -> tuple[Analysis, list[str], list[Rule], Rule | None]:
-            analysis = analyze(command, os.path.expanduser("~"), str(self.home))
+            analysis = analyze(command, os.path.expanduser("~"), str(self.home), cwd=cwd, env=env)
             flags, lifted_by = lift_flags(analysis.flags, self.rules)
             allowed = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not flags)), None)
             return analysis, flags, lifted_by, allowed
 
-        return read() if len(command) <= INLINE_ANALYSIS else await asyncio.to_thread(read)
+        return await asyncio.to_thread(read)
 
     # -- file writes ----------------------------------------------------------------------
 

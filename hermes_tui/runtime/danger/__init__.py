@@ -15,14 +15,17 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
+from collections.abc import Mapping
 
 from hermes_tui.runtime.danger import windows
 from hermes_tui.runtime.danger.analysis import Analysis
 from hermes_tui.runtime.danger import wrappers as wrap
 from hermes_tui.runtime.danger.parse import COMPUTED, SUBSCRIPT_CODE, Command, Parsed, parse
 from hermes_tui.runtime.danger.paths import Paths, basename, private_key_file, single_root, variants
+from hermes_tui.runtime.danger.places import Place
 from hermes_tui.runtime.danger.programs import (
-    STDIN_SCRIPT, Check, check_program, interpreter_name, program_options, remote_code, sql, write_target,
+    STDIN_SCRIPT, Check, check_program, find_starts, interpreter_name, program_options, remote_code, sql,
+    write_target,
 )
 from hermes_tui.runtime.danger.text import hidden_characters, reveal
 
@@ -47,17 +50,24 @@ def protected_write(path: str, home: str | None = None, hermes_home: str | None 
     return "writes a private key file" if private_key_file(single_root(path)) else None
 
 
-def analyze(command: str, home: str | None = None, hermes_home: str | None = None) -> Analysis:
-    """Flags and hard-floor reasons for the shell text ``command``. Never raises."""
+def analyze(command: str, home: str | None = None, hermes_home: str | None = None, *, cwd: str | None = None,
+            env: Mapping[str, str] | None = None) -> Analysis:
+    """Flags and hard-floor reasons for the shell text ``command``. Never raises.
+
+    ``cwd``: the folder it runs in, and ``env``: the environment its shell gets (``HOME``,
+    ``TMPDIR``, ...). With ``cwd``, the hard floor and protected writes judge every path as it
+    will resolve there on this machine (:mod:`.places`); without it, relative paths are read
+    as text only."""
     result = Analysis()
-    paths = Paths.of(home, hermes_home)
     hidden = hidden_characters(command)
     if hidden:
         result.add(f"contains hidden characters ({', '.join(hidden[:6])}): it may not run what it shows")
     try:
-        _Reader(paths, result).text(command, 0)
-        if "\\\n" in command:  # bash removes backslash-newline before it reads words: r\<newline>m is rm
-            _Reader(paths, result).text(command.replace("\\\n", ""), 0)
+        for text in (command, command.replace("\\\n", "")) if "\\\n" in command else (command,):
+            # bash removes backslash-newline before it reads words: r\<newline>m is rm
+            paths = Paths.of(home, hermes_home)
+            paths.place = Place(paths, cwd, env)
+            _Reader(paths, result, paths.place.variables(text, env)).text(text, 0)
     except RecursionError:
         result.add("nests too deeply to read")
     return result
@@ -84,9 +94,11 @@ def quote_command(words: list[str]) -> str:
 
 
 class _Reader:
-    def __init__(self, paths: Paths, result: Analysis) -> None:
+    def __init__(self, paths: Paths, result: Analysis, known: dict[str, str] | None = None) -> None:
         self.paths = paths
         self.result = result
+        self.known = known or {}
+        """Values of the shell's own variables (``HOME``, ``PWD``, ``TMPDIR``): its environment."""
         self.made_executable: set[str] = set()
         self.word = ""
         """The program word of the command being read."""
@@ -100,7 +112,7 @@ class _Reader:
         if depth > MAX_NESTING:
             self.result.add("nests shells too deeply to read")
             return
-        parsed = parse(text, {"HOME": self.paths.home, "HERMES_HOME": self.paths.hermes_home})
+        parsed = parse(text, {"HOME": self.paths.home, **self.known, "HERMES_HOME": self.paths.hermes_home})
         for problem in parsed.problems:
             self.result.add(f"{problem}: read it yourself" if "cannot be parsed" in problem
                             else f"cannot be parsed: it {problem}")
@@ -216,7 +228,19 @@ class _Reader:
         return unwrapped.words or []
 
     def _xargs(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
-        return wrap.skip_options(args, wrap.XARGS_SPEC)
+        """xargs runs its command with words read from its input: known words when a static
+        producer feeds it (``echo ~ | xargs rm -rf`` deletes your home), find's start points
+        (each word is one of them or lies below one), else words known only at run time."""
+        rest = wrap.skip_options(args, wrap.XARGS_SPEC)
+        if not rest:
+            return None  # echoes its input
+        inputs = _xargs_input(command, args)
+        replace = _xargs_replace(args)
+        if replace is None:
+            return rest + inputs
+        for word in inputs[:-1]:  # -I{}: one command per input line, {} replaced by it
+            self.command(command, [w.replace(replace, word) for w in rest], depth)
+        return [w.replace(replace, inputs[-1]) for w in rest]
 
     def _parallel(self, command: Command, program: str, args: list[str], depth: int) -> list[str] | None:
         rest = wrap.skip_options(args, wrap.WRAPPERS["parallel"])
@@ -265,7 +289,11 @@ class _Reader:
         args = args[1:] if args[:1] == ["--"] else args
         if remote_code(Check(program, args, command, self.paths, self.result), "source"):
             return None
-        if args[:1] and _stdin(args[0]) or any(COMPUTED in a for a in args[:1]):
+        static = _static_output(command) if args[:1] == [COMPUTED] else None
+        if static is not None:  # source <(echo CMD): the text is read
+            self.result.add("runs shell code it writes on the fly (source <(...)): its text is read below")
+            self.text(static, depth + 1)
+        elif args[:1] and _stdin(args[0]) or any(COMPUTED in a for a in args[:1]):
             self.result.add("runs shell code it reads at run time (source)")
         return None
 
@@ -323,8 +351,16 @@ class _Reader:
             self.result.add("runs a script it has just made executable (chmod +x, then runs it)")
         self._program_options(program, args, depth)
         self._carrier(command, program, depth)
+        if program in ("cd", "pushd") and self.paths.place is not None:
+            self.paths.place.cd(args)  # later relative words land in the new folder
         check_program(Check(program, args, command, self.paths, self.result))
         return None
+
+    def _apart(self) -> Paths:
+        """Paths for text read for another reason (a script written for later, a command handed
+        to Hermes): a ``cd`` in it does not move this command's working directory."""
+        place = self.paths.place
+        return Paths(self.paths.home, self.paths.hermes_home, place.copy() if place is not None else None)
 
     def _environment(self, name: str) -> None:
         if name in ("DOCKER_HOST", "CONTAINER_HOST", "DOCKER_CONTEXT", "KUBECONFIG"):
@@ -353,7 +389,13 @@ class _Reader:
         if remote_code(Check(program, args, command, self.paths, self.result), program):
             return None
         if operands and COMPUTED in operands[0]:
-            self.result.add(f"runs a shell script known only at run time ({program} <(...))")
+            static = _static_output(command) if operands[0] == COMPUTED else None
+            if static is not None:  # bash <(echo 'rm -rf ~'): the script is that text
+                self.result.add(f"runs a shell script it writes on the fly ({program} <(...)): its text is read "
+                                "below, but read it yourself")
+                self.text(static, depth + 1)
+            else:
+                self.result.add(f"runs a shell script known only at run time ({program} <(...))")
             return None
         if operands and _stdin(operands[0]) or "--rcfile" in args or "--init-file" in args:
             operands = []  # bash /dev/stdin <<< CMD: the script is its standard input
@@ -397,7 +439,7 @@ class _Reader:
         if not text or COMPUTED in text:
             return
         inner = Analysis()
-        _Reader(self.paths, inner).text(text.replace("\\n", "\n"), depth + 1)
+        _Reader(self._apart(), inner, self.known).text(text.replace("\\n", "\n"), depth + 1)
         for reason in [*inner.hard, *inner.flags]:
             self.result.add(f"writes a script ({scripts[0]}) that {reason}")
 
@@ -414,7 +456,7 @@ class _Reader:
         for word in words[1:]:
             if " " in word or ";" in word:
                 inner = Analysis()
-                _Reader(self.paths, inner).text(word, depth + 1)
+                _Reader(self._apart(), inner, self.known).text(word, depth + 1)
                 for reason in [*inner.hard, *inner.flags]:
                     self.result.add(f"hands Hermes a command that {reason}")
 
@@ -482,6 +524,54 @@ def _sudo_stdin_password(args: list[str]) -> bool:
         if (arg.startswith("--st") and "--stdin".startswith(arg)) or (not arg.startswith("--") and "S" in arg[1:]):
             return True
     return False
+
+
+MAX_XARGS_WORDS = 64
+"""Words of a static producer that xargs is read with (more are left out: they are known text)."""
+
+
+def _xargs_replace(args: list[str]) -> str | None:
+    """The replace string of ``xargs -I R`` / ``-i`` / ``--replace[=R]``, if it has one."""
+    for i, arg in enumerate(args):
+        if arg == "--" or not arg.startswith("-"):
+            return None
+        if arg == "-I" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("-I") and len(arg) > 2:
+            return arg[2:]
+        if arg in ("-i", "--replace"):
+            return "{}"
+        if arg.startswith(("--replace=", "-i")) and "=" in arg or arg.startswith("-i") and len(arg) > 2:
+            return arg.split("=", 1)[1] if "=" in arg else arg[2:]
+    return None
+
+
+def _xargs_input(command: Command, args: list[str]) -> list[str]:
+    """The words xargs reads: split from a static producer's text, find's start points, or one
+    word known only at run time."""
+    if any(a in ("-a", "--arg-file") or a.startswith(("--arg-file=", "-a")) for a in args
+           if a.startswith("-") and not a.startswith("--a") or a.startswith("--arg-file")):
+        return [COMPUTED]  # read from a file
+    if command.stdin is not None:
+        text = command.stdin
+    elif len(command.fed_by) == 1 and command.fed_by[0].words[:1] == ["find"] and \
+            not any(COMPUTED in w for w in command.fed_by[0].words):
+        return find_starts(command.fed_by[0].words[1:])
+    else:
+        text = _static_output(command)
+    if text is None or COMPUTED in text:
+        return [COMPUTED]
+    null = any(a in ("-0", "--null") or (a.startswith("-") and not a.startswith("--") and "0" in a) for a in args)
+    if null:
+        words = [w for w in text.replace("\\0", "\0").split("\0") if w]
+    elif _xargs_replace(args) is not None:
+        words = [line.strip() for line in text.splitlines() if line.strip()]
+    else:
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+    return words[:MAX_XARGS_WORDS] or [COMPUTED]
 
 
 def _static_output(command: Command) -> str | None:

@@ -21,6 +21,15 @@ if TYPE_CHECKING:
 
 COMPUTED = "\ue000"
 """Stands for a part of a word known only at run time (``$(date)``, ``$RANDOM``)."""
+FRESH = COMPUTED + "\ue005"
+"""Stands for the output of ``$(mktemp ...)``: known only at run time, but always a path that did
+not exist before (so never your home or a system folder). It holds :data:`COMPUTED`, so every
+rule that reads it as unknown still does."""
+_READ_WRITE = re.compile(rb"(?<![<])<>")
+"""``<>`` (open read-write), which tree-sitter-bash cannot parse; it is given to the grammar as
+``>|`` (the same length, also an open for writing) and read back from the text as ``<>``."""
+MAX_UNROLLED = 32
+"""Runs of loop bodies, in all, read once per value (``for d in a b; do rm -rf $d; done``)."""
 _SPLIT = "\ue001"  # where an unquoted expansion splits a word into fields
 _BRACES = {"{": "\ue002", "}": "\ue003", ",": "\ue004"}  # unquoted brace-expansion characters
 _UNBRACE = {v: k for k, v in _BRACES.items()}
@@ -94,12 +103,17 @@ def parse(text: str, variables: dict[str, str] | None = None) -> Parsed:
     characters, so this changes no command's shape, and tree-sitter-bash's scanner crashes
     the process on some non-ASCII input. (Hidden characters are judged on the real text.)"""
     source = _NON_ASCII.sub("_", text).encode("ascii")
-    tree = _parser().parse(source)
+    tree = _parser().parse(_for_grammar(source))
     walker = _Walker(source, dict(variables or {}))
     if tree.root_node.has_error:
         walker.parsed.problems.append(_syntax_error(tree.root_node, source))
     walker.statements(tree.root_node, 0)
     return walker.parsed
+
+
+def _for_grammar(source: bytes) -> bytes:
+    """``source`` as the grammar can parse it: every ``<>`` (``1<> f``, ``exec 3<> f``) as ``>|``."""
+    return _READ_WRITE.sub(b">|", source) if b"<>" in source else source
 
 
 def _syntax_error(root: Node, source: bytes) -> str:
@@ -198,7 +212,7 @@ def _brace_expand(word: str) -> list[str]:
     return [word]
 
 
-_NAME_USE = re.compile(rb"(?<![$\w{])([A-Za-z_][A-Za-z0-9_]*)(?=[=\s\[;)]|$)", re.MULTILINE)
+_NAME_USE = re.compile(rb"(?<![$\w{./-])([A-Za-z_][A-Za-z0-9_]*)(?=[=\s\[;)]|$)", re.MULTILINE)
 
 
 def _ambiguous_names(source: bytes) -> frozenset[str]:
@@ -263,6 +277,8 @@ class _Walker:
         self.parsed = Parsed()
         self._ends: dict[int, int] = {}  # where each command's last argument ended
         self._ambiguous: frozenset[str] | None = None
+        self.unrolled = 0
+        """Loop bodies read once per value so far (at most :data:`MAX_UNROLLED`)."""
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode("ascii")
@@ -296,6 +312,8 @@ class _Walker:
             return self.function(node, depth)
         if kind == "comment":
             return self.comment(node, depth)
+        if kind == "for_statement":
+            return self.for_loop(node, depth)
         if kind == "test_command" and "[" in self.text(node)[2:]:  # [[ -v 'a[$(cmd)]' ]] runs cmd
             for code in code_in_value("", self.text(node)[2:-2]):
                 self.include(code, depth + 1)
@@ -307,6 +325,31 @@ class _Walker:
         for child in node.children:
             out.extend(self.statements(child, depth + 1))
         return out
+
+    def for_loop(self, node: Node, depth: int) -> list[Command]:
+        """``for NAME in WORDS; do BODY; done``: with a few known words, the body is read once
+        per word with NAME set to it (``for d in a b; do rm -rf $d; done`` deletes a and b);
+        otherwise once, with NAME known only at run time."""
+        variable = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        name = self.text(variable) if variable is not None else ""
+        words: list[str] = []
+        values = node.children_by_field_name("value")
+        for value in values:
+            words.extend(self.fields(value, depth + 1))  # runs the $(...) in the list, too
+        known = bool(values) and 0 < len(words) <= 8 and all(COMPUTED not in w for w in words)
+        if body is None:
+            return []
+        if known and name and name not in self.ambiguous() and self.unrolled + len(words) <= MAX_UNROLLED:
+            self.unrolled += len(words)
+            out: list[Command] = []
+            for word in words:
+                self.variables[name] = word
+                out = self.statements(body, depth + 1)
+            self.variables.pop(name, None)
+            return out
+        self.variables.pop(name, None)
+        return self.statements(body, depth + 1)
 
     def pipeline(self, children: list[Node], depth: int, before: list[Command] | None = None) -> list[Command]:
         upstream: list[Command] = list(before or [])
@@ -409,7 +452,8 @@ class _Walker:
         if depth > MAX_DEPTH:
             return []
         inner = _Walker(_NON_ASCII.sub("_", text).encode("ascii"), self.variables)
-        tree = _parser().parse(inner.source)
+        inner.unrolled = self.unrolled
+        tree = _parser().parse(_for_grammar(inner.source))
         if tree.root_node.has_error:
             inner.parsed.problems.append(_syntax_error(tree.root_node, inner.source))
         inner.statements(tree.root_node, depth + 1)
@@ -462,7 +506,7 @@ class _Walker:
                     self._run_substitutions(child, depth + 1)
             for code in code_in_value(name, value):  # x='a[$(cmd)]'; (( x )) / PS4='$(cmd)'
                 self.include(code, depth + 1)
-            if name and COMPUTED not in value and len(value) <= MAX_VALUE:
+            if name and COMPUTED not in value.replace(FRESH, "") and len(value) <= MAX_VALUE:
                 self.variables[name] = value
             else:
                 self.variables.pop(name, None)
@@ -508,7 +552,7 @@ class _Walker:
             if child.type == "file_descriptor":
                 continue
             if not child.is_named:
-                op += child.type
+                op += self.text(child)  # the text, not the type: `<>` reached the grammar as `>|`
             elif target is None:
                 target = _restore(self.word(child, depth + 1).replace(_SPLIT, " "))
             else:  # `> .env extra`: the grammar puts `extra` in the redirect; it is an argument
@@ -618,6 +662,9 @@ class _Walker:
         for child in node.children:
             self.statements(child, depth + 1)
         inner = self.parsed.commands[first:]
+        if len(inner) == 1 and inner[0].words[:1] == ["mktemp"] and not inner[0].redirects and \
+                all(COMPUTED not in w for w in inner[0].words):
+            return FRESH  # a path made now: never one that existed before
         # $(echo rm) / `printf rm` is the word rm: a shell would run it.
         if len(inner) == 1 and inner[0].words[:1] in (["echo"], ["printf"]) and len(inner[0].words) > 1 \
                 and not inner[0].redirects and all(COMPUTED not in w for w in inner[0].words):

@@ -6,6 +6,10 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_tui.runtime.danger.places import Place
 
 SYSTEM_DIRS = frozenset({
     "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root", "/sbin",
@@ -79,6 +83,9 @@ class Paths:
 
     home: str
     hermes_home: str
+    place: Place | None = None
+    """Where the command runs (its working directory, its shell's home), when known: paths
+    are then also judged as they resolve on this machine (:mod:`.places`)."""
 
     @classmethod
     def of(cls, home: str | None, hermes_home: str | None) -> Paths:

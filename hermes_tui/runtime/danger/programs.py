@@ -6,6 +6,7 @@ and expanded, and adds short human reasons to the :class:`~hermes_tui.runtime.da
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from functools import cached_property, lru_cache
@@ -112,11 +113,16 @@ def split_flags(args: list[str]) -> tuple[set[str], list[str]]:
 
 
 def write_target(target: str, paths: Paths, result: Analysis, how: str = "writes") -> None:
-    """Flag (or refuse) writing ``target``: a disk device, another device, a protected file."""
+    """Flag (or refuse) writing ``target``: a disk device, another device, a protected file.
+
+    With a :class:`~.places.Place`, ``target`` is also judged where it really lands (relative
+    to the working directory, through symlinks): ``>> .ssh/authorized_keys`` run in your home
+    is a write to ``~/.ssh``, and a symlink to ``/dev/loop0`` is a disk device."""
     if not target or target.startswith("&"):
         return
     device = paths.device(target)
-    if device == "disk":
+    place = paths.place
+    if device == "disk" or (place is not None and place.block_device(target)):
         result.add("writes straight onto a disk device (/dev/...)", hard=True)
         return
     normal = paths.normal(target)
@@ -127,6 +133,8 @@ def write_target(target: str, paths: Paths, result: Analysis, how: str = "writes
         result.add("writes straight to a device (/dev/...)")
         return
     reason = paths.protected(target)
+    if not reason and place is not None and COMPUTED not in target:
+        reason = resolved_protection(paths, target, place.absolute(target), place.written(target))
     if reason:
         result.add(reason if how == "writes" else reason.replace("writes", how, 1))
 
@@ -148,13 +156,52 @@ def _rm(check: Check) -> None:
         check.add("deletes the root, a system directory or your home (rm -r)", hard=True)
     elif wide:
         check.add("deletes files in the root, a system directory or your home")
+    place = check.paths.place
+    if recursive and not wide and place is not None:
+        for operand in check.operands:  # as it will run: resolved, globbed, unknown parts bounded
+            why = place.recursive_delete(operand)
+            if why:
+                check.add(f"{why} (rm -r)", hard=True)
+                break
     for operand in check.operands:
-        if check.paths.credential(operand) or check.paths.protected(operand):
+        if check.paths.credential(operand) or check.paths.protected(operand) or \
+                _protected_at(check.paths, operand):
             check.add("deletes keys, credentials or configuration")
             break
         if COMPUTED in operand and recursive:
             check.add("deletes recursively a path known only at run time (rm -r $VAR)")
             break
+
+
+def resolved_protection(paths: Paths, word: str, spelled: str | None, real: str | None) -> str | None:
+    """Why writing ``word`` is protected once resolved (``spelled``: joined to the working
+    directory; ``real``: through symlinks), with the path in the reason when it is not the word.
+
+    A system folder you work in is yours: a relative word that stays inside the working
+    directory is not flagged as "system files" (a project in /usr/src/app writes its logs)."""
+    place = paths.place
+    for path in dict.fromkeys(p for p in (spelled and os.path.normpath(spelled), real) if p):
+        found = paths.protected(path) or (paths.device(path) == "device" and "writes straight to a device (/dev/...)")
+        if found and found.endswith("(system files)") and not word.startswith(("/", "~")) and place is not None \
+                and place.cwd and (path + "/").startswith(place.cwd.rstrip("/") + "/") and ".." not in word:
+            continue
+        if found:
+            return f"{found}: {path}" if path != paths.normal(word) else found
+    return None
+
+
+def _protected_at(paths: Paths, word: str) -> bool:
+    place = paths.place
+    if place is None or COMPUTED in word:
+        return False
+    return bool(resolved_protection(paths, word, place.absolute(word), place.landing(word)) or
+                paths.credential(place.landing(word) or ""))
+
+
+def find_starts(args: list[str]) -> list[str]:
+    """The folders ``find`` starts from (``.`` when none is given)."""
+    starts = args[:next((i for i, a in enumerate(args) if a.startswith(("-", "(", "!"))), len(args))]
+    return starts or ["."]
 
 
 def _find(check: Check) -> None:
@@ -169,6 +216,12 @@ def _find(check: Check) -> None:
                                           len(check.args))]]
     if deletes and any(check.paths.wide(a) for a in starts):
         check.add("deletes everything under the root, a system directory or your home (find / -delete)", hard=True)
+    elif deletes and check.paths.place is not None:
+        for start in find_starts(check.args):  # find deletes under each folder it starts from
+            why = check.paths.place.recursive_delete(start)
+            if why:
+                check.add(f"{why} (find deletes under it)", hard=True)
+                break
     if any(a in ("-fprint", "-fprint0", "-fprintf", "-fls") for a in check.args):
         for i, arg in enumerate(check.args[:-1]):
             if arg in ("-fprint", "-fprint0", "-fprintf", "-fls"):
@@ -240,6 +293,9 @@ def _disk(check: Check) -> None:
     if check.program == "dd":
         for arg in check.args:
             if arg.startswith("of="):
+                if arg[3:].startswith(COMPUTED):
+                    check.add("writes with dd onto a file known only at run time (dd of=$X): it could be a disk; "
+                              "write the file's name out instead", hard=True)
                 check.write(arg[3:])
     elif check.program in ("shred", "wipefs", "blkdiscard") and any(check.paths.device(o) == "disk"
                                                                      for o in check.operands):

@@ -59,7 +59,7 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
         return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}
     refusal = await ctx.gate.check_terminal(
         args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
-        origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed,
+        origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed, env=ctx.env,  # judged where it will run
     )
     if refusal is not None:
         return blocked(refusal)
