@@ -24,8 +24,8 @@ from hermes_tui.runtime.danger.parse import COMPUTED, SUBSCRIPT_CODE, Command, P
 from hermes_tui.runtime.danger.paths import Paths, basename, private_key_file, single_root, variants
 from hermes_tui.runtime.danger.places import Place
 from hermes_tui.runtime.danger.programs import (
-    STDIN_SCRIPT, Check, check_program, find_starts, interpreter_name, program_options, remote_code, sql,
-    write_target,
+    STDIN_SCRIPT, Check, check_program, find_starts, interpreter_name, program_options, remote_code, split_flags,
+    sql, write_target,
 )
 from hermes_tui.runtime.danger.text import hidden_characters, reveal
 
@@ -236,6 +236,7 @@ class _Reader:
             return None  # echoes its input
         inputs = _xargs_input(command, args)
         replace = _xargs_replace(args)
+        self.command(command, rest, depth)  # as written (an unknown word must not hide `eval 'CMD'`)
         if replace is None:
             return rest + inputs
         for word in inputs[:-1]:  # -I{}: one command per input line, {} replaced by it
@@ -353,6 +354,10 @@ class _Reader:
         self._carrier(command, program, depth)
         if program in ("cd", "pushd") and self.paths.place is not None:
             self.paths.place.cd(args)  # later relative words land in the new folder
+        if program == "ln" and self.paths.place is not None:
+            flags, operands = split_flags(args)
+            if flags & {"-s", "--symbolic"} and len(operands) == 2:
+                self.paths.place.link(*operands)  # ln -sfn ~ x && rm -rf x/: x/ is the home
         check_program(Check(program, args, command, self.paths, self.result))
         return None
 
@@ -571,6 +576,7 @@ def _xargs_input(command: Command, args: list[str]) -> list[str]:
             words = shlex.split(text)
         except ValueError:
             words = text.split()
+    words = [w.strip() for w in words if w.strip()]
     return words[:MAX_XARGS_WORDS] or [COMPUTED]
 
 

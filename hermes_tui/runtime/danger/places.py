@@ -21,6 +21,7 @@ import stat
 import time
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
+from functools import cached_property, lru_cache
 
 from hermes_tui.runtime.danger.parse import COMPUTED, FRESH
 from hermes_tui.runtime.danger.paths import HARMLESS_DEVICES, SYSTEM_DIRS, Paths
@@ -71,14 +72,28 @@ class Place:
         """The working directory (real path); None when not given (relative words are then read
         as text only), :data:`UNKNOWN_CWD` after ``cd`` to a folder known only at run time."""
         self.deadline = time.monotonic() + TIME_BUDGET
-        homes = {paths.home, self.shell_home}
-        named = {p: "your home" for p in homes} | {paths.hermes_home: "$HERMES_HOME"}
-        named |= {_real(p): what for p, what in named.items()}
-        self.named = named
-        self.protected = frozenset(SYSTEM_DIRS | TOP_LEVEL | set(named) |
-                                   {_real(p) for p in SYSTEM_DIRS | TOP_LEVEL if os.path.islink(p)})
+        self.links: dict[str, str] = {}
+        """Symlinks the command itself makes before it deletes (``ln -sfn ~ x && rm -rf x/``):
+        path -> where it points (:data:`COMPUTED` when that is known only at run time)."""
+
+    # Most commands delete nothing: what is protected is looked up on first use only.
+
+    @cached_property
+    def named(self) -> dict[str, str]:
+        """Your home(s) and $HERMES_HOME, as spelled and as real paths, with what they are."""
+        homes = {self.paths.home, self.shell_home}
+        named = {p: "your home" for p in homes} | {self.paths.hermes_home: "$HERMES_HOME"}
+        return named | {_real(p): what for p, what in named.items()}
+
+    @cached_property
+    def protected(self) -> frozenset[str]:
         """Folders no recursive delete may hit: /, the system folders, your home, $HERMES_HOME."""
-        self.protected_names = frozenset(os.path.basename(p) for p in self.protected)
+        return _system_folders() | frozenset(self.named)
+
+    @cached_property
+    def protected_names(self) -> frozenset[str]:
+        """The last parts of :attr:`protected` (a folder by that name may be one of them)."""
+        return frozenset(os.path.basename(p) for p in self.protected)
 
     def copy(self) -> Place:
         """A place that a ``cd`` in text read for another reason (a script written for later)
@@ -117,6 +132,14 @@ class Place:
             return None
         follow = path.endswith("/") or path.rsplit("/", 1)[-1] in (".", "..")
         path = path.rstrip("/") or "/"
+        if self.links:
+            if follow:
+                path = self._through_links(os.path.normpath(path)) or UNKNOWN_CWD
+            else:
+                parent, name = os.path.split(path)
+                path = os.path.join(self._through_links(os.path.normpath(parent or "/")) or UNKNOWN_CWD, name)
+            if UNKNOWN_CWD in path:
+                return UNKNOWN_CWD
         if follow or path == "/":
             return _real(path)
         parent, name = os.path.split(path)
@@ -128,6 +151,34 @@ class Place:
             return None
         path = self.absolute(word)
         return _real(path) if path is not None else None
+
+    def link(self, target: str, name: str) -> None:
+        """Remember ``ln -s TARGET NAME``: later words through NAME are judged at TARGET."""
+        where = self.absolute(name) if COMPUTED not in name else None
+        if where is None:
+            return
+        where = where.rstrip("/") or "/"
+        if os.path.isdir(where) and not os.path.islink(where):
+            where = os.path.join(where, os.path.basename(target.rstrip("/")))  # ln -s T DIR makes DIR/T
+        if COMPUTED in target:
+            self.links[os.path.normpath(where)] = COMPUTED
+            return
+        pointed = target if target.startswith(("/", "~")) else os.path.join(os.path.dirname(where), target)
+        self.links[os.path.normpath(where)] = self.absolute(pointed) or pointed
+
+    def _through_links(self, path: str) -> str | None:
+        """``path`` with a symlink the command makes replaced by its target; None when that
+        target is known only at run time."""
+        for _ in range(8):
+            for link, target in self.links.items():
+                if path == link or path.startswith(link.rstrip("/") + "/"):
+                    if target == COMPUTED:
+                        return None
+                    path = target + path[len(link):]
+                    break
+            else:
+                return path
+        return path
 
     def cd(self, args: list[str]) -> None:
         """Follow ``cd DIR`` (``pushd DIR``): later relative words land there."""
@@ -161,6 +212,9 @@ class Place:
         if self.absolute(word) is None:
             return self._unplaced(word)
         path = self.landing(word)
+        if path == UNKNOWN_CWD:
+            return (f"deletes {word} through a symlink the command makes to a place known only at run time: "
+                    "write the folder's name out instead")
         if path in self.protected:
             how = "" if path == self.paths.normal(word.rstrip("/") or "/") else f" (as {word} resolves)"
             return f"deletes {self.show(path)}{how}"
@@ -185,7 +239,9 @@ class Place:
         if not has_glob(folder) and not trailing:
             # Only the last part is a glob: its matches are entries of one real folder, and rm
             # removes a symlink among them without following it. No listing is needed.
-            real = _real(folder or "/")
+            real = self.landing((folder or "") + "/") or "/"  # through the symlinks on the way
+            if real == UNKNOWN_CWD:
+                return f"deletes what {word} matches, through a symlink to a place known only at run time"
             if real in self.protected and covers_all(pattern):
                 return f"deletes everything in {self.show(real)} ({word})"
             hit = next((p for p in sorted(self.protected)
@@ -262,6 +318,13 @@ class Place:
             return stat.S_ISBLK(os.stat(path).st_mode)
         except (OSError, ValueError):
             return False
+
+
+@lru_cache(maxsize=1)
+def _system_folders() -> frozenset[str]:
+    """/ and the system folders, as spelled and, for a symlinked one (/bin -> usr/bin), as real
+    paths. Read once: they do not move while the app runs."""
+    return frozenset(SYSTEM_DIRS | TOP_LEVEL | {_real(p) for p in SYSTEM_DIRS | TOP_LEVEL if os.path.islink(p)})
 
 
 def _real(path: str) -> str:
