@@ -113,6 +113,12 @@ class CodeExecutionConfig(_Section):
     deny_read: list[str] = []
     """Files or folders (globs allowed, ``~`` expanded) sandboxed processes may not read, on top
     of the built-in list of secrets."""
+    max_spill_bytes: Annotated[int, msgspec.Meta(ge=0)] = 1 << 30
+    """Bytes of one run's output saved to its spill file at most (a size: ``512M``, ``2G``, or
+    bytes); past it the file stops with a note and the result says so. 0 saves none."""
+    max_cache_bytes: Annotated[int, msgspec.Meta(ge=0)] = 4 << 30
+    """Spills stop (the newest, never deleting an older one) when ``$HERMES_HOME/cache/exec``
+    would grow past this many bytes; ``hermes-tui cache prune`` makes room."""
 
     _field_before = {
         # Hermes Agent reads 0 and negative caps as 1 (not "unlimited", not "off").
@@ -125,7 +131,23 @@ class CodeExecutionConfig(_Section):
         (["~" if entry is None else entry for entry in value] if isinstance(value, list) else value),
         "deny_read": lambda value: [] if value is None else
         (["~" if entry is None else entry for entry in value] if isinstance(value, list) else value),
+        "max_spill_bytes": lambda value: _size(value),
+        "max_cache_bytes": lambda value: _size(value),
     }
+
+
+def _size(value: Any) -> Any:
+    """A size as bytes: ``512M``, ``2G``, ``1.5GB`` or a number of bytes as text; anything else
+    is left for the type check to name."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return int(text)
+        try:
+            return parse_size(text)
+        except ValueError:
+            return value
+    return value
 
 
 def _backend_name(value: Any) -> Any:
@@ -815,6 +837,11 @@ def load_config(path: str | Path | None = None) -> Config:
 
 def parse_config(text: str, source: Path | None = None) -> Config:
     """Validate YAML text as a :class:`Config`; errors name ``source`` and the key path."""
+    return config_from_mapping(config_mapping(text, source), source)
+
+
+def config_mapping(text: str, source: Path | None = None) -> dict[Any, Any]:
+    """The YAML ``text`` as a mapping; :class:`ConfigError` (naming the line) when it is not one."""
     import yaml
 
     where = str(source) if source else "config"
@@ -829,6 +856,13 @@ def parse_config(text: str, source: Path | None = None) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: the top level must be a mapping of keys, got {_kind(data)}")
+    return data
+
+
+def config_from_mapping(data: dict[Any, Any], source: Path | None = None) -> Config:
+    """``data`` (config.yaml as YAML gives it) checked as a :class:`Config`, with its notices;
+    :class:`ConfigError` names every wrong value."""
+    where = str(source) if source else "config"
     raw = data
     data = {k: v for k, v in data.items() if k not in ("notices", "ignored_keys")}  # ours, not the file's
     agent = data.get("agent")

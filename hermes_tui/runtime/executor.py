@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hermes_tui.runtime.approvals import ApprovalGate
-from hermes_tui.runtime.capture import HeadTailCapture
+from hermes_tui.runtime.capture import HeadTailCapture, SpillLimits, spill_cut_warning
 from hermes_tui.runtime.child_process import KILL_GRACE, ChildProcess, EndedBy, run_to_end, wait_or_end
 from hermes_tui.runtime.events import EventBus, ExecFinished, ExecStarted
 from hermes_tui.runtime.kernel import STAGING_CWD, Kernel, KernelGone, KernelKey, KernelStartError, WorkingDirError
@@ -149,7 +149,8 @@ class Executor:
         display: bool = False,
     ) -> ExecResult:
         exec_id, started, started_at = progress.exec_id, progress.started, progress.started_at
-        capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id))
+        capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id),
+                                  spill_limits=SpillLimits.of(self.pool.config))
         cwd = str(self.staging_root) if key.cwd == STAGING_CWD else key.cwd
         refusal = await self.gate.check_script(code, cwd=cwd, session=key.session, origin=origin, exec_id=exec_id,
                                                call_id=call_id)
@@ -440,6 +441,8 @@ class Executor:
             output = _join(output, notice + "\n")
         if stdout.spill_error:
             warnings.append(f"Output was cut but the full text could not be saved: {stdout.spill_error}.")
+        elif stdout.spill_cut:
+            warnings.append(spill_cut_warning(stdout))
         kernel = lease.kernel if lease else None
         return ExecResult(
             status=status,

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 
 from hermes_tui.config_notes import backend_refusal
 from hermes_tui.runtime.approvals import blocked
-from hermes_tui.runtime.capture import HeadTailCapture
+from hermes_tui.runtime.capture import HeadTailCapture, SpillLimits, spill_cut_warning
 from hermes_tui.runtime.child_process import ChildProcess, run_to_end
 from hermes_tui.runtime.records import new_exec_id, spill_path
 from hermes_tui.runtime.sandbox import Confinement, SandboxError, denials
@@ -96,7 +96,8 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
                       confinement: Confinement | None = None) -> dict[str, Any]:
     """Run an approved command and collect its capped output (``confinement``: in the sandbox)."""
     run_id = new_exec_id()
-    capture = HeadTailCapture(spill_path=spill_path(ctx.cache_dir, run_id))
+    capture = HeadTailCapture(spill_path=spill_path(ctx.cache_dir, run_id),
+                              spill_limits=SpillLimits.of(ctx.config.code_execution))
     child = ChildProcess(None, loop=asyncio.get_running_loop(), publish=_ignore)
     future = child.begin(run_id, None, capture)
     try:
@@ -113,6 +114,9 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
         result["output_truncated"] = True
         result["output_bytes_total"] = out.total_bytes
         result["output_spill_path"] = str(out.spill_path) if out.spill_path else None
+        if out.spill_cut or out.spill_error:
+            result["output_spill_note"] = spill_cut_warning(out) if out.spill_cut else \
+                f"the full output could not be saved: {out.spill_error}"
     return result
 
 
