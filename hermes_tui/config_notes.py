@@ -40,7 +40,12 @@ def _short(value: Any, limit: int) -> str:
 def backend_refusal(terminal: Any) -> str | None:
     """The line that refuses every command and script when ``terminal.backend`` is not
     ``local`` (None when it is): hermes-tui never runs on this machine what was meant for a
-    sandbox or another machine."""
+    sandbox or another machine. Also the line of a ``config.yaml`` whose sections that decide
+    what may run could not be read at the app's start (``terminal.refused``, set by
+    :mod:`hermes_tui.config_start`): nothing runs on a guess of what the file meant."""
+    refused = getattr(terminal, "refused", None)
+    if isinstance(refused, str):
+        return refused
     backend = getattr(terminal, "backend", "local")
     if backend == "local":
         return None

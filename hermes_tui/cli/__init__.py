@@ -289,6 +289,11 @@ def _choose_store(args: argparse.Namespace) -> None:
         url, password_env = args.loaded_config.store.url, args.loaded_config.store.password_env
     except ConfigError as exc:
         problem = _store_section(getattr(args, "sub_config", None) or args.config)
+        if isinstance(problem, str) and args.command is None:
+            # The app opens on a broken config.yaml (hermes_tui/config_start.py): with the local
+            # store (or --store / HERMES_TUI_STORE_URL), and says so.
+            args.store_notice = "sessions are kept in the local store until config.yaml is fixed"
+            problem = (None, None)
         if isinstance(problem, str):  # store: itself cannot be read: which store is meant is unknown
             choose_store(None, StoreError(f"the sessions store is unknown: config error: {exc}"))
             return
@@ -330,7 +335,17 @@ def _load_config(args: argparse.Namespace) -> Config:
     if loaded is not None:  # read once by _choose_store
         return loaded
     path = getattr(args, "sub_config", None) or args.config
+    if args.command is None:  # the app opens on a broken file, refusing what it decides
+        from hermes_tui.config_start import load_config_for_app
+
+        try:
+            config = load_config_for_app(path)
+        except ConfigError as exc:
+            raise UsageError(f"config error: {exc}") from None
+        if getattr(args, "store_notice", None):
+            config.notices.append(args.store_notice)
+        return config
     try:
         return load_config(path)
     except ConfigError as exc:
-        raise UsageError(f"config error: {exc}") from None
+        raise UsageError(f"config error: {exc}; `hermes-tui doctor` checks the file") from None

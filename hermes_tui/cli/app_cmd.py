@@ -21,9 +21,10 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
     from hermes_tui.paths import hermes_home
 
     flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
-    provider, problem = None, None
+    provider, problem = None, getattr(config, "model_refused", None)
     try:
-        provider = resolve_provider(config, hermes_home(), **flags)
+        if problem is None:  # else the model's part of config.yaml is broken: no model (config_start.py)
+            provider = resolve_provider(config, hermes_home(), **flags)
     except ProviderError as exc:
         if any(flags.values()):
             raise UsageError(f"model: {exc}") from None
