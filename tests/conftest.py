@@ -70,6 +70,25 @@ def pid_running(pid: int) -> bool:
     return stat.rsplit(b")", 1)[1].split()[0] != b"Z"
 
 
+def running_with(marker: str) -> list[int]:
+    """Live processes (not zombies) whose command line holds ``marker``, by this host's pids.
+
+    A script's pids are no use here: under bubblewrap a kernel has its own pid namespace, and
+    the number it prints names another process out here. Tests give the processes they
+    look for a unique argument (``sleep 300.17``) and find them by it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in words and pid_running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:
     """Poll ``predicate`` until it is true or ``timeout`` passes; returns its last value."""
     deadline = time.monotonic() + timeout

@@ -21,6 +21,7 @@ import sys
 
 from hermes_tui.config import parse_config
 from hermes_tui.runtime import Runtime
+from hermes_tui.runtime import lineage
 
 FLOOD = """
 import sys
@@ -51,7 +52,8 @@ async def orphans() -> None:
     for session in ("a", "b"):
         await rt.execute_code("import subprocess\np = subprocess.Popen(['sleep', '300'])", session=session)
         grandchild = (await rt.execute_code("print(p.pid)", session=session)).output.strip()
-        pids += [int(grandchild)]
+        kernel = next(k for k in rt.kernels() if k.session == session)
+        pids += [lineage.host_pid(int(grandchild), kernel.pid, depth=8)]  # its pid namespace's number
     pids += [k.pid for k in rt.kernels()]
     # A script that is busy (holding the GIL in a loop) when the host dies.
     asyncio.ensure_future(rt.execute_code("while True: pass", session="busy"))
@@ -85,9 +87,11 @@ async def peek(script: str) -> None:
     config = parse_config("approvals:\n  mode: \"off\"\ncode_execution:\n  max_tool_calls: 2000\n")
     async with Runtime(config) as rt:
         other = await rt.execute_code("import os\nprint(os.getpid())", session="other")
+        kernel = next(k for k in rt.kernels() if k.session == "other")
+        other_pid = str(lineage.host_pid(int(other.output), kernel.pid, depth=8))  # as the host numbers it
         found = {}
         for session in ("a", "b"):
-            result = await rt.execute_code(script.replace("OTHER_PID", other.output.strip()), session=session)
+            result = await rt.execute_code(script.replace("OTHER_PID", other_pid), session=session)
             found[session] = result.model_dump(mode="json")
         print(json.dumps(found), flush=True)
 

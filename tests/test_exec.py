@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from conftest import pid_running, wait_for
+from conftest import pid_running, running_with, wait_for
 
 from hermes_tui.runtime import ExecFinished, ExecOutput, ExecStarted, KernelStarted, Runtime
 
@@ -285,10 +285,10 @@ async def test_secrets_do_not_reach_the_kernel(runtime_factory, monkeypatch) -> 
 
 async def test_kernel_dies_with_the_runtime(hermes_home: Path) -> None:
     async with Runtime(home=hermes_home) as rt:
-        await rt.execute_code("import subprocess\np = subprocess.Popen(['sleep', '300'])", session="s")
-        child = (await rt.execute_code("print(p.pid)", session="s")).output
+        await rt.execute_code("import subprocess\np = subprocess.Popen(['sleep', '300.21'])", session="s")
+        assert wait_for(lambda: running_with("300.21"))
         kernel_pid = rt.kernels()[0].pid
-    assert wait_for(lambda: not pid_running(kernel_pid) and not pid_running(int(child)))
+    assert wait_for(lambda: not pid_running(kernel_pid) and not running_with("300.21"))
 
 
 async def test_bad_cwd_and_arguments(runtime: Runtime, tmp_path: Path) -> None:

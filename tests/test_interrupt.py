@@ -12,7 +12,7 @@ import pytest
 
 from hermes_tui.runtime import KernelStateChanged, Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-from conftest import make_config, pid_running, wait_for
+from conftest import make_config, pid_running, running_with, wait_for
 
 NOTICE = "[execution interrupted — user sent a new message]\n"
 
@@ -49,15 +49,15 @@ async def test_the_programs_a_script_started_get_sigint_too(runtime_factory, tmp
     work = tmp_path / "work"  # beside HERMES_HOME: under Landlock a folder holding it takes no new files
     work.mkdir()
     pid_file = work / "child.pid"
-    code = (f"import subprocess, pathlib\np = subprocess.Popen(['sleep', '60'])\n"
+    code = (f"import subprocess, pathlib\np = subprocess.Popen(['sleep', '60.31'])\n"
             f"pathlib.Path({str(pid_file)!r}).write_text(str(p.pid))\np.wait()")
     task = asyncio.create_task(rt.execute_code(code, session="s", cwd=work))  # its workspace: it writes there
     assert await asyncio.to_thread(wait_for, pid_file.exists, 10)
-    child = int(pid_file.read_text())
+    assert running_with("60.31")
     await rt.interrupt("s")
     result = await asyncio.wait_for(task, 10)
     assert result.status == "interrupted"
-    assert await asyncio.to_thread(wait_for, lambda: not pid_running(child), 5), "the script's sleep outlived Ctrl+C"
+    assert await asyncio.to_thread(wait_for, lambda: not running_with("60.31"), 5), "the script's sleep outlived Ctrl+C"
     # The script's objects are still there (the exact returncode is CPython's business: a
     # KeyboardInterrupt landing inside Popen.wait can leave it 0 instead of -2).
     assert (await rt.execute_code("print(p.poll() is not None)", session="s", cwd=work)).output == "True\n"

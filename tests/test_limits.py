@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import pid_running, wait_for
+from conftest import pid_running, running_with, wait_for
 
 from hermes_tui.runtime import Runtime
 
@@ -45,8 +45,8 @@ async def test_timeout_kills_a_script_that_ignores_sigterm(runtime: Runtime) -> 
 async def test_timeout_takes_sleeping_grandchildren_too(runtime: Runtime) -> None:
     result = await runtime.execute_code(
         "import subprocess, time\n"
-        "p = subprocess.Popen(['sleep', '300'])\n"
-        "q = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; sleep 300'])\n"
+        "p = subprocess.Popen(['sleep', '300.17'])\n"
+        "q = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; sleep 300.18; :'])\n"
         "print(p.pid, q.pid, flush=True)\n"
         "time.sleep(120)",
         session="s",
@@ -54,8 +54,8 @@ async def test_timeout_takes_sleeping_grandchildren_too(runtime: Runtime) -> Non
     )
     assert result.status == "timeout"
     assert "timed out after 1.5s" in result.error
-    for pid in map(int, result.output.split("\n")[0].split()):
-        assert wait_for(lambda pid=pid: not pid_running(pid), timeout=2), f"grandchild {pid} survived"
+    for marker in ("300.17", "300.18"):
+        assert wait_for(lambda marker=marker: not running_with(marker), timeout=2), f"grandchild {marker} survived"
 
 
 async def test_a_quick_sigterm_death_is_not_held_for_the_grace(runtime: Runtime) -> None:

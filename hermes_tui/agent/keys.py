@@ -181,6 +181,31 @@ def shown_url(url: str | None) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
+KEY_CMD_ENV = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "HERMES_HOME",
+    "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "DBUS_SESSION_BUS_ADDRESS",
+    "SSH_AUTH_SOCK", "GNUPGHOME", "GPG_AGENT_INFO", "GPG_TTY", "PASSWORD_STORE_DIR",
+})
+"""What a ``key_cmd`` gets of the environment, besides ``LC_*``, its program's own variables
+(:data:`KEY_CMD_PREFIXES`) and any variable its words name (``$VAULT_PATH``): it is not
+handed the app's keys, and a process that reads it sees nothing else."""
+KEY_CMD_PREFIXES = {"gcloud": ("CLOUDSDK_", "GOOGLE_"), "az": ("AZURE_",), "pass": ("PASSWORD_STORE_",),
+                    "gopass": ("GOPASS_", "PASSWORD_STORE_")}
+"""Variable prefixes a secrets program reads beyond ``<PROGRAM>_`` (``op`` → ``OP_*``,
+``vault`` → ``VAULT_*``, ``aws`` → ``AWS_*``, ``doppler`` → ``DOPPLER_*``)."""
+_NAMED_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def key_cmd_env(argv: list[str], env: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``argv`` (a ``key_cmd``) runs with: :data:`KEY_CMD_ENV`, ``LC_*``,
+    its program's variables and the ones its words name — nothing else of ``env``."""
+    program = os.path.basename(argv[0]) if argv else ""
+    prefixes = ("LC_", f"{program.upper().replace('-', '_')}_", *KEY_CMD_PREFIXES.get(program, ()))
+    named = {name for word in argv for name in _NAMED_RE.findall(word)}
+    return {name: value for name, value in env.items()
+            if name in KEY_CMD_ENV or name in named or (program and name.startswith(prefixes))}
+
+
 @dataclass
 class KeyCommand:
     """``key_cmd``: a command (run without a shell) that prints a token, bare or as JSON with
@@ -235,7 +260,9 @@ class KeyCommand:
         # Only the program is named in messages: its arguments may hold a refresh token.
         shown = os.path.basename(self.argv[0])
         try:
-            child = await open_process(self.argv, dict(self.env), new_session=True)
+            # Apart from the kernels (no kernel may read it), with only what it needs of the
+            # environment: /proc/<pid>/environ of a process is readable again after exec.
+            child = await open_process(self.argv, key_cmd_env(self.argv, self.env), new_session=True, apart=True)
         except OSError as exc:
             raise ProviderError(f"{self.setting} ({shown}) could not start: {exc.strerror or exc}") from None
         out, err = bytearray(), bytearray()

@@ -38,6 +38,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from hermes_tui.runtime import lineage
+
 log = logging.getLogger(__name__)
 
 CAP_SYS_MODULE = 16
@@ -164,69 +166,6 @@ def drop_for_children() -> None:
         log.warning("cannot drop capabilities for child processes (errno %s)", ctypes.get_errno())
 
 
-_SYS_LANDLOCK_CREATE_RULESET = 444
-_SYS_LANDLOCK_ADD_RULE = 445
-_SYS_LANDLOCK_RESTRICT_SELF = 446
-_LANDLOCK_CREATE_RULESET_VERSION = 1
-_LANDLOCK_RULE_PATH_BENEATH = 1
-_FS_WRITE = (1 << 1) | (1 << 4) | (1 << 5) | sum(1 << bit for bit in range(6, 13))
-"""write_file, remove_dir, remove_file and make_* (char, dir, reg, sock, fifo, block, sym)."""
-_FS_REFER = 1 << 13  # ABI 2
-_FS_TRUNCATE = 1 << 14  # ABI 3
-KERNEL_CONTROL = frozenset({"proc", "sys"})
-"""Top-level folders no child may write: /proc/sys/kernel/core_pattern, modprobe and
-/sys/kernel/uevent_helper start programs with every capability, whatever a child holds."""
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-def forbid_kernel_control_writes() -> bool:
-    """Landlock this thread (and what it forks): no write under /proc or /sys, every other
-    write as before. For root only: a capability-less root process can still write
-    ``core_pattern`` and have the kernel start its program with every capability. True when
-    the restriction is in force (False where Landlock is missing: Linux < 5.13 or disabled)."""
-    libc = _c()
-    if libc is None:
-        return False
-    syscall = libc.syscall
-    abi = syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
-                  ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
-    if abi < 1:
-        return False
-    handled = _FS_WRITE | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
-    attr = _RulesetAttr(handled)
-    ruleset = syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
-                      ctypes.c_uint32(0))
-    if ruleset < 0:
-        return False
-    try:
-        for name in sorted(os.listdir("/")):
-            if name in KERNEL_CONTROL or not os.path.isdir(os.path.join("/", name)):
-                continue
-            try:
-                fd = os.open(os.path.join("/", name), os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                rule = _PathBeneath(handled, fd)
-                syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
-                        ctypes.byref(rule), ctypes.c_uint32(0))
-            finally:
-                os.close(fd)
-        if _prctl(_PR_GET_NO_NEW_PRIVS) != 1 and _prctl(_PR_SET_NO_NEW_PRIVS, 1) != 0:
-            return False
-        return syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0
-    finally:
-        os.close(ruleset)
-
-
 _spawner: ThreadPoolExecutor | None = None
 _spawner_lock = threading.Lock()
 
@@ -245,8 +184,12 @@ def _become_spawner() -> None:
     _local.spawner = True
     drop_for_children()
     libc = _c()
-    if libc is not None and libc.geteuid() == 0 and not forbid_kernel_control_writes():
-        log.warning("Landlock is not available: a root script could still write /proc/sys")
+    root = libc is not None and libc.geteuid() == 0
+    if libc is not None and not lineage.enter_domain(root=root):
+        log.warning("Landlock is not available: %s", "a root script could still write /proc/sys, and kernels "
+                    "can read other processes of this user" if root else
+                    "kernels can read the environment of other processes of this user")
+    lineage.mark_thread()
 
 
 def spawn(start: Callable[[], T]) -> T:
@@ -261,18 +204,21 @@ def spawn(start: Callable[[], T]) -> T:
     return _executor().submit(start).result()
 
 
-def spawn_restricted(start: Callable[[], T], restrict: Callable[[], None] | None) -> T:
+def spawn_restricted(start: Callable[[], T], restrict: Callable[[], None] | None, *, marked: bool = True) -> T:
     """Run ``start`` (a ``Popen``) on a new thread that first gives up :data:`DROPPED` and runs
     ``restrict`` (a Landlock domain, a seccomp filter: the thread keeps them for good, and the
     child inherits them; the thread ends then, so no thread of the host is in a sandbox's
     domain, where its processes could signal it). Not the spawner thread: its own Landlock
-    domain (root: no writes to /proc or /sys) would keep bubblewrap from mounting.
+    domain would keep bubblewrap from mounting. ``marked``: the thread loads the mark
+    (:func:`.lineage.mark_thread`) first, as every thread that starts a script's processes does.
     Blocking; what either raises is raised here."""
     outcome: list[Any] = []
 
     def run() -> None:
         try:
             drop_for_children()
+            if marked:
+                lineage.mark_thread()
             if restrict is not None:
                 restrict()
             outcome.append((True, start()))
@@ -286,6 +232,13 @@ def spawn_restricted(start: Callable[[], T], restrict: Callable[[], None] | None
     if not ok:
         raise value
     return value  # type: ignore[no-any-return]
+
+
+async def spawn_apart(start: Callable[[], T]) -> T:
+    """Run ``start`` (a ``Popen``) on a new thread that gives up :data:`DROPPED` and nothing
+    else: no mark, outside the spawner's Landlock domain, so no kernel may read the process
+    (its ``environ``, its memory). For the user's own helpers that handle secrets (``key_cmd``)."""
+    return await asyncio.to_thread(spawn_restricted, start, None, marked=False)
 
 
 async def spawn_async(start: Callable[[], T]) -> T:
@@ -322,16 +275,18 @@ class Spawned:
 
 
 async def open_process(argv: list[str], env: dict[str, str], *, new_session: bool = False,
-                       confinement: Any = None) -> Spawned:
+                       confinement: Any = None, apart: bool = False) -> Spawned:
     """``asyncio.create_subprocess_exec`` for a child of a script's: forked by the spawner
     (asyncio would fork from the loop's thread, which keeps its capabilities), stdin empty,
     stdout and stderr read as streams. ``new_session``: in its own process group (so it and
     whatever it starts can be killed together). ``confinement``: a ``sandbox.Confinement`` to
-    run it in (not imported here: the sandbox starts its processes through this module)."""
+    run it in (not imported here: the sandbox starts its processes through this module).
+    ``apart``: the user's own helper (``key_cmd``), started by :func:`spawn_apart` where no
+    kernel can read it."""
     if confinement is None or confinement.tier == "off":
-        popen = await spawn_async(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                           stderr=subprocess.PIPE, env=env,
-                                                           start_new_session=new_session))
+        spawner = spawn_apart if apart else spawn_async
+        popen = await spawner(lambda: subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                       stderr=subprocess.PIPE, env=env, start_new_session=new_session))
     else:
         try:
             popen = await asyncio.to_thread(confinement.start, lambda: subprocess.Popen(
@@ -386,14 +341,16 @@ def started_by_this_host(pid: int) -> bool:
     """True when process ``pid`` is one the host started or one of its descendants (a kernel,
     a script's subprocess): something that must not speak for the user (answer an approval).
 
-    Three signs, any one enough: ``pid`` descends from this process; its bounding set lacks
-    capabilities of :data:`DROPPED` that this process's has (only the spawner thread drops
-    them, and they never come back, even for a child that double-forked away); it has
-    ``no_new_privs`` and this process has not (how the spawner thread keeps them from a child
-    when it cannot drop them). An unknown pid counts as ours: refused.
+    Four signs, any one enough: it carries the mark (more seccomp filters than this process:
+    :mod:`.lineage`; a filter is never shed, whatever the process or the host's own
+    ``no_new_privs``); ``pid`` descends from this process; its bounding set lacks capabilities
+    of :data:`DROPPED` that this process's has (only the spawner thread drops them); it has
+    ``no_new_privs`` and this process has not. An unknown pid counts as ours: refused.
     """
     peer, mine = _status(pid), _status("self")
     if not peer:
+        return True
+    if lineage.carries_the_mark(pid):
         return True
     try:
         peer_bound, my_bound = int(peer.get("CapBnd", "0"), 16), int(mine.get("CapBnd", "0"), 16)
@@ -404,14 +361,4 @@ def started_by_this_host(pid: int) -> bool:
         return True
     if peer.get("NoNewPrivs") == "1" and mine.get("NoNewPrivs") != "1":
         return True
-    host, current = os.getpid(), pid
-    for _ in range(64):  # walk up the parents
-        if current == host:
-            return True
-        try:
-            current = int(_status(current).get("PPid", "0"))
-        except ValueError:
-            return False
-        if current <= 1:
-            return False
-    return False
+    return lineage.descends_from(pid, os.getpid())

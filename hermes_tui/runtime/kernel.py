@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.runtime import lineage
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.process import CellOutcome
@@ -100,8 +101,9 @@ class Kernel(ChildProcess):
         self.rpc: RpcServer | None = None
         """The tool channel (started by the pool before the process)."""
         self.driver_pid: int | None = None
-        """The driver's own pid, as it said when ready (under bubblewrap, :attr:`pid` is bwrap's:
-        the group leader, still what signals and kills go to)."""
+        """The driver's own pid, as this process numbers it (under bubblewrap, :attr:`pid` is
+        bwrap's: the group leader, still what signals and kills go to; the driver said its pid
+        in its own pid namespace, found here by :func:`.lineage.host_pid`)."""
         self.layout: Layout | None = None
         """What it may write and read, as its sandbox was set up (its tool calls are judged by it)."""
         self.sandbox: Sandbox | None = None
@@ -138,7 +140,8 @@ class Kernel(ChildProcess):
         if waiter in done:
             self.python_version = waiter.result().get("python")
             pid = waiter.result().get("pid")
-            self.driver_pid = pid if isinstance(pid, int) and pid > 0 else None
+            if isinstance(pid, int) and pid > 0 and self.pid:  # under bwrap, its pid namespace's number
+                self.driver_pid = await asyncio.to_thread(lineage.host_pid, pid, self.pid)
             self.state = "idle"
             return
         waiter.cancel()
@@ -167,8 +170,7 @@ class Kernel(ChildProcess):
         driver = self.staging_dir / "hermes_kernel_driver.py"
         shutil.copyfile(DRIVER_SOURCE, driver)
         if self.rpc is not None:  # `import hermes_tools` finds it beside the driver (sys.path[0])
-            stage_tools_module(self.staging_dir, {**self.rpc.stub_config(), "token": self.token,
-                                                  "tools": list(self.key.tools)})
+            stage_tools_module(self.staging_dir, {**self.rpc.stub_config(), "tools": list(self.key.tools)})
         confinement = None
         if self.sandbox is not None:  # raises SandboxError: no kernel starts unconfined
             confinement = self.sandbox.confine(workspace=self.cwd, tmpdir=str(self.temp_dir), cwd=self.cwd,

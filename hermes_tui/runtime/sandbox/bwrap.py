@@ -1,4 +1,4 @@
-"""bubblewrap: the process in its own user, mount, IPC (and network) namespaces.
+"""bubblewrap: the process in its own user, mount, pid, IPC (and network) namespaces.
 
 The whole file system is bound read-only; the writable roots are bound again read-write, the
 protected paths inside them read-only once more (a mount point cannot be renamed, removed or
@@ -6,10 +6,14 @@ written through), ``.git`` folders are pinned (bound onto themselves) so their p
 cannot be swapped for a fresh ``.git``; secrets are covered (an empty read-only folder, or
 ``/dev/null`` for a file); ``/dev`` is a fresh minimal one (no disks, no terminals). Without
 ``network`` the process has a network namespace of its own: no interface but a closed loopback.
+In its pid namespace it sees only its own processes (``/proc`` is the namespace's), and what it
+left running ends with it.
 
-bwrap stays as a small monitor process (the parent of the command, in its process group): it
-ignores SIGINT and SIGTERM (``env --ignore-signal``), so they reach only the command, and it
-exits with the command; SIGKILL of the group ends both.
+bwrap stays as a small monitor process (the parent of the namespace's init, a second bwrap,
+whose child the command is; all in one process group): it ignores SIGINT and SIGTERM
+(``env --ignore-signal``), so they reach only the command, and it exits with the command;
+SIGKILL of the group ends them all. The command's pid inside is not the host's
+(:func:`.lineage.host_pid` finds that one).
 """
 
 from __future__ import annotations
@@ -42,12 +46,16 @@ def argv(path: str, layout: Layout, *, cwd: str, network: bool, seccomp_fd: int 
     # No --die-with-parent: its parent is a thread that ends once bwrap has started. A group
     # SIGKILL takes bwrap and the command together; the kernel's watchdog and the reaper
     # take the group when the host dies.
-    args = [path, "--unshare-user", "--unshare-ipc"]
+    # A pid namespace of its own, with its /proc: no other process of the user is there to
+    # read (the shell that launched the app is dumpable and the same uid: its environ).
+    args = [path, "--unshare-user", "--unshare-ipc", "--unshare-pid"]
     if supports(path, "--disable-userns"):
         args.append("--disable-userns")
     if not network:
         args.append("--unshare-net")
-    args += ["--ro-bind", "/", "/", "--dev", "/dev"]
+    # The namespace's /proc, read-only as the host's was: a fresh proc mount is writable, and
+    # for root (uid 0 maps to root) that is /proc/sys/kernel/core_pattern, sysrq and the rest.
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc"]
     missing = [p for p in layout.protected if not os.path.lexists(p)]
     for root in layout.writable:
         args += writable_binds(root, [p for p in missing if inside(p, root)])
