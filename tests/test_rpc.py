@@ -15,9 +15,14 @@ from hermes_tui.runtime import Runtime
 FORGER = r"""
 import json, os, socket, sys
 path = sys.argv[1]
+def connect():  # as the stub does: a new connection asked for on the inherited connector
+    connector = socket.socket(fileno=os.dup(int(os.environ["HERMES_RPC_FD"])))
+    connector.sendall(b"c")
+    _, ancillary, _, _ = connector.recvmsg(16, socket.CMSG_LEN(4))
+    connector.close()
+    return socket.socket(fileno=int.from_bytes(ancillary[0][2][:4], sys.byteorder))
 def ask(raw):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
+    s = connect()
     s.sendall(raw)
     data = b""
     while not data.endswith(b"\n"):
@@ -43,21 +48,21 @@ print(json.dumps(out))
 
 
 async def test_forged_requests_get_errors_and_the_host_keeps_running(runtime: Runtime, tmp_path: Path) -> None:
-    # The script reveals its own socket and token (a script can always read its own module).
-    info = await runtime.execute_code(
-        "import os, hermes_tools\nprint(os.environ['HERMES_RPC_SOCKET'])\nprint(hermes_tools._CONFIG['token'])",
-        session="s",
-    )
-    path, token = info.output.split()
-    assert Path(path).stat().st_mode & 0o777 == 0o600
-    assert Path(path).parent.stat().st_mode & 0o777 == 0o700
+    # A script's own subprocess forges requests (only the kernel's processes may connect at
+    # all): the script knows its socket and token (it can always read its own module).
     forger = tmp_path / "forger.py"
     forger.write_text(FORGER)
-    done = await asyncio.to_thread(  # the host answers on this loop: don't block it
-        subprocess.run, [sys.executable, str(forger), path, token], capture_output=True, text=True, timeout=60
+    info = await runtime.execute_code(
+        "import os, subprocess, sys, hermes_tools\npath = os.environ['HERMES_RPC_SOCKET']\n"
+        f"done = subprocess.run([sys.executable, {str(forger)!r}, path, hermes_tools._token()], capture_output=True, "
+        "text=True, timeout=60, pass_fds=[int(os.environ['HERMES_RPC_FD'])])\nprint(done.returncode, path, done.stdout.strip(), done.stderr.strip()[-500:], sep='\\n')",
+        session="s", timeout=90,
     )
-    assert done.returncode == 0, done.stderr
-    replies = json.loads(done.stdout)
+    code, path, stdout, stderr = (info.output.split("\n", 3) + ["", "", "", ""])[:4]
+    assert code == "0", (info.output, info.error)
+    assert Path(path).stat().st_mode & 0o777 == 0o600
+    assert Path(path).parent.stat().st_mode & 0o777 == 0o700
+    replies = json.loads(stdout)
     assert "unauthorized" in replies["no_token"]["result"]["error"]
     assert "unauthorized" in replies["wrong_token"]["result"]["error"]
     for name in ("execute_code", "delegate", "mcp"):

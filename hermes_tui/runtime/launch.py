@@ -120,6 +120,7 @@ class Launcher:
         await asyncio.to_thread(kernel.staging_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
         kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
                                             lambda: kernel.budget)
+        kernel.rpc.owner.pid = lambda: kernel.pid
         kernel.env = {**self.child_env(allowed), **kernel.rpc.env()}
         kernel.sandbox = self.sandbox
 
@@ -130,9 +131,9 @@ class Launcher:
         """Environment and tool channel of a standalone process (when no kernel can start)."""
         token = new_token()
         server = await self._open_tools(folder / "rpc", token, key.tools, current)
+        server.owner.pid = lambda: child.pid
         child.env = {**self.child_env(allowed), **server.env()}
-        await asyncio.to_thread(stage_tools_module, folder, {**server.stub_config(), "token": token,
-                                                             "tools": list(key.tools)})
+        await asyncio.to_thread(stage_tools_module, folder, {**server.stub_config(), "tools": list(key.tools)})
         return server
 
     async def _open_tools(

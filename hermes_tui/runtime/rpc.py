@@ -3,6 +3,9 @@
 A request is one JSON object ``{"id", "token", "tool", "args"}``; the reply is
 ``{"id", "result"}`` where ``result`` is always a dict (a failure has ``error``). Nothing a
 request holds — no token, a wrong one, garbage, a tool outside the seven — raises in the host.
+Only the kernel's own processes get that far (:mod:`.channel_guard`): a connection from any
+other process is refused by its pid, and the token comes on an inherited descriptor, written
+to no file.
 
 Two transports carry the same messages:
 
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.runtime.channel_guard import CREDENTIALS_SPACE, Owner, peer_pid, sender_pid, token_descriptor
 from hermes_tui.runtime.tools import TOOL_NAMES, ToolContext, call_tool, call_tool_blocking, get_tool
 
 log = logging.getLogger(__name__)
@@ -313,6 +317,10 @@ class SocketRpcServer:
         self.child_connector: socket.socket | None = None
         """The child's end of the connector (see :meth:`_connect_child`): inherited by the
         process, closed here once it has started (:meth:`started`)."""
+        self.owner = Owner()
+        """The process served: connections from anything outside its tree are refused."""
+        self.token_fd: int | None = None
+        """The token's descriptor, inherited by the process (closed here once it started)."""
 
     writable: tuple[Path, ...] = ()
     """Folders the child must be able to write (none: the socket comes as a descriptor)."""
@@ -325,7 +333,8 @@ class SocketRpcServer:
         return env
 
     def stub_config(self) -> dict[str, Any]:
-        config: dict[str, Any] = {"transport": "socket", "socket": str(self.path), "max_request": MAX_REQUEST_BYTES}
+        config: dict[str, Any] = {"transport": "socket", "socket": str(self.path), "max_request": MAX_REQUEST_BYTES,
+                                  "token_fd": self.token_fd}
         if self.child_connector is not None:
             config["connector_fd"] = self.child_connector.fileno()
         return config
@@ -333,18 +342,22 @@ class SocketRpcServer:
     @property
     def child_fds(self) -> tuple[int, ...]:
         """Descriptors the child must inherit."""
-        return () if self.child_connector is None else (self.child_connector.fileno(),)
+        fds = () if self.child_connector is None else (self.child_connector.fileno(),)
+        return fds if self.token_fd is None else (*fds, self.token_fd)
 
     def started(self) -> None:
-        """The child has started (or failed to): its end of the connector is its own now."""
+        """The child has started (or failed to): its end of the connector and the token's
+        descriptor are its own now."""
         child, self.child_connector = self.child_connector, None
         if child is not None:
             with contextlib.suppress(OSError):
                 child.close()
+        self.token_fd = _close_fd(self.token_fd)
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         try:
+            self.token_fd = token_descriptor(self.host.token)
             await asyncio.to_thread(self._listen)
             self._add_thread()
         except BaseException:
@@ -367,6 +380,8 @@ class SocketRpcServer:
         # connection on this pair, already connected, and gets one back (SCM_RIGHTS).
         self._connector, self.child_connector = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._connector.setblocking(False)
+        # Each ask carries the asker's pid, attached by the kernel (not by the asker).
+        self._connector.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self._selector = selectors.DefaultSelector()
         self._selector.register(listener, selectors.EVENT_READ)
         self._listening = True
@@ -533,6 +548,10 @@ class SocketRpcServer:
                 self._accept_paused_until = time.monotonic() + 0.1
                 return
             self._accept_failing = False
+            refusal = self.owner.refusal(peer_pid(sock))
+            if refusal is not None:
+                _say_and_close(sock, refusal)
+                continue
             sock.setblocking(False)
             if len(self._connections) >= MAX_CONNECTIONS and not self._close_a_silent_one():
                 _say_and_close(sock, f"tool channel: too many connections: this kernel already has "
@@ -547,16 +566,20 @@ class SocketRpcServer:
         assert connector is not None and self._selector is not None
         for _ in range(64):
             try:
-                asked = connector.recv(16)
+                asked, ancillary, _, _ = connector.recvmsg(16, CREDENTIALS_SPACE)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
-                asked = b""
+                asked, ancillary = b"", []
             if not asked:
                 self._selector.unregister(connector)
                 connector.close()
                 self._connector = None
                 return
+            if self.owner.refusal(sender_pid(ancillary)) is not None:
+                with contextlib.suppress(OSError):
+                    connector.send(b"refused")
+                continue
             if len(self._connections) >= MAX_CONNECTIONS and not self._close_a_silent_one():
                 with contextlib.suppress(OSError):
                     connector.send(b"full")
@@ -851,6 +874,7 @@ class SocketRpcServer:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.close()
+        self.token_fd = _close_fd(self.token_fd)
         selector, self._selector = self._selector, None
         if selector is not None:
             with contextlib.suppress(OSError):
@@ -926,11 +950,17 @@ class FileRpcServer:
         self._held = 0
         self._stuck: set[str] = set()
         """Names refused that could not be removed (a directory): not looked at again."""
+        self.owner = Owner()
+        """Unused here: a request file carries no sender; the token alone tells the kernel's."""
+        self.token_fd: int | None = None
 
     def env(self) -> dict[str, str]:
         return {"HERMES_RPC_DIR": str(self.folder)}
 
-    child_fds: tuple[int, ...] = ()
+    @property
+    def child_fds(self) -> tuple[int, ...]:
+        """Descriptors the child must inherit: the token's."""
+        return () if self.token_fd is None else (self.token_fd,)
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -938,12 +968,15 @@ class FileRpcServer:
         return (self.folder,)
 
     def started(self) -> None:
-        """Nothing to hand over: the requests folder is the channel."""
+        """The child has started (or failed to): the token's descriptor is its own now."""
+        self.token_fd = _close_fd(self.token_fd)
 
     def stub_config(self) -> dict[str, Any]:
-        return {"transport": "file", "rpc_dir": str(self.folder), "max_request": MAX_REQUEST_BYTES}
+        return {"transport": "file", "rpc_dir": str(self.folder), "max_request": MAX_REQUEST_BYTES,
+                "token_fd": self.token_fd}
 
     async def start(self) -> None:
+        self.token_fd = token_descriptor(self.host.token)
         for folder in (self.folder, self.requests, self.responses):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._poller = asyncio.ensure_future(self._poll())
@@ -1082,6 +1115,7 @@ class FileRpcServer:
         return budget.cancel_calls()
 
     async def close(self) -> None:
+        self.token_fd = _close_fd(self.token_fd)
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -1091,6 +1125,14 @@ class FileRpcServer:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _close_fd(fd: int | None) -> None:
+    """Close ``fd`` if there is one; None (what the holder keeps after)."""
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return None
 
 
 def _kind(mode: int) -> str:

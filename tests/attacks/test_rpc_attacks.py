@@ -293,7 +293,7 @@ UNREAD_REPLIES = """
 import json, os, socket, time, hermes_tools
 sock = socket.socket(socket.AF_UNIX)
 sock.connect(os.environ["HERMES_RPC_SOCKET"])
-token = hermes_tools._CONFIG["token"]
+token = hermes_tools._token()
 batch = b"".join((json.dumps({"id": i, "token": token, "tool": "web_search", "args": {"query": "x" * 200}})
                   + "\\n").encode() for i in range(COUNT))
 sock.setblocking(False)
@@ -485,7 +485,7 @@ with open("wide.txt", "w") as f:
     f.write(("w" * 1999 + "\\n") * 2000)  # 4 MB a reply
 s = socket.socket(socket.AF_UNIX)
 s.connect(cfg["socket"])
-req = json.dumps({"id": 1, "token": cfg["token"], "tool": "read_file", "args": {"path": "wide.txt", "limit": 2000}})
+req = json.dumps({"id": 1, "token": hermes_tools._token(), "tool": "read_file", "args": {"path": "wide.txt", "limit": 2000}})
 s.sendall(((req + "\\n") * 60).encode())  # 60 requests in one write; their replies never read
 time.sleep(2)
 t = time.time()

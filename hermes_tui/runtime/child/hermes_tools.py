@@ -198,6 +198,9 @@ def _ask_connector(fd):
                 raise ConnectionError("hermes-tui closed the tool channel")
             if data == b"full":
                 raise ConnectionError("the tool channel has too many connections open")
+            if data == b"refused":
+                raise ConnectionError("hermes-tui refused this process: only the kernel and what it started "
+                                      "may call its tools")
     finally:
         connector.close()
 
@@ -217,7 +220,7 @@ class _SocketChannel(object):
         with self.send_lock:
             self.next_id += 1
             request_id = self.next_id
-            message = {"id": request_id, "token": _CONFIG["token"], "tool": tool, "args": args}
+            message = {"id": request_id, "token": _token(), "tool": tool, "args": args}
             line = (json.dumps(message) + "\n").encode("utf-8")
             limit = _CONFIG.get("max_request")
             if limit and len(line) - 1 > limit:  # the host would refuse it and close the channel
@@ -249,7 +252,7 @@ class _FileChannel(object):
         with self.lock:
             self.counter += 1
             name = "%d-%d-%d" % (os.getpid(), threading.get_ident(), self.counter)
-        data = json.dumps({"id": name, "token": _CONFIG["token"], "tool": tool, "args": args})
+        data = json.dumps({"id": name, "token": _token(), "tool": tool, "args": args})
         limit = _CONFIG.get("max_request")
         if limit and len(data.encode("utf-8")) > limit:
             return {"error": "%s: request too large: over the tool channel's limit of %d bytes "
@@ -270,6 +273,22 @@ class _FileChannel(object):
 
 
 _channel = None
+_TOKEN = []
+
+
+def _token():
+    """The kernel's token, read once from the descriptor it inherited (it is in no file)."""
+    if not _TOKEN:
+        fd = _CONFIG.get("token_fd")
+        try:
+            token = os.pread(fd, 256, 0).decode("ascii").strip() if fd is not None else ""
+        except (OSError, TypeError, ValueError):
+            token = ""
+        if not token:
+            raise ConnectionError("the tool channel's token is not here (its descriptor was closed: "
+                                  "a process started with close_fds cannot call tools)")
+        _TOKEN.append(token)
+    return _TOKEN[0]
 
 
 def _forget_channel():
