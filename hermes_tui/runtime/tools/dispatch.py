@@ -26,16 +26,29 @@ def registry() -> dict[str, Tool]:
 
 _REGISTRY: dict[str, Tool] | None = None
 
-LAZY_IMPORTS = ("whatthepatch", "whatthepatch.exceptions", "httpx", "bs4", "markdownify")
-"""What the tools import on first use."""
+LAZY_IMPORTS = (
+    "whatthepatch", "whatthepatch.exceptions", "httpx", "bs4", "markdownify",
+    # what httpx imports with its first request (the web tools', a provider's): its transport
+    "httpcore", "httpcore._backends.auto", "httpcore._backends.anyio", "h11", "anyio._backends._asyncio", "sniffio",
+    "certifi",
+)
+"""What the tools import on first use. Found by the ``sys.modules`` diff of a run that calls
+every tool (tests/attacks/test_late_imports.py); what is still imported later is checked by the
+import guard (runtime/import_guard.py), and these are imported before it so that a script
+changing them after start cannot take the web tools away (about 35 ms and 1.7 MiB more:
+tests/bench/bench_imports.py)."""
 
 
 def preload() -> None:
-    """Import everything the tools would import later, and the shell parser. Blocking.
+    """Import everything the tools would import later, and the shell parser; then, in a
+    program that asked (:func:`~hermes_tui.runtime.import_guard.arm`), close the imports.
+    Blocking.
 
     Runs before any kernel exists: a module the host imports after a script could run is one
     the script can plant (a ``whatthepatch.py`` in a folder on ``sys.path``, a file changed in
-    site-packages) and would run inside the host, beside the keys."""
+    site-packages) and would run inside the host, beside the keys. What cannot all be imported
+    here (a Pygments lexer per language, an encoding per charset, the provider's SDK) is checked
+    by the guard as it is imported."""
     import importlib
 
     get_tool("patch")
@@ -47,6 +60,11 @@ def preload() -> None:
     from hermes_tui.runtime.danger.parse import parse
 
     parse("true")
+    from hermes_tui.runtime.import_guard import close_if_armed
+
+    # Whatever is imported after this is checked first (runtime/import_guard.py): a lexer for
+    # the first code block in a new language, an encoding for a page in a new charset.
+    close_if_armed()
 
 
 def get_tool(name: str) -> Tool | None:
