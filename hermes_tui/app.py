@@ -319,12 +319,21 @@ class HermesApp(App[None]):
         """Ready the runtime (temp dir, cache dir, approval rules, the sandbox's probe); kernels
         start on first use. The top bar then shows the sandbox in force; when none can be
         applied, the conversation says why (no script runs: fail closed)."""
+        from hermes_tui.runtime.import_guard import listen
+
+        listen(self._import_refused)
         await self.runtime.start()
         sandbox = self.runtime.sandbox
         self._sandbox = sandbox.label
         self._update_topbar()
         if sandbox.error:
             self.main.conversation.add_note(sandbox.error, "error")
+
+    def _import_refused(self, line: str) -> None:
+        """A module the host refused to import (runtime/import_guard.py), said in the conversation.
+        Called from whichever thread imported, often while a widget is being built: posted."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.main.conversation.add_note, line, "warning")
 
     @work(exclusive=True, group="events", exit_on_error=False)
     async def follow_events(self) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual.content import Content
 from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from hermes_tui.widgets.safe import visible
 
@@ -13,8 +15,23 @@ if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
 
 
+class ReplyFence(MarkdownFence):
+    """A code block of a reply. Pygments imports a language's lexer with its first block; when
+    the host refuses that import (a file changed after it started: runtime/import_guard.py) the
+    block is shown plain, not a traceback (the refusal is said once in the conversation)."""
+
+    @classmethod
+    def highlight(cls, code: str, language: str, ansi: bool = False, dark: bool = False) -> Content:
+        try:
+            return super().highlight(code, language, ansi, dark)
+        except ImportError:
+            return Content(code)
+
+
 class ReplyBlock(Markdown):
     """The model's reply, rendered as Markdown while it streams."""
+
+    BLOCKS: dict[str, type[MarkdownBlock]] = {**Markdown.BLOCKS, "fence": ReplyFence, "code_block": ReplyFence}
 
     DEFAULT_CSS = """
     ReplyBlock { margin: 0 0 1 0; padding: 0 1; height: auto; }

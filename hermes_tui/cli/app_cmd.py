@@ -49,5 +49,24 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
     from hermes_tui.app import HermesApp
 
+    close_imports_on_start()
     HermesApp(config, session=session, provider=provider, provider_problem=problem, max_cost=args.max_cost).run()
     return EXIT_OK
+
+
+APP_IMPORTS = (
+    "pygments.lexers.python", "pygments.lexers.shell", "pygments.lexers.diff", "pygments.lexers.special",
+    "pygments.styles.monokai", "pygments.styles.friendly",
+)
+"""What the app always needs after it starts: the lexers and styles of its run blocks, shell
+commands, approval dialogs and plain code. Imported before the imports close, so a refusal never
+reaches them (a reply's code blocks in other languages are shown plain when refused)."""
+
+
+def close_imports_on_start() -> None:
+    """Close the host's imports once the runtime has started (runtime/import_guard.py); each
+    refusal also goes to the approvals log."""
+    from hermes_tui.paths import hermes_home
+    from hermes_tui.runtime.import_guard import arm
+
+    arm(also=APP_IMPORTS, home=hermes_home())

@@ -38,6 +38,10 @@ def exec_command(args: argparse.Namespace, config: Config) -> int:
         raise UsageError("exec: '-' (standard input) can be given only once")
     scripts = _read_scripts(args.files)
     _check_home()
+    from hermes_tui.paths import hermes_home
+    from hermes_tui.runtime.import_guard import arm
+
+    arm(home=hermes_home())  # the host's imports close once its runtime has started (runtime/import_guard.py)
     return asyncio.run(_run_scripts(config, scripts, args))
 
 

@@ -154,6 +154,9 @@ def _drive(args: argparse.Namespace, config: Config, session: str, text: str | N
     run = HeadlessRun(config, home=home, cwd=os.getcwd(), settings=settings, session=session, printer=printer,
                       approver=approver, max_cost=args.run_max_cost,
                       program="hermes-tui run" if text is not None else "hermes-tui resume")
+    from hermes_tui.runtime.import_guard import arm
+
+    arm(home=home)  # the host's imports close once its runtime has started (runtime/import_guard.py)
     try:
         outcome = asyncio.run(run.start(text) if text is not None else run.resume())
     except SessionBusy as exc:  # another machine drives it (the shared store's lease)
