@@ -121,6 +121,15 @@ def carries_the_mark(pid: int) -> bool:
     return theirs is not None and mine is not None and theirs > mine
 
 
+def domains_available() -> bool:
+    """True when this kernel has Landlock (:func:`enter_domain` can work)."""
+    libc = _c()
+    if libc is None:
+        return False
+    return int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                            ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))) >= 1
+
+
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from hermes_tui.runtime import lineage
 from hermes_tui.runtime.sandbox import bwrap, landlock, paths, seccomp
 
 Tier = Literal["bwrap", "landlock", "off", "unavailable"]
@@ -28,6 +29,8 @@ T = TypeVar("T")
 FORCE_ENV = "HERMES_TUI_SANDBOX_TIER"
 """Names the mechanism to use (``bwrap`` or ``landlock``) instead of the first that works:
 for tests and diagnosis. One that cannot be applied then fails closed."""
+OFF_AND_OPEN = "off·/proc open"
+"""The label when the sandbox is off and Landlock is missing: kernels may read other processes of the user."""
 DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 """The only device files a Landlock-confined process may open (no disk, no terminal of the user's)."""
 IGNORE_SIGNALS = ("/usr/bin/env", "--ignore-signal=INT,TERM")
@@ -105,7 +108,11 @@ class Sandbox:
 
     @property
     def label(self) -> str:
-        """Short, for the top bar and the kernels pane: ``workspace-write·bwrap``, ``off``..."""
+        """Short, for the top bar and the kernels pane: ``workspace-write·bwrap``, ``off``...
+        ``off·/proc open``: off, and without Landlock, so a kernel can read other processes of
+        the user (the environment of the shell that launched the app)."""
+        if self.tier == "off" and not lineage.domains_available():
+            return OFF_AND_OPEN
         if self.tier in ("off", "unavailable"):
             return self.tier
         return f"{self.mode}·{self.tier}" + ("·network" if self.network else "")
