@@ -70,7 +70,7 @@ def test_topbar_line_shows_the_sandbox_and_warns_when_it_is_off_or_unavailable()
     narrow = topbar_line(80, **PARTS, sandbox="workspace-write·bwrap")  # the mechanism alone under 100 columns
     assert "sandbox: bwrap · approvals manual" in narrow.plain and narrow.cell_len <= 80
     assert "sandbox" not in topbar_line(200, **PARTS, sandbox=None).plain  # not probed yet: nothing said
-    for label in ("off", "unavailable"):
+    for label in ("off", "unavailable", "off·/proc open"):  # the last: off, and no Landlock
         line = topbar_line(200, **PARTS, sandbox=label)
         assert line.plain.endswith(f"approvals manual  sandbox: {label} ")
         assert WARNING in styles_of(line, f"sandbox: {label}")  # a badge, as YOLO's

@@ -83,7 +83,8 @@ def usage_text(totals: Totals, short: bool = False) -> Text:
 WARNING_BADGE = "reverse bold red"
 """The style of what must not be missed in the top bar: YOLO, and a sandbox that is off or unavailable."""
 SANDBOX_BADGES = ("off", "unavailable")
-"""Sandbox labels shown as a warning badge: scripts run unconfined, or nothing runs at all."""
+"""Sandbox labels (their first part) shown as a warning badge: scripts run unconfined (``off``,
+``off·/proc open``), or nothing runs at all."""
 
 
 def sandbox_text(label: str, brief: bool = False) -> str:
@@ -103,7 +104,7 @@ def topbar_line(width: int, *, version: str, session: str, model: str | None, cw
     # Session names, model names and paths are data: assembled as Text, never markup.
     label = visible(model) if model else "no model"
     short, session, cwd = visible(short_model(label)) if model else label, visible(session), visible(cwd)
-    badge = sandbox if sandbox in SANDBOX_BADGES else None
+    badge = sandbox if sandbox and sandbox.split("·", 1)[0] in SANDBOX_BADGES else None  # off·/proc open too
     # Each warning badge, whole and short.
     badges = (([(sandbox_text(badge), sandbox_text(badge))] if badge else [])
               + ([("YOLO: approvals off", "YOLO")] if yolo else []))

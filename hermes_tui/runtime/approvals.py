@@ -60,10 +60,8 @@ if TYPE_CHECKING:
     from hermes_tui.config import Config
 
 Choice = Literal["once", "session", "always", "deny"]
-INLINE_ANALYSIS = 4096
 DENIED_RUNS_KEPT = 256
 """Script runs denied whole that the gate remembers (the oldest is forgotten first)."""
-"""Commands up to this many characters are read on the event loop (well under a millisecond)."""
 SessionKind = Literal["local", "gateway"]
 
 
