@@ -92,6 +92,9 @@ class ImportGuard(MetaPathFinder):
         self.listeners: list[Listener] = []
         self.loaded_at_close: frozenset[str] = frozenset(sys.modules)
         """The modules imported before it (what a test compares ``sys.modules`` with)."""
+        self.in_flight_at_close: frozenset[str] = frozenset()
+        """The imports under way in other threads as it was put in place: found before it, so
+        not checked (no kernel had started yet)."""
         self._told: set[str] = set()
         self._lock = threading.Lock()
 
@@ -326,8 +329,20 @@ def close_imports(*, also: Iterable[str] = (), audit: Path | None = None) -> Imp
             found.listeners.append(_audit_writer(audit))
         sys.dont_write_bytecode = True
         sys.meta_path.insert(0, found)
+        # Another thread may be importing now (the app's first model call imports the provider's
+        # SDK on the event loop): what it found before the guard is put in place is written down.
+        found.in_flight_at_close = _in_flight()
+        found.loaded_at_close = frozenset(sys.modules)
         _GUARD = found
         return found
+
+
+def _in_flight() -> frozenset[str]:
+    """The modules whose import has begun and not ended (their import locks), in any thread."""
+    import importlib._bootstrap as bootstrap
+
+    locks = getattr(bootstrap, "_module_locks", {})
+    return frozenset(name for name in list(locks) if isinstance(name, str))
 
 
 def _audit_writer(path: Path) -> Listener:
