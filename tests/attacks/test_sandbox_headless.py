@@ -189,7 +189,9 @@ async def test_the_app_asks_to_run_outside_with_only_once_and_deny(
             await wait_until(pilot, lambda: dialog_ready(app), timeout=30)
             screen = app.screen
             assert isinstance(screen, ApprovalScreen) and screen.request.kind == "sandbox"
-            assert sorted(str(b.id) for b in screen.query(Button)) == ["deny", "once"]
+            # Allowing: once only; denying: this one, or all of the script's (issue 31: a script
+            # could queue many of these questions).
+            assert sorted(str(b.id) for b in screen.query(Button)) == ["deny", "deny_run", "once"]
             text = screen_text(app)
             assert "Run this command outside the sandbox?" in text
             assert COMMAND in text and f"blocked by the sandbox: {WHY}" in text

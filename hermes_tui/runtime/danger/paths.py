@@ -6,10 +6,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from hermes_tui.runtime.danger.places import Place
+from typing import Any
 
 SYSTEM_DIRS = frozenset({
     "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root", "/sbin",
@@ -83,9 +80,10 @@ class Paths:
 
     home: str
     hermes_home: str
-    place: Place | None = None
-    """Where the command runs (its working directory, its shell's home), when known: paths
-    are then also judged as they resolve on this machine (:mod:`.places`)."""
+    place: Any = None
+    """A :class:`.places.Place` (not imported: that module builds on this one): where the
+    command runs (its working directory, its shell's home), when known; paths are then also
+    judged as they resolve on this machine."""
 
     @classmethod
     def of(cls, home: str | None, hermes_home: str | None) -> Paths:
