@@ -511,3 +511,22 @@ async def test_a_megabyte_script_is_shown_whole_without_freezing_the_app(hermes_
         assert shown.text == script and shown.read_only
         await pilot.press("d")
         assert (await asyncio.wait_for(answer, 5)).choice == "deny"
+
+
+async def test_at_80x24_the_dialog_scrolls_and_every_answer_shows_whole(
+        hermes_home: Path, tmp_path: Path, no_arming: None) -> None:
+    """The trial at 80x24 found "deny all"'s line cut mid-sentence and its button cut to
+    "5 Deny all of this scr": the title and the answers stay, the text between scrolls."""
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        ask(app, request(text="echo hi > f3", exec_id="20261202-061411-7609abcd", cwd="/tmp/trial31/home/project",
+                         reasons=["writes a file", "runs decoded, hidden code", "deletes recursively or by force"],
+                         choices=["once", "session", "always", "deny"], session_rule="echo hi > f3",
+                         always_rule="echo hi > f3", always_file="/x/allowlist.yaml"))
+        await wait_until(pilot, lambda: dialog(app) is not None)
+        await shows_literally(pilot, app, "Approve this terminal command?", "1 Once", "2 Session", "3 Always",
+                              "4 Deny", "5 Deny all")
+        box = dialog(app).query_one("#dialog")
+        assert box.max_scroll_y > 0, screen_text(app)  # more than fits: it scrolls rather than cutting
+        box.scroll_end(animate=False)
+        await shows_literally(pilot, app, "until it ends).", "Approve this terminal command?", "5 Deny all")

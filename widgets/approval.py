@@ -25,7 +25,7 @@ from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
 
 BUTTONS = {"once": ("1 Once", "success"), "session": ("2 Session", "primary"), "always": ("3 Always", "warning"),
-           "deny": ("4 Deny", "error"), "deny_run": ("5 Deny all of this script", "error")}
+           "deny": ("4 Deny", "error"), "deny_run": ("5 Deny all", "error")}
 HIGHLIGHT_LIMIT = 64_000
 """Longer text is shown in a read-only editor, unhighlighted: highlighting and laying out a
 megabyte of script at once would freeze the app for seconds."""
@@ -68,9 +68,9 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     DEFAULT_CSS = """
     ApprovalScreen > #dialog {
         width: 90%; max-width: 120; height: auto; max-height: 90%;
-        border: thick $warning; padding: 0 1;
+        border: thick $warning; padding: 0 1; overflow-y: auto;
     }
-    #dialog #title-row { height: 1; }
+    #dialog #title-row { height: 1; dock: top; }
     #dialog #title { text-style: bold; color: $warning; width: 1fr; }
     #dialog #countdown { color: $error; text-style: bold; width: auto; }
     #dialog #typing { color: $warning; }
@@ -80,10 +80,11 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     #dialog .reason { color: $error; width: 1fr; }
     #dialog .meta { color: $text-muted; width: 1fr; }
     #dialog #rules { color: $text; margin-top: 1; }
+    #dialog #details { height: auto; }
     #dialog #arming { color: $warning; text-style: italic; }
     #dialog #answers { dock: bottom; height: auto; }
     #dialog #buttons { height: auto; margin-top: 1; }
-    #dialog Button { margin-right: 1; min-width: 14; }
+    #dialog Button { margin-right: 1; min-width: 12; }
     #dialog #deny-reason { display: none; }
     #dialog #deny-reason.visible { display: block; }
     """
@@ -141,15 +142,16 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
                 yield Static(self._code(), id="code-text")
         else:  # a huge script: a read-only editor draws only the lines in view
             yield TextArea(reveal(self._source()), read_only=True, show_line_numbers=True, id="code-text")
-        where = f"in {request.cwd} · session {request.session}"
-        if request.kernel:
-            where += f" · kernel {request.kernel}"
-        if request.exec_id:
-            where += f" · script {request.exec_id}"
-        yield Label(shown(where + f" · {request.origin} turn"), classes="meta")
-        for reason in request.reasons:
-            yield Label(shown(f"⚠ {reason}"), classes="reason")
-        yield Static(shown(self._rules_text()), id="rules")
+        with Vertical(id="details"):  # the dialog scrolls on a small terminal: nothing is cut off
+            where = f"in {request.cwd} · session {request.session}"
+            if request.kernel:
+                where += f" · kernel {request.kernel}"
+            if request.exec_id:
+                where += f" · script {request.exec_id}"
+            yield Label(shown(where + f" · {request.origin} turn"), classes="meta")
+            for reason in request.reasons:
+                yield Label(shown(f"⚠ {reason}"), classes="reason")
+            yield Static(shown(self._rules_text()), id="rules")
         with Vertical(id="answers"):  # docked: on a small terminal the details are cut, never the answers
             if not self.armed:
                 yield Label(f"arming… keys are ignored for {self.arming:g} s", id="arming")

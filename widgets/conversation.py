@@ -516,11 +516,13 @@ PREVIEW_CHARS = 1000
 """A run's output shows under its block up to this many lines and characters."""
 
 
-def output_preview(output: str, cut: bool = False, saved: bool = True, total: int = 0) -> Text | None:
+def output_preview(output: str, cut: bool = False, saved: bool = True, total: int = 0,
+                   saved_bytes: int | None = None) -> Text | None:
     """The first lines of a run's output (None when it printed nothing), and how much more
     there is, and where to read the rest: the output pane, or for an output that was ``cut``
     (the result holds its head and tail only) the saved file in the pager (``saved``: the
-    whole output, ``total`` bytes, was written to a file). Output is data: a Text, never markup, with control
+    whole output, ``total`` bytes, was written to a file; ``saved_bytes``: only its first
+    bytes were, the file stopping at a spill cap). Output is data: a Text, never markup, with control
     characters visible."""
     output = output.rstrip("\n")
     if not output.strip():
@@ -531,8 +533,13 @@ def output_preview(output: str, cut: bool = False, saved: bool = True, total: in
     more_lines = output.count("\n") - head.count("\n")
     if cut:
         size = f" ({human_size(total)})" if total else ""
-        where = (f"output cut · the whole output{size} is saved: c (or F9) opens it in the pager" if saved
-                 else f"output cut · the whole output{size} was not saved: Enter or click shows its head and tail")
+        if saved and saved_bytes is not None:
+            where = (f"output cut · only its first {human_size(saved_bytes)} of {human_size(total)} is saved "
+                     "(a spill cap): c (or F9) opens that in the pager")
+        elif saved:
+            where = f"output cut · the whole output{size} is saved: c (or F9) opens it in the pager"
+        else:
+            where = f"output cut · the whole output{size} was not saved: Enter or click shows its head and tail"
         preview.append(f"\n… {where}", "dim italic")
     elif len(head) < len(output):
         count, unit = (more_lines, "line") if more_lines else (len(output) - len(head), "character")
@@ -651,7 +658,7 @@ class RunBlock(Static, can_focus=True):
             parts.append(Text.assemble(("⚠ ", "bold yellow"), plain(result.warning, "yellow")))
         if result is not None and (preview := output_preview(
                 result.output, cut=result.stdout_truncated, saved=result.stdout_spill_path is not None,
-                total=result.stdout_bytes_total)) is not None:
+                total=result.stdout_bytes_total, saved_bytes=result.stdout_spill_bytes)) is not None:
             parts.append(preview)
         return parts
 

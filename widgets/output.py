@@ -394,7 +394,8 @@ class OutputPane(FocusFrame, Vertical):
         if result.stdout_truncated:
             notes.append(f"Output cut to head and tail ({result.stdout_bytes_total:,} bytes in all).")
         if result.stdout_spill_path:
-            notes.append(f"Full output: {result.stdout_spill_path}   [o] open  [y] copy path")
+            kind = "Full output" if result.stdout_spill_bytes is None else "Saved output (its first part)"
+            notes.append(f"{kind}: {result.stdout_spill_path}   [o] open  [y] copy path")
         if result.error and result.status != "success":
             notes.append(f"{result.status}: {result.error}")
         if result.warning:

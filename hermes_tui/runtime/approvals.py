@@ -399,8 +399,11 @@ class ApprovalGate:
             await self.audit.write(event="auto", kind="sandbox", session=session, origin=origin, text=command,
                                    decision="allow", why="approved after a restart")
             return None
+        # What the command does, in words, even where approvals are off: the person lifting the
+        # sandbox must see a recursive delete or decoded code before saying once.
+        analysis, _, _, _ = await self._read(command, cwd)
         request = self._request("sandbox", command, cwd, session, kernel, exec_id, origin,
-                                [f"blocked by the sandbox: {why}",
+                                [f"blocked by the sandbox: {why}", *analysis.flags,
                                  "run outside the sandbox? it would run again, unconfined, as you"],
                                 ["once", "deny"], call_id)
         request.session_rule = key

@@ -455,6 +455,7 @@ class Executor:
             stdout_truncated=stdout.truncated,
             stdout_bytes_total=stdout.total_bytes,
             stdout_spill_path=str(stdout.spill_path) if stdout.spill_path else None,
+            stdout_spill_bytes=stdout.spill_bytes if stdout.spill_path and stdout.spill_cut else None,
             kernel=KernelRef(
                 id=kernel.id if kernel else None,
                 reused=bool(lease and lease.reused),

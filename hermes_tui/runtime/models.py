@@ -46,6 +46,9 @@ class ExecResult(BaseModel):
     stdout_truncated: bool = False
     stdout_bytes_total: int = 0
     stdout_spill_path: str | None = None
+    stdout_spill_bytes: int | None = None
+    """When the saved file stops short (``max_spill_bytes``, ``max_cache_bytes``): the bytes
+    it holds. None: it holds the whole output (or nothing was saved)."""
     kernel: KernelRef
     exec_id: str
     """Names this run's record in ``$HERMES_HOME/cache/exec`` (``<exec_id>.json``)."""

@@ -58,7 +58,7 @@ async def test_deny_all_of_this_script_in_the_dialog_ends_a_flood_of_requests(
         # The flood is queued behind the first dialog ("request 1 of N").
         await wait_until(pilot, lambda: dialog_ready(app) and app.screen.total >= 8)
         dialog = app.screen
-        assert dialog.query_one("#deny_run").label.plain == "5 Deny all of this script"
+        assert dialog.query_one("#deny_run").label.plain == "5 Deny all"
         started = time.monotonic()
         await pilot.press("x")
         log = app.query_one("#output-log")

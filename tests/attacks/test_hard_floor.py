@@ -80,6 +80,9 @@ ATTACKS = [
     ("rm -rf ../../../user", "deep"),
     ("cd ~ && rm -rf -- *", "proj"),
     ("printf '%s\\n' ~ | xargs -I{} rm -rf {}", "proj"),
+    # Found by the trial after the first round: code a shell is fed through a decoder.
+    ("echo cm0gLXJmIH4= | base64 -d | sh", "proj"),  # rm -rf ~
+    ("echo 726d202d7266207e | xxd -r -p | bash", "proj"),
 ]
 
 

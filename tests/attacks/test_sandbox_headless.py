@@ -131,6 +131,24 @@ def test_a_headless_run_pauses_on_the_question_then_approve_and_resume_run_it_ou
     assert pending(workdir) == []
 
 
+def test_the_question_says_what_the_command_does_even_with_approvals_off(
+        tier: str, hermes_home: Path, home: Path, workdir: Path) -> None:
+    """Approvals off shows no flag; the person asked to lift the sandbox must still see that
+    the command deletes recursively (the trial found a base64 'rm -rf' asked as a mere write)."""
+    (home / "notes").mkdir(exist_ok=True)
+    (home / "notes" / "keep.txt").write_text("keep\n")
+    command = "rm -rf ~/notes"
+    with model(f"from hermes_tools import terminal\nprint(terminal({command!r}))\n") as server:
+        configure(hermes_home, server, YOLO)
+        paused = cli(workdir, "run", "--session", "job", "--pause-on", "approval", "tidy up")
+        assert paused.returncode == 3, paused.stdout + paused.stderr
+        (item,) = pending(workdir)
+        assert item["kind"] == "sandbox" and item["text"] == command
+        assert item["reasons"][0].startswith("blocked by the sandbox: ")
+        assert any("deletes recursively" in reason for reason in item["reasons"]), item["reasons"]
+    assert (home / "notes" / "keep.txt").exists()
+
+
 def test_denied_the_command_stays_stopped_and_the_script_goes_on(hermes_home: Path, home: Path,
                                                                  workdir: Path) -> None:
     note = home / "notes" / "note.txt"

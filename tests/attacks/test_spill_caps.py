@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hermes_tui.config import ConfigError, parse_config
 from hermes_tui.runtime import Runtime
+from hermes_tui.widgets.conversation import output_preview
 
 from conftest import make_config
 
@@ -49,6 +50,11 @@ async def test_one_run_s_spill_stops_at_max_spill_bytes_and_says_so(hermes_home:
     assert result.warning and "saved only in part" in result.warning, result.warning
     assert f"holds its first {8 * MB:,} bytes of {result.stdout_bytes_total:,}" in result.warning
     assert "max_spill_bytes, 8.0 MiB" in result.warning
+    assert result.stdout_spill_bytes == 8 * MB  # the result says the file stops short
+    # ... and so does the conversation's run block (it said "the whole output is saved")
+    preview = output_preview(result.output, cut=True, saved=True, total=result.stdout_bytes_total,
+                             saved_bytes=result.stdout_spill_bytes).plain
+    assert "only its first 8.0M of" in preview and "whole output" not in preview, preview
     assert result.output.rstrip().endswith("THE-LAST-LINE")
     assert grew < 150, f"host memory grew {grew:.0f} MB"
     # Nothing else in the cache grew: the record and the spill only.

@@ -12,10 +12,12 @@ A command that cannot be parsed, or that hides characters, is flagged — never 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import fnmatch
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from hermes_tui.runtime.danger import windows
 from hermes_tui.runtime.danger.analysis import Analysis
@@ -392,6 +394,9 @@ class _Reader:
             return None
         operands = [a for a in args if not a.startswith(("-", "+"))]
         if remote_code(Check(program, args, command, self.paths, self.result), program):
+            decoded = _static_output(command)
+            if decoded is not None:  # echo cm0gLXJmIH4= | base64 -d | sh: what it decodes is read too
+                self.text(decoded, depth + 1)
             return None
         if operands and COMPUTED in operands[0]:
             static = _static_output(command) if operands[0] == COMPUTED else None
@@ -580,9 +585,10 @@ def _xargs_input(command: Command, args: list[str]) -> list[str]:
     return words[:MAX_XARGS_WORDS] or [COMPUTED]
 
 
-def _static_output(command: Command) -> str | None:
-    """What ``echo WORDS | sh`` / ``printf TEXT | sh`` hands the shell, when it is static."""
-    if len(command.fed_by) != 1:
+def _static_output(command: Command, depth: int = 0) -> str | None:
+    """What ``echo WORDS | sh`` / ``printf TEXT | sh`` hands the shell, when it is static —
+    through decoders too: ``echo cm0gLXJmIH4= | base64 -d | sh`` hands it ``rm -rf ~``."""
+    if len(command.fed_by) != 1 or depth > 8:
         return None
     source = command.fed_by[0]
     if source.words[:1] in (["echo"], ["printf"]) and not any(COMPUTED in w for w in source.words):
@@ -590,5 +596,42 @@ def _static_output(command: Command) -> str | None:
         return " ".join(words).replace("\\n", "\n")
     if source.words[:1] == ["cat"] and source.stdin is not None and len(source.words) == 1:
         return source.stdin
+    decode = _decoder(source.words)
+    if decode is not None:
+        encoded = source.stdin if source.stdin is not None else _static_output(source, depth + 1)
+        if encoded is not None:
+            return decode(encoded)
+    return None
+
+
+def _unpadded_b64(text: str) -> bytes:
+    """base64 as coreutils decodes it: padding may be missing."""
+    return base64.b64decode(text.rstrip("=") + "=" * (-len(text.rstrip("=")) % 4))
+
+
+def _decoder(words: list[str]) -> Callable[[str], str | None] | None:
+    """How the program ``words`` turns its input into output, when it is a plain decoder
+    (``base64 -d``, ``base32 -d``, ``xxd -r -p``, ``rev``) reading standard input."""
+    program, args = (program_name(words[0]) if words else ""), words[1:]
+    decoding = any(a in ("-d", "--decode", "-D") or a.startswith("-") and not a.startswith("--") and "d" in a
+                   for a in args)
+    files = [a for a in args if not a.startswith("-")]
+
+    def safely(decode: Callable[[str], bytes]) -> Callable[[str], str | None]:
+        def run(text: str) -> str | None:
+            try:
+                return decode(text).decode("utf-8", "replace")
+            except (ValueError, binascii.Error):
+                return None
+        return run
+
+    if program in ("base64", "gbase64") and decoding and not files:
+        return safely(lambda text: _unpadded_b64("".join(text.split())))
+    if program == "base32" and decoding and not files:
+        return safely(lambda text: base64.b32decode("".join(text.split()).upper()))
+    if program == "xxd" and "-r" in args and "-p" in args and len(files) == 0:
+        return safely(lambda text: bytes.fromhex("".join(text.split())))
+    if program == "rev" and not args:
+        return lambda text: "\n".join(line[::-1] for line in text.split("\n"))
     return None
 
