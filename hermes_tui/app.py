@@ -33,6 +33,7 @@ from hermes_tui.attention import LONG_TURN_SECONDS
 from hermes_tui.agent.events import AgentEvent, ToolFinished, TurnEnded, TurnKind, TurnStarted
 from hermes_tui.commands import PALETTE, command_argument, parse_command
 from hermes_tui.config import Config
+from hermes_tui.config_notes import backend_refusal
 from hermes_tui.editor import editor_argv, editor_command
 from hermes_tui.heap import HeapKeeper
 from hermes_tui.paths import exec_cache_dir, hermes_home
@@ -208,7 +209,9 @@ class HermesApp(App[None]):
                              # before the runtime exists (the first frame), the config says it
                              yolo=self._workspace.runtime.yolo if self._workspace is not None
                              else self.config.approvals.mode == "off",
-                             sandbox=self._sandbox)
+                             sandbox=self._sandbox,
+                             # a broken config.yaml (or another backend): the modes are not in force
+                             halted=backend_refusal(self.config.terminal) is not None)
 
     # -- the session ----------------------------------------------------------------------
 

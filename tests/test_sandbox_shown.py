@@ -79,6 +79,11 @@ def test_topbar_line_shows_the_sandbox_and_warns_when_it_is_off_or_unavailable()
             assert line.cell_len <= width, (width, line.plain)
             if width >= 45:
                 assert f"sandbox: {label}" in line.plain and "YOLO" in line.plain and "approvals off" in line.plain
+    # Nothing runs (a broken config.yaml): the modes shown are not in force, and a badge says so.
+    halted = topbar_line(200, **PARTS, sandbox="workspace-write·bwrap", halted=True)
+    assert "nothing runs" in halted.plain and WARNING in styles_of(halted, "nothing runs")
+    for width in range(45, 160):
+        assert "nothing runs" in topbar_line(width, **PARTS, sandbox="off", halted=True).plain, width
     # Never markup: a label is shown as it is.
     assert "sandbox: [b]x[/b]\\x1b" in topbar_line(200, **PARTS, sandbox="[b]x[/b]\x1b").plain
 

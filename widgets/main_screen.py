@@ -93,20 +93,22 @@ def sandbox_text(label: str, brief: bool = False) -> str:
 
 
 def topbar_line(width: int, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
-                yolo: bool, usage: Totals | None = None, sandbox: str | None = None) -> Text:
+                yolo: bool, usage: Totals | None = None, sandbox: str | None = None, halted: bool = False) -> Text:
     """The top bar's text for ``width`` cells: it shortens instead of being cut mid-word. The
     working dir goes first, then the sandbox's label shortens to its mechanism, then the model's
     label to the model's name, then the app's name and the words around the session go; the usage
     (context, tokens, cost), the sandbox, the approvals mode and the YOLO badge always stay (the
     usage shortens to the gauge and the cost under 100 cells). ``sandbox``: the runtime's label
     once it is probed (None: not yet, nothing shown); ``off`` and ``unavailable`` are warning
-    badges."""
+    badges. ``halted``: nothing runs at all (a broken config.yaml, a ``terminal.backend`` not
+    ``local``): a badge says so, for the modes shown are then not what is in force."""
     # Session names, model names and paths are data: assembled as Text, never markup.
     label = visible(model) if model else "no model"
     short, session, cwd = visible(short_model(label)) if model else label, visible(session), visible(cwd)
     badge = sandbox if sandbox and sandbox.split("·", 1)[0] in SANDBOX_BADGES else None  # off·/proc open too
     # Each warning badge, whole and short.
-    badges = (([(sandbox_text(badge), sandbox_text(badge))] if badge else [])
+    badges = (([("nothing runs: see the conversation", "nothing runs")] if halted else [])
+              + ([(sandbox_text(badge), sandbox_text(badge))] if badge else [])
               + ([("YOLO: approvals off", "YOLO")] if yolo else []))
 
     def confined(brief: bool) -> Text:
@@ -154,7 +156,7 @@ class TopBar(Widget):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.parts: dict[str, object] = {"version": "", "session": "", "model": None, "cwd": "",
                                          "approvals": "", "yolo": False, "usage": None,
-                                         "sandbox": None}
+                                         "sandbox": None, "halted": False}
 
     def render(self) -> Text:
         width = self.content_size.width or 10_000  # not laid out yet: the whole line
@@ -250,12 +252,13 @@ class MainScreen(Screen[None]):
         return self.query_one(ConversationPane)
 
     def set_topbar(self, *, version: str, session: str, model: str | None, cwd: str, approvals: str,
-                   yolo: bool, sandbox: str | None = None) -> None:
+                   yolo: bool, sandbox: str | None = None, halted: bool = False) -> None:
         """The line at the top: version, session, model, working dir, sandbox (its label; None:
-        not probed yet), approvals mode (it shortens to fit the screen: :func:`topbar_line`)."""
+        not probed yet), approvals mode, and whether nothing runs at all (it shortens to fit the
+        screen: :func:`topbar_line`)."""
         topbar = self.topbar
         topbar.parts = {**topbar.parts, "version": version, "session": session, "model": model, "cwd": cwd,
-                        "approvals": approvals, "yolo": yolo, "sandbox": sandbox}
+                        "approvals": approvals, "yolo": yolo, "sandbox": sandbox, "halted": halted}
         topbar.refresh()
 
     def set_model(self, settings: ProviderSettings) -> None:

@@ -67,7 +67,8 @@ async def test_the_app_starts_after_a_script_breaks_config_yaml_and_runs_nothing
     await break_config_from_a_script(hermes_home, tmp_path)
     terminal = Terminal(hermes_home, tmp_path, size=(200, 48))
     try:
-        wait_for_words(terminal, "config error:", "config.yaml: invalid YAML at line 6", "hermes-tui doctor")
+        screen = wait_for_words(terminal, "config error:", "config.yaml: invalid YAML at line 6", "hermes-tui doctor")
+        assert "nothing runs" in screen.strip().splitlines()[0]  # the top bar: its modes are not in force
         terminal.type("print('ran', 6 * 7)")
         terminal.key("Enter")
         screen = wait_for_words(terminal, "nothing runs until config.yaml is fixed")

@@ -32,11 +32,15 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (setpriv, 
 
 
 def _inner_pytest(test: str, tmp: Path, *setpriv: str) -> subprocess.CompletedProcess[str]:
-    """Run one test of this suite again in a fresh interpreter under ``setpriv``."""
+    """Run one test of this suite again in a fresh interpreter under ``setpriv``. Not from the
+    checkout's folder: ``-m`` puts the working directory first on ``sys.path``, where the
+    checkout's ``hermes_tui`` lacks what an install adds (its widgets and themes)."""
+    tmp.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
         ["setpriv", *setpriv, sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-p",
-         "no:cacheprovider", f"--basetemp={tmp}", test],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+         "no:cacheprovider", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"), f"--basetemp={tmp / 'base'}",
+         str(ROOT / test)],
+        cwd=tmp, capture_output=True, text=True, timeout=300,
     )
 
 
