@@ -318,3 +318,23 @@ def test_cache_over_its_limits_warns(hermes_home: Path, tmp_path: Path) -> None:
     assert found.status == "warn" and "older than cache.retention 7d" in found.detail
     assert "over cache.max_size 1K" in found.detail and "cache prune" in found.fix
     assert doctor_checks.check_cache(parse_config(""), hermes_home).status == "ok"
+
+
+def test_the_readme_the_docs_and_doctor_say_the_same_of_the_approvals_modes() -> None:
+    """Issue 32: the README still said `manual` asks for every command while its own table,
+    docs/approvals.md and doctor said it asks for flagged ones only."""
+    from hermes_tui.cli.doctor_cmd import MODES
+
+    root = Path(__file__).resolve().parents[1]
+    readme = " ".join((root / "README.md").read_text().split())
+    docs = " ".join((root / "docs" / "approvals.md").read_text().split())
+    approvals = readme[readme.index("## Approvals"):readme.index("## Security")]
+    assert "`manual` (the default) asks only for flagged commands" in approvals
+    assert "Every `terminal()` command asks first (`approvals.mode: manual`)" not in readme
+    assert "`manual` (the default): only flagged commands ask" in docs
+    assert MODES["manual"].startswith("flagged commands ask")
+    # strict asks for everything a script or the model runs; a typed !cmd only when flagged
+    assert "`strict` (ours) asks for every `terminal()` command" in approvals
+    assert "A `!cmd` you type yourself asks only when flagged, in every mode, `strict` included" in approvals
+    assert "a `!cmd` you type yourself asks only when flagged, in every mode" in docs
+    assert "a !cmd you type asks only when flagged" in MODES["strict"]

@@ -35,7 +35,7 @@ from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
 from hermes_tui.units import plural
 
 MODES = {
-    "manual": "flagged commands ask",
+    "manual": "flagged commands ask, the others run",
     "strict": "every terminal() command of a script or the model asks unless a rule allows it (a !cmd you type "
               "asks only when flagged)",
     "off": "nothing asks (YOLO); hard-blocked commands are still refused",
