@@ -177,6 +177,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command is not None:
         gc.enable()
     try:
+        _top_level_yolo(args)
         _choose_store(args)
         if args.command == "store":
             from hermes_tui.cli.store_cmd import store_command
@@ -246,6 +247,17 @@ def _main(argv: list[str] | None) -> int:
         from hermes_tui.paths import hermes_home
 
         return _fail(os_problem(exc, hermes_home()))
+
+
+def _top_level_yolo(args: argparse.Namespace) -> None:
+    """``hermes-tui --yolo exec ...`` means ``exec --yolo``; before any other command ``--yolo``
+    does nothing, so it is refused rather than silently ignored."""
+    if not args.app_yolo or args.command is None:
+        return
+    if args.command == "exec":
+        args.yolo = True
+        return
+    raise UsageError(f"--yolo applies to the app and to exec, not to {args.command}")
 
 
 def _fail(message: str) -> int:

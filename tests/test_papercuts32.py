@@ -1,0 +1,24 @@
+"""Issue 32, items 11-16: the small things a new user's trial found."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "hermes_tui"]
+
+
+def cli(*argv: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          input=stdin if stdin is not None else "", start_new_session=True)
+
+
+def test_top_level_yolo_applies_to_exec_and_is_refused_elsewhere(hermes_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("from hermes_tools import terminal\nprint(terminal('echo ran')['output'], end='')\n")
+    done = cli("--yolo", "exec", "t.py", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    assert "YOLO: approvals are off for this run" in done.stderr
+    refused = cli("--yolo", "cache", "ls", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "--yolo applies to the app and to exec, not to cache" in refused.stderr
