@@ -99,7 +99,8 @@ async def _run_scripts(config: Config, scripts: list[tuple[str, str]], args: arg
     async with Runtime(config, approver=tty_approver()) as runtime:
         for index, (name, code) in enumerate(scripts):
             result = await runtime.execute_code(
-                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout, origin=args.origin
+                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout, origin=args.origin,
+                filename=name,
             )
             if args.json:
                 print(result.model_dump_json(), flush=True)

@@ -56,6 +56,8 @@ class Running:
     ``busy`` (the kernel was still answering a variables request: the script never started)."""
     display: bool = False
     """Show the value of a last bare expression, as the Python REPL does (typed input)."""
+    filename: str | None = None
+    """The name tracebacks give the script (``hermes-tui exec``'s file); ``<cell N>`` when None."""
 
 
 @dataclass(slots=True)
@@ -114,6 +116,7 @@ class Executor:
         origin: Origin = "user",
         call_id: str | None = None,
         display: bool = False,
+        filename: str | None = None,
     ) -> ExecResult:
         """Run ``code`` in the kernel for ``key``; see :meth:`Runtime.execute_code`.
 
@@ -125,7 +128,7 @@ class Executor:
         try:
             return await self._execute(code, key, progress, reset=reset, timeout=timeout,
                                        max_tool_calls=max_tool_calls, start_warning=start_warning, origin=origin,
-                                       call_id=call_id, display=display)
+                                       call_id=call_id, display=display, filename=filename)
         except Exception as exc:  # the host's failure, not the script's: a result, never a traceback
             result = self.host_failed(progress, exc)
             log.warning("execution %s: %s", progress.exec_id, result.error)  # one line; the traceback at debug
@@ -147,6 +150,7 @@ class Executor:
         origin: Origin,
         call_id: str | None,
         display: bool = False,
+        filename: str | None = None,
     ) -> ExecResult:
         exec_id, started, started_at = progress.exec_id, progress.started, progress.started_at
         capture = HeadTailCapture(spill_path=spill_path(self.cache_dir, exec_id),
@@ -160,7 +164,7 @@ class Executor:
             result = self.refused(exec_id, f"BLOCKED: {refusal}", time.perf_counter() - started)
             self._finish(result, key, code, started_at)
             return result
-        running = Running(exec_id, key.session, None, display=display)
+        running = Running(exec_id, key.session, None, display=display, filename=filename)
         self.running[exec_id] = running
         lease: Lease | None = None
         warnings = progress.warnings
@@ -251,7 +255,8 @@ class Executor:
         if running.interrupt.done():  # interrupted before it was sent: it never runs, the kernel stays
             return CellOutcome(capture.finish(), HeadTailCapture().finish(), None, None), "interrupt"
         try:
-            future = await kernel.run(code, exec_id, capture, display=running.display)
+            future = await kernel.run(code, exec_id, capture, display=running.display,
+                                          filename=running.filename)
         except KernelGone:
             future = kernel.begin(exec_id, None, capture)  # resolves when the pump finishes
         try:

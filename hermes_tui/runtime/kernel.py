@@ -275,9 +275,10 @@ class Kernel(ChildProcess):
                     os.close(fd)
 
     async def run(self, code: str, exec_id: str, stdout: HeadTailCapture, *,
-                  display: bool = False) -> asyncio.Future[CellOutcome]:
+                  display: bool = False, filename: str | None = None) -> asyncio.Future[CellOutcome]:
         """Send a script; returns the future of its outcome. Raises :class:`KernelGone`.
-        ``display``: show a last bare expression's value, as the Python REPL does."""
+        ``display``: show a last bare expression's value, as the Python REPL does; ``filename``:
+        the name its tracebacks give it (``<cell N>`` when None)."""
         if not self.alive or self._ctrl_in < 0:
             raise KernelGone(self.id)
         self.execution_count += 1
@@ -285,6 +286,8 @@ class Kernel(ChildProcess):
         future = self.begin(exec_id, marker.encode("ascii"), stdout)
         request = {"op": "exec", "id": exec_id, "code": code, "marker": marker, "cell": self.execution_count,
                    "display": display}
+        if filename:
+            request["filename"] = filename
         try:
             await self._send((json.dumps(request) + "\n").encode("utf-8"))
         except OSError:

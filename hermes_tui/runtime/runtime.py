@@ -200,6 +200,7 @@ class Runtime:
         origin: Origin = "user",
         call_id: str | None = None,
         display: bool = False,
+        filename: str | None = None,
     ) -> ExecResult:
         """Run ``code`` in the session's kernel and return its :class:`ExecResult`.
 
@@ -218,6 +219,7 @@ class Runtime:
             call_id: the conversation's tool call this run answers; approvals it asks carry it.
             display: show the value of a last bare expression (``f(6, 7)`` prints ``42``, ``None``
                 nothing), as the Python REPL does: for Python the user types, not for scripts.
+            filename: the name tracebacks give the script (``analyse.py``; default ``<cell N>``).
 
         Raises:
             ValueError: for a bad ``mode``, ``timeout`` or tool name (the caller's mistake).
@@ -243,6 +245,7 @@ class Runtime:
         return await self._executor.execute(
             code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
             start_warning=warning, origin=origin, call_id=call_id, display=display,
+            filename=filename,
         )
 
     def kernels(self) -> list[KernelInfo]:

@@ -216,7 +216,7 @@ class Driver(object):
     def run_cell(self, request):
         """Run one script; returns an exit code when the script asked the kernel to end."""
         number = request.get("cell", len(self.cells) + 1)
-        filename = "<cell %d>" % number
+        filename = request.get("filename") or "<cell %d>" % number  # exec FILE: the file's name
         source = request["code"]
         self._remember_source(filename, source)
         status, error, exit_code = "ok", None, None
