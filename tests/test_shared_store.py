@@ -221,11 +221,13 @@ def test_an_answer_from_b_reaches_the_dialog_of_the_app_on_a_at_once(pg_url: str
 
 
 def test_postgresql_stopped_mid_session_the_app_says_so_and_catches_up(tmp_path: Path) -> None:
-    from pg_server import PostgresServer
+    from pg_server import PostgresServer, bindir
     from test_e2e_tmux import TMUX, Terminal
 
     if TMUX is None:
         pytest.skip("tmux is not installed (.ci/run installs it)")
+    if bindir() is None:
+        pytest.skip("PostgreSQL is not installed (.ci/run installs it: apt-get install postgresql)")
     server = PostgresServer()  # its own: stopping the suite's server would fail the other tests
     server.start()
     try:
