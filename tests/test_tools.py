@@ -291,3 +291,12 @@ async def test_a_command_too_long_for_the_shell_is_refused_before_it_is_asked(tm
         result = await rt.terminal("echo " + "x" * 200_000, session="t", cwd=tmp_path)
     assert not asked
     assert "200,005 bytes" in result["error"] and "at most 131,071" in result["error"]
+
+
+def test_a_diff_names_an_absolute_path_as_it_is() -> None:
+    """Issue 32: a patch of /tmp/x showed `--- a//tmp/x`; a relative path keeps a/ and b/."""
+    from hermes_tui.runtime.tools.changes import unified_diff
+
+    absolute = unified_diff("/tmp/x.txt", "a\n", "b\n")
+    assert absolute.startswith("--- /tmp/x.txt\n+++ /tmp/x.txt\n") and "//" not in absolute
+    assert unified_diff("src/x.txt", "a\n", "b\n").startswith("--- a/src/x.txt\n+++ b/src/x.txt\n")

@@ -29,11 +29,17 @@ def capped(diff: str) -> str:
                          "of the change not shown\n")
 
 
+def headers(path: str) -> tuple[str, str]:
+    """The diff's two file names: ``a/x``, ``b/x`` for a relative path, the path itself for an
+    absolute one (``a//tmp/x`` reads as a typo)."""
+    return (path, path) if path.startswith("/") else (f"a/{path}", f"b/{path}")
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
     """A unified diff of one file's change (from nothing for a new file)."""
+    old, new = headers(path)
     return "".join(difflib.unified_diff(
-        before.splitlines(True), after.splitlines(True),
-        fromfile="/dev/null" if before == "" else f"a/{path}", tofile=f"b/{path}",
+        before.splitlines(True), after.splitlines(True), fromfile="/dev/null" if before == "" else old, tofile=new,
     ))
 
 
@@ -58,6 +64,7 @@ def file_diff(path: Path, shown: str, after: str) -> tuple[FileChange, str]:
     before, change = current(path)
     if before is None:
         what = "a directory" if path.is_dir() else f"{change.size:,} bytes, not shown (binary or too large)"
-        return change, f"--- a/{shown}\t({what})\n+++ b/{shown}\n" + "".join(
+        old, new = headers(shown)
+        return change, f"--- {old}\t({what})\n+++ {new}\n" + "".join(
             "+" + line for line in after.splitlines(True))
     return change, unified_diff(shown, before, after)
