@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_agent import harness_factory  # noqa: F401 - a fixture
+
 CLI = [sys.executable, "-m", "hermes_tui"]
 
 
@@ -34,3 +36,19 @@ def test_exec_tracebacks_name_the_script_file(hermes_home: Path, tmp_path: Path)
     assert "<cell" not in done.stdout + done.stderr
     piped = cli("exec", "-", cwd=tmp_path, stdin="1 / 0\n")
     assert 'File "<stdin>", line 1, in <module>' in piped.stdout + piped.stderr
+
+
+async def test_web_tools_without_a_backend_are_not_offered_to_the_model(harness_factory) -> None:
+    from fake_models import FakeModelServer
+
+    with FakeModelServer([{"text": "hi"}, {"text": "hi"}]) as server:
+        bare = await harness_factory(server)
+        assert await bare.turn("hello") == "done"
+        configured = await harness_factory(server, session="s2", yaml_extra=(
+            "web:\n  search_backend: searxng\n  searxng_url: http://127.0.0.1:9\n  extract_backend: http\n"))
+        assert await configured.turn("hello") == "done"
+    offered = {t["function"]["name"]: t["function"]["description"] for t in server.requests[0]["tools"]}
+    assert "web_search" not in offered and "web_extract" not in offered and "terminal" in offered
+    assert "Here web_search and web_extract are off" in offered["execute_code"]
+    both = {t["function"]["name"]: t["function"]["description"] for t in server.requests[1]["tools"]}
+    assert {"web_search", "web_extract"} <= set(both) and "are off" not in both["execute_code"]

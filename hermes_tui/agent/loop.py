@@ -49,7 +49,7 @@ from hermes_tui.agent.hermes_format import HermesStreamParser, new_call_id
 from hermes_tui.agent.history import History
 from hermes_tui.agent.providers import Provider, ProviderError, ProviderSettings, make_provider
 from hermes_tui.agent.restore import LoadedSession, PendingCall, load_session
-from hermes_tui.agent.tools import MODEL_TOOLS, InvalidCall, ToolCall, declarations, validate_call
+from hermes_tui.agent.tools import MODEL_TOOLS, InvalidCall, ToolCall, declarations, validate_call, web_tools_off
 from hermes_tui.agent.usage import CallUsage, Tally, Totals, context_window, estimate_cost, request_chars, warm_prices
 from hermes_tui.config import SubagentsConfig
 from hermes_tui.runtime.executor import INTERRUPT_NOTICE
@@ -152,7 +152,10 @@ class Agent:
         self.subagents = subagents or SubagentsConfig()
         self.depth = depth
         self.ledger = ledger
-        self.tool_names = tuple(tool_names) + (("delegate_task",) if depth < self.subagents.max_depth else ())
+        self.web_off = web_tools_off(runtime.config.web)
+        """Web tools with no backend: not declared to the model (issue 32)."""
+        self.tool_names = tuple(t for t in tool_names if t not in self.web_off) + (
+            ("delegate_task",) if depth < self.subagents.max_depth else ())
         self.children: set[Agent] = set()
         """Sub-agents running now (interrupted with this agent)."""
         self._ask_inner_first = True
@@ -176,7 +179,7 @@ class Agent:
         """Create the session row if new; start serving queued turns."""
         if self.provider is not None and not self.tools:
             # In a thread: building the schemas imports every tool (httpx, the HTML parser).
-            self.tools = await asyncio.to_thread(declarations, self.tool_names)
+            self.tools = await asyncio.to_thread(declarations, self.tool_names, self.web_off)
         if self.settings is not None:  # the price table, read once off the loop
             await asyncio.to_thread(warm_prices)
             self.totals.context_window = await asyncio.to_thread(self._context_window, self.settings)
@@ -209,7 +212,7 @@ class Agent:
         self.settings = settings
         self.provider = make_provider(settings)
         if not self.tools:
-            self.tools = await asyncio.to_thread(declarations, self.tool_names)
+            self.tools = await asyncio.to_thread(declarations, self.tool_names, self.web_off)
         await asyncio.to_thread(warm_prices)
         self.totals.context_window = await asyncio.to_thread(self._context_window, settings)
         await self.store.call(db.set_session_model, self.session_id, settings.name, settings.model)

@@ -46,6 +46,19 @@ class ExecuteCodeArgs(Args):
 MODEL_TOOLS: tuple[str, ...] = ("execute_code", *TOOL_NAMES)
 """Every tool the model may call."""
 
+WEB_OFF_NOTE = " Here {names} {verb} off (no backend in config.yaml `web:`): calling {them} only returns an error."
+
+
+def web_tools_off(web: Any) -> tuple[str, ...]:
+    """The web tools with no backend configured (``web:`` in config.yaml): never declared to the
+    model, and named as off in ``execute_code``'s description."""
+    off = []
+    if web.search_backend == "none" or not web.searxng_url:
+        off.append("web_search")
+    if web.extract_backend == "none":
+        off.append("web_extract")
+    return tuple(off)
+
 
 def args_model(name: str) -> type[BaseModel] | None:
     """The pydantic model of tool ``name``'s arguments."""
@@ -59,8 +72,10 @@ def args_model(name: str) -> type[BaseModel] | None:
     return tool.args if tool is not None else None
 
 
-def declarations(names: tuple[str, ...] = MODEL_TOOLS) -> list[dict[str, Any]]:
-    """The tools in the OpenAI ``tools`` shape (``{"type": "function", "function": ...}``)."""
+def declarations(names: tuple[str, ...] = MODEL_TOOLS, off: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The tools in the OpenAI ``tools`` shape (``{"type": "function", "function": ...}``);
+    ``off``: tools ``hermes_tools`` offers that do nothing here (said in ``execute_code``'s
+    description)."""
     declared = []
     for name in names:
         model = args_model(name)
@@ -69,8 +84,12 @@ def declarations(names: tuple[str, ...] = MODEL_TOOLS) -> list[dict[str, Any]]:
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
+        description = _description(name)
+        if name == "execute_code" and off:
+            description += WEB_OFF_NOTE.format(names=" and ".join(off), verb="are" if len(off) > 1 else "is",
+                                               them="them" if len(off) > 1 else "it")
         declared.append({"type": "function", "function": {
-            "name": name, "description": _description(name), "parameters": schema}})
+            "name": name, "description": description, "parameters": schema}})
     return declared
 
 
