@@ -112,6 +112,8 @@ def test_deny_with_a_reason_reaches_the_model_and_nothing_runs(
         sent = server.requests[-1]["messages"]
     assert not (workdir / "x.txt").exists()
     assert any("not on a Friday" in str(m.get("content")) for m in sent if m["role"] == "tool")
+    # The denied call is shown with what it was (issue 32: "→ execute_code: " with nothing after).
+    assert "→ execute_code: open('x.txt', 'w').write('x')" in resumed.stdout, resumed.stdout
 
 
 def test_kill_9_mid_turn_then_resume_goes_on_from_the_last_stored_step(

@@ -178,7 +178,7 @@ class Printer:
                 count = len(event.arguments.get("tasks") or [1])
                 what = f"{count} sub-agent{'s' if count != 1 else ''}"
             first = str(what).strip().splitlines()[0] if str(what).strip() else ""
-            self.line(f"→ {event.name}: {shown(first[:200])}")
+            self.line(f"→ {event.name}" + (f": {shown(first[:200])}" if first else ""))
         elif isinstance(event, ToolFinished):
             result = event.exec_result
             if result is not None:

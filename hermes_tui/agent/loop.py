@@ -639,7 +639,7 @@ class Agent:
                                      "warning"))
                 refused = await ask_again(self.runtime, self.store, item)
                 if refused is not None:
-                    self.listener(ToolStarted(turn.id, item.call.id, item.call.name, {}))
+                    self.listener(ToolStarted(turn.id, item.call.id, item.call.name, _arguments_of(item.call)))
                     await self._finish_call(turn, item.call, refused, "blocked")
                     continue
             elif inner and item.call.name == "execute_code":
@@ -721,3 +721,13 @@ class _StreamedText:
         if text.startswith(self.text[: self._shown]) and len(text) > self._shown:
             self.agent.listener(ReplyText(self.turn_id, self.reply_id, text[self._shown:]))
         self.agent.listener(ReplyDone(self.turn_id, self.reply_id, text, status))
+
+
+def _arguments_of(call: Any) -> dict[str, Any]:
+    """A stored call's arguments as a dict (empty when they do not parse as a JSON object):
+    what a resumed call that was denied shows of itself."""
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return arguments if isinstance(arguments, dict) else {}
