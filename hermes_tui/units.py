@@ -10,9 +10,11 @@ import re
 
 
 def human_size(size: float, sep: str = "") -> str:
-    """'12B', '195.3K', '1.2G' (``sep`` goes between number and unit)."""
-    for unit in ("B", "K", "M", "G"):
-        if size < 1024 or unit == "G":
+    """'12B', '195.3KiB', '1.2GiB' (``sep`` goes between number and unit): binary units, named as
+    such (KiB, MiB, GiB), wherever a size is shown, so it never reads as 10^6 beside an exact byte
+    count."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
             return f"{size:.0f}{sep}{unit}" if unit == "B" else f"{size:.1f}{sep}{unit}"
         size /= 1024
     return f"{size}"

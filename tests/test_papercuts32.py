@@ -52,3 +52,15 @@ async def test_web_tools_without_a_backend_are_not_offered_to_the_model(harness_
     assert "Here web_search and web_extract are off" in offered["execute_code"]
     both = {t["function"]["name"]: t["function"]["description"] for t in server.requests[1]["tools"]}
     assert {"web_search", "web_extract"} <= set(both) and "are off" not in both["execute_code"]
+
+
+def test_sizes_say_mib_beside_byte_counts(hermes_home: Path) -> None:
+    from hermes_tui.units import human_size
+
+    assert human_size(8 << 20, " ") == "8.0 MiB" and human_size(195.3 * 1024) == "195.3KiB" and human_size(12) == "12B"
+    folder = hermes_home / "cache" / "exec"
+    folder.mkdir(parents=True)
+    (folder / "stdout-abc123.txt").write_bytes(b"x" * 1023 + b"\n" + b"y" * (3 * 1024 * 1024 - 1024))
+    listed = cli("cache", "ls")
+    assert listed.returncode == 0 and "  3.0MiB  " in listed.stdout, listed.stdout
+    assert "3.0M " not in listed.stdout

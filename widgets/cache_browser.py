@@ -34,7 +34,7 @@ from hermes_tui.widgets.safe import plain, visible
 
 SORTS = ("time", "size", "status", "session")
 COLUMNS = ("time", "status", "session", "kernel", "output", "id", "first line")
-WIDTHS = (19, 11, 16, 6, 9, 26, 70)
+WIDTHS = (19, 11, 16, 6, 10, 26, 70)
 MARKER_NOTE = ("This run printed {total:,} bytes. The result kept the first 20,000 and the last 30,000, "
                "with an OUTPUT TRUNCATED marker between them; below is the full output from {path}.")
 

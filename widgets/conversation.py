@@ -532,9 +532,9 @@ def output_preview(output: str, cut: bool = False, saved: bool = True, total: in
     preview = plain(head)
     more_lines = output.count("\n") - head.count("\n")
     if cut:
-        size = f" ({human_size(total)})" if total else ""
+        size = f" ({human_size(total, ' ')})" if total else ""
         if saved and saved_bytes is not None:
-            where = (f"output cut · only its first {human_size(saved_bytes)} of {human_size(total)} is saved "
+            where = (f"output cut · only its first {human_size(saved_bytes, ' ')} of {human_size(total, ' ')} is saved "
                      "(a spill cap): c (or F9) opens that in the pager")
         elif saved:
             where = f"output cut · the whole output{size} is saved: c (or F9) opens it in the pager"

@@ -66,7 +66,7 @@ def _row(entry: CacheEntry) -> str:
     # Every field but the time and size came from a record a script could write: escaped.
     when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
     return (f"{when}  {shown(entry.status or entry.kind):11}  {shown((entry.session or '-')[:14]):14}  "
-            f"{shown(entry.kernel or '-'):5}  {human_size(entry.size):>7}  {shown(entry.id)}  {shown(entry.title[:60])}")
+            f"{shown(entry.kernel or '-'):5}  {human_size(entry.size):>9}  {shown(entry.id)}  {shown(entry.title[:60])}")
 
 
 def _scan(folder: Path) -> list[CacheEntry]:

@@ -430,4 +430,4 @@ def _trim_partial_start(data: bytes) -> bytes:
 
 def _bytes(count: int) -> str:
     """``1.0 GiB (1,073,741,824 bytes)``: readable, and exact."""
-    return f"{human_size(count, ' ')}iB ({count:,} bytes)" if count >= 1024 else f"{count} bytes"
+    return f"{human_size(count, ' ')} ({count:,} bytes)" if count >= 1024 else f"{count} bytes"

@@ -54,7 +54,7 @@ async def test_one_run_s_spill_stops_at_max_spill_bytes_and_says_so(hermes_home:
     # ... and so does the conversation's run block (it said "the whole output is saved")
     preview = output_preview(result.output, cut=True, saved=True, total=result.stdout_bytes_total,
                              saved_bytes=result.stdout_spill_bytes).plain
-    assert "only its first 8.0M of" in preview and "whole output" not in preview, preview
+    assert "only its first 8.0 MiB of" in preview and "whole output" not in preview, preview
     assert result.output.rstrip().endswith("THE-LAST-LINE")
     assert grew < 150, f"host memory grew {grew:.0f} MB"
     # Nothing else in the cache grew: the record and the spill only.
