@@ -43,9 +43,15 @@ Each session is copied in one transaction, so the copy can be interrupted and ru
 session the target already has with as many messages is skipped, one that grew in the source
 since is replaced, one the target has more of (continued there) is kept.
 
+A session is more than its id: the target's session with the same id is the same one only when
+it was created at the same moment and one side's messages are the start of the other's. Another
+session under that id (two machines that each ran --session dup-1), or one continued apart on
+both sides, is never overwritten: it is refused with one line naming both, or with --rename
+copied under a new id (ID-2, ...), which is printed.
+
 --from and --to default to the store in use (--store, HERMES_TUI_STORE_URL, store.url or
 $HERMES_HOME/tui/sessions.db): give at least one. Exit 0 when every session is there, 1 when
-some could not be copied (each is named), 2 for a bad URL, a store that cannot be opened, or
+some could not be copied or were refused (each is named), 2 for a bad URL, a store that cannot be opened, or
 --from and --to naming the same store."""
 
 MIGRATE_EPILOG = """\
@@ -85,6 +91,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     migrate.add_argument("--session", dest="sessions", action="append", metavar="ID",
                          help="copy only this session (an id, a unique prefix, or latest) and its sub-agents; "
                               "repeat for more (default: every session)")
+    migrate.add_argument("--rename", action="store_true",
+                         help="copy a session whose id the target holds for another session under a new id "
+                              "(ID-2, ...) rather than refuse it")
     migrate.add_argument("--dry-run", action="store_true", help="say what would be copied, copy nothing")
     migrate.add_argument("--json", action="store_true", help="the summary as one JSON object on standard output")
 
@@ -310,14 +319,14 @@ def _migrate(args: argparse.Namespace, source: Any, target: Any, source_url: Any
 
     ends = {"from": source_url.redacted(), "to": target_url.redacted()}
     try:
-        plan = copy.plan_copy(source, target, wanted)
+        plan = copy.plan_copy(source, target, wanted, rename=getattr(args, "rename", False))
         in_use = [s for s in copy.live_sessions(source) if s in {p.id for p in plan}]
     except sqlite3.Error as exc:
         raise UsageError(f"store migrate: {exc}") from None
     if args.dry_run:
         return _dry_run(args, plan, ends)
     report = copy.CopyReport()
-    work = [p for p in plan if p.action in (copy.COPY, copy.REPLACE)]
+    work = [p for p in plan if p.action in (copy.COPY, copy.REPLACE, copy.RENAME)]
     try:
         with _quiet_driver(), _progress_bar(work) as on_step:
             copy.copy_sessions(source, target, plan, all_inputs=wanted is None, on_step=on_step, report=report)
@@ -329,7 +338,7 @@ def _migrate(args: argparse.Namespace, source: Any, target: Any, source_url: Any
         raise UsageError(f"store migrate stopped: {' '.join(str(exc).split())} ({_summary(report, 0)} before it; "
                          "run it again to copy the rest)") from None
     seconds = time.monotonic() - started
-    failed = report.of(copy.FAILED)
+    failed = report.of(copy.FAILED) + report.of(copy.REFUSED)
     if args.json:
         print(json.dumps({**ends, **report.as_dict(), "seconds": round(seconds, 3), "in_use_in_source": in_use},
                          ensure_ascii=False))
@@ -340,9 +349,14 @@ def _migrate(args: argparse.Namespace, source: Any, target: Any, source_url: Any
         print(f"  and {plural(report.inputs, 'input')} of the history")
     for step in report.of(copy.KEPT):
         print(f"kept {shown(step.id)}: {shown(step.why)}")
+    for step in report.of(copy.RENAMED):
+        print(f"copied {shown(step.id)} as {shown(step.new_id)} ({plural(step.messages, 'message')}): "
+              f"{shown(step.why)}")
+    for step in report.of(copy.REFUSED):
+        print(f"refused {shown(step.id)}: {shown(step.why)}")
     for step in report.of(copy.GONE):
         print(f"not copied {shown(step.id)}: {step.why}")
-    for step in failed:
+    for step in report.of(copy.FAILED):
         print(f"failed {shown(step.id)}: {shown(step.why)}")
     if in_use:
         print(f"note: {plural(len(in_use), 'session')} in use in the source while copied ({shown(', '.join(in_use))}):"
@@ -359,6 +373,10 @@ def _summary(report: Any, seconds: float) -> str:
             f"skipped {report.count(copy.SKIPPED)} already there, replaced {report.count(copy.REPLACED)}")
     if report.count(copy.KEPT):
         line += f", kept {report.count(copy.KEPT)} (the target has more)"
+    if report.count(copy.RENAMED):
+        line += f", copied {report.count(copy.RENAMED)} under a new id"
+    if report.count(copy.REFUSED):
+        line += f", refused {report.count(copy.REFUSED)} (the target has another session under its id)"
     if report.count(copy.FAILED):
         line += f", {report.count(copy.FAILED)} failed"
     return line + (f", in {seconds:.1f}s" if seconds else "")
@@ -371,15 +389,19 @@ def _dry_run(args: argparse.Namespace, plan: list[Any], ends: dict[str, str]) ->
         print(json.dumps({**ends, "dry_run": True, "sessions": [p.__dict__ for p in plan]}, ensure_ascii=False))
         return EXIT_OK
     verbs = {copy.COPY: "would copy", copy.REPLACE: "would replace", copy.SKIP: "would skip",
-             copy.KEEP: "would keep"}
+             copy.KEEP: "would keep", copy.REFUSE: "would refuse", copy.RENAME: "would copy"}
     for item in plan:
         why = f": {shown(item.why)}" if item.why else ""
-        print(f"{verbs[item.action]} {shown(item.id)} ({plural(item.messages, 'message')}){why}")
+        name = shown(item.id) + (f" as {shown(item.new_id)}" if item.new_id else "")
+        print(f"{verbs[item.action]} {name} ({plural(item.messages, 'message')}){why}")
     count = {action: sum(1 for p in plan if p.action == action) for action in verbs}
     print(f"would copy {plural(count[copy.COPY], 'session')} "
           f"({plural(sum(p.messages for p in plan if p.action == copy.COPY), 'message')}), "
           f"skip {count[copy.SKIP]} already there, replace {count[copy.REPLACE]}, keep {count[copy.KEEP]}"
-          f"\n  from {shown(ends['from'])}\n  to   {shown(ends['to'])}")
+          + (f", copy {count[copy.RENAME]} under a new id" if count[copy.RENAME] else "")
+          + (f", refuse {count[copy.REFUSE]} (the target has another session under its id: --rename)"
+             if count[copy.REFUSE] else "")
+          + f"\n  from {shown(ends['from'])}\n  to   {shown(ends['to'])}")
     return EXIT_OK
 
 

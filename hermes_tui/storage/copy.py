@@ -10,6 +10,12 @@ session is a fact about the store it runs on, not part of the session.
   target has its own numbers: messages are inserted without their id (in their order, so the
   conversation reads the same) and ``tool_calls.message_id`` / ``usage.message_id`` are
   pointed at the new ids.
+* **Identity.** A session is more than its id: two machines can each run ``--session dup-1``.
+  A session the target holds under the same id is the same session only when it was created at
+  the same moment (``sessions.created_at``, kept as it was by every copy) and one side's messages
+  are the start of the other's (each message by its role, turn and time). Anything else with the
+  same id — another session, or one session continued apart on both sides — is refused
+  (:data:`REFUSE`), or copied under a new id with ``rename`` (:data:`RENAME`): never replaced.
 * **Idempotent.** A session already in the target with as many messages and the same state
   is skipped; one with fewer messages (it grew in the source since) is replaced; one with more
   is kept (it was continued in the target). Each session is copied in one transaction on the
@@ -23,6 +29,7 @@ No printing here: :func:`copy_sessions` reports each session to a callback.
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 import stat
 import time
@@ -47,9 +54,10 @@ NUMBERED = frozenset({"messages", "usage", "input_history"})
 CHILD = "::child::"
 """What a sub-agent's session id holds: ``PARENT::child::NAME``."""
 
-COPY, REPLACE, SKIP, KEEP = "copy", "replace", "skip", "keep"
+COPY, REPLACE, SKIP, KEEP, REFUSE, RENAME = "copy", "replace", "skip", "keep", "refuse", "rename"
 """What the plan does with a session."""
 COPIED, REPLACED, SKIPPED, KEPT, FAILED, GONE = "copied", "replaced", "skipped", "kept", "failed", "gone"
+REFUSED, RENAMED = "refused", "renamed"
 """What happened to it."""
 
 
@@ -242,6 +250,8 @@ class Planned:
     messages: int
     """Its messages in the source."""
     why: str = ""
+    new_id: str = ""
+    """The id it is copied under in the target (:data:`RENAME`)."""
 
 
 def with_children(wanted: Iterable[str], known: Iterable[str]) -> set[str]:
@@ -272,17 +282,173 @@ def decide(session_id: str, source: Progress, target: Progress | None, driver: s
                    f"{grew} ({target.messages} -> {source.messages} messages)")
 
 
-def plan_copy(source: Database, target: Database, only: Iterable[str] | None = None) -> list[Planned]:
+def plan_copy(source: Database, target: Database, only: Iterable[str] | None = None, *,
+              rename: bool = False) -> list[Planned]:
     """What :func:`copy_sessions` would do with each session of ``source`` (or of ``only`` and
-    their sub-agents), parents before their sub-agents."""
+    their sub-agents), parents before their sub-agents. A session whose id the target holds for
+    another session (:func:`conflict`) is refused, or with ``rename`` copied under a new id
+    (its sub-agents follow it)."""
+    chosen: Iterable[str]
     with reading(source):
         present = check_source(source)
         have = tallies(source, present)
+        chosen = sorted(have.keys() if only is None else with_children(only, have))
+        mine = {s: facts(source, s) for s in chosen}
     with reading(target):
         theirs = tallies(target, tables(target))
         drivers = {s: lease.describe() for s, lease in all_leases(target).items() if lease.age <= STALE_AFTER}
-    chosen = have.keys() if only is None else with_children(only, have)
-    return [decide(s, have[s], theirs.get(s), drivers.get(s)) for s in sorted(chosen)]
+        other = {s: facts(target, s) for s in chosen if s in theirs}
+    taken = set(theirs) | set(have)
+    renamed: dict[str, str] = {}
+    refused: set[str] = set()
+    plan = []
+    for s in chosen:
+        parent = _renamed_parent(s, renamed, refused)
+        if parent is not None and parent[1] is None:  # its parent was refused: not under another's id
+            plan.append(Planned(s, REFUSE, have[s].messages,
+                                f"its parent session {parent[0]} was refused"))
+            refused.add(s)
+            continue
+        if parent is not None:  # its parent is copied under a new id: it follows
+            new_id = parent[1] + s[len(parent[0]):]
+            if new_id in theirs:
+                with reading(target):
+                    copied = facts(target, new_id)
+                if _same_copy(mine[s], copied):  # an earlier --rename copied it there
+                    renamed[s] = new_id
+                    plan.append(Planned(s, SKIP, have[s].messages, f"already copied as {new_id}"))
+                    continue
+            new_id = new_id if new_id not in taken else _fresh_id(new_id, taken)
+            taken.add(new_id)
+            renamed[s] = new_id
+            plan.append(Planned(s, RENAME, have[s].messages, f"its parent is copied as {parent[1]}", new_id))
+            continue
+        clash = conflict(s, mine[s], other[s]) if s in other else None
+        if clash is None:
+            plan.append(decide(s, have[s], theirs.get(s), drivers.get(s)))
+        elif rename and (earlier := _earlier_copy(s, mine[s], theirs, target)) is not None:
+            renamed[s] = earlier  # its sub-agents follow it there
+            plan.append(Planned(s, SKIP, have[s].messages, f"already copied as {earlier}"))
+        elif rename:
+            new_id = _fresh_id(s, taken)
+            taken.add(new_id)
+            renamed[s] = new_id
+            plan.append(Planned(s, RENAME, have[s].messages, f"{clash}; copied as {new_id}", new_id))
+        else:
+            refused.add(s)
+            plan.append(Planned(s, REFUSE, have[s].messages,
+                                f"{clash}; nothing was overwritten: --rename copies it under a new id"))
+    return plan
+
+
+def _renamed_parent(session_id: str, renamed: dict[str, str],
+                    refused: set[str]) -> tuple[str, str | None] | None:
+    """The nearest ancestor of a sub-agent's session that is renamed (its old and new id) or
+    refused (its id, None); None when there is none."""
+    cut = session_id.rfind(CHILD)
+    while cut > 0:
+        ancestor = session_id[:cut]
+        if ancestor in renamed:
+            return ancestor, renamed[ancestor]
+        if ancestor in refused:
+            return ancestor, None
+        cut = ancestor.rfind(CHILD)
+    return None
+
+
+def _earlier_copy(session_id: str, mine: Facts, theirs: dict[str, Progress], target: Database) -> str | None:
+    """The id an earlier ``--rename`` copied this very session under (``ID-2``, ...: created at
+    the same moment, the same messages), if any: a second run does not copy it again."""
+    for other in sorted(theirs):
+        tail = other[len(session_id) + 1:]
+        if not (other.startswith(session_id + "-") and tail.isdigit()):
+            continue
+        with reading(target):
+            copied = facts(target, other)
+        if _same_copy(mine, copied):
+            return other
+    return None
+
+
+def _same_copy(mine: Facts, copied: Facts) -> bool:
+    """True when ``copied`` is a renamed copy of ``mine`` as it is now (turn ids may have been
+    made new by the rename: each message's role and time say it)."""
+    return (_same_time(mine.created_at, copied.created_at) and len(mine.keys) == len(copied.keys)
+            and all(a[0] == b[0] and _same_time(a[2], b[2]) for a, b in zip(mine.keys, copied.keys)))
+
+
+def _fresh_id(session_id: str, taken: set[str]) -> str:
+    """``ID-2``, ``ID-3``, ...: the first that neither store holds nor the plan gave."""
+    n = 2
+    while f"{session_id}-{n}" in taken:
+        n += 1
+    return f"{session_id}-{n}"
+
+
+# -- who a session is -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What tells a session from another with the same id."""
+
+    created_at: float
+    host: str | None
+    first: str | None
+    """Its first message's text (None: no message yet)."""
+    keys: tuple[tuple[Any, ...], ...]
+    """Each message, in order, by what a copy keeps of it and a later write never changes:
+    (role, turn, time)."""
+
+
+def facts(db: Database, session_id: str) -> Facts:
+    """The :class:`Facts` of a session ``db`` holds (read in the caller's snapshot)."""
+    row = db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    row = dict(row) if row is not None else {}
+    keys = tuple((r[0], r[1], float(r[2])) for r in db.execute(
+        "SELECT role, turn_id, created_at FROM messages WHERE session_id = ? ORDER BY id", (session_id,)))
+    first = db.execute("SELECT content FROM messages WHERE session_id = ? ORDER BY id LIMIT 1",
+                       (session_id,)).fetchone()
+    return Facts(float(row.get("created_at") or 0.0), row.get("host"), None if first is None else (first[0] or ""),
+                 keys)
+
+
+def _same_time(a: float, b: float) -> bool:
+    return abs(a - b) < 1e-6  # a double kept exactly by both backends; the slack is for nothing else
+
+
+def _starts(shorter: tuple[tuple[Any, ...], ...], longer: tuple[tuple[Any, ...], ...]) -> bool:
+    """True when the messages ``shorter`` names are the first of ``longer``."""
+    return len(shorter) <= len(longer) and all(
+        a[0] == b[0] and a[1] == b[1] and _same_time(a[2], b[2]) for a, b in zip(shorter, longer))
+
+
+def conflict(session_id: str, source: Facts, target: Facts) -> str | None:
+    """None when the target's session ``session_id`` is the source's (the same creation, one
+    side's messages the start of the other's); else one line naming both."""
+    if _same_time(source.created_at, target.created_at):
+        if _starts(target.keys, source.keys) or _starts(source.keys, target.keys):
+            return None
+        shared = next((i for i, (a, b) in enumerate(zip(source.keys, target.keys))
+                       if not _starts((a,), (b,))), min(len(source.keys), len(target.keys)))
+        return (f"{session_id} was continued apart in both stores (the first {shared} messages shared; "
+                f"source: {describe(source)}; target: {describe(target)})")
+    return (f"the target's {session_id} is another session (source: {describe(source)}; "
+            f"target: {describe(target)})")
+
+
+def describe(facts: Facts) -> str:
+    """``created 2026-12-02 06:10:03 on laptop, 4 messages, first 'fix the parser'``."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(facts.created_at)) if facts.created_at else "?"
+    text = f"created {when}"
+    if facts.host:
+        text += f" on {facts.host}"
+    text += f", {len(facts.keys)} message" + ("" if len(facts.keys) == 1 else "s")
+    if facts.first is not None:
+        first = " ".join(facts.first.split())
+        first = first if len(first) <= 40 else first[:39] + "…"
+        text += f", first {first!r}"
+    return text
 
 
 def live_sessions(db: Database) -> list[str]:
@@ -303,11 +469,13 @@ class Step:
 
     id: str
     outcome: str
-    """:data:`COPIED`, :data:`REPLACED`, :data:`SKIPPED`, :data:`KEPT`, :data:`FAILED` or
-    :data:`GONE` (deleted from the source meanwhile)."""
+    """:data:`COPIED`, :data:`REPLACED`, :data:`SKIPPED`, :data:`KEPT`, :data:`FAILED`,
+    :data:`GONE` (deleted from the source meanwhile), :data:`REFUSED` (the target holds another
+    session under its id) or :data:`RENAMED` (copied under :attr:`new_id`)."""
     messages: int = 0
     """Messages written (copied or replaced), else the source's count."""
     why: str = ""
+    new_id: str = ""
 
 
 @dataclass
@@ -340,6 +508,9 @@ class CopyReport:
             "skipped": self.count(SKIPPED), "kept": [{"id": s.id, "why": s.why} for s in self.of(KEPT)],
             "failed": [{"id": s.id, "why": s.why} for s in self.of(FAILED)],
             "gone": [s.id for s in self.of(GONE)], "inputs": self.inputs, "seconds": round(self.seconds, 3),
+            "refused": [{"id": s.id, "why": s.why} for s in self.of(REFUSED)],
+            "renamed": [{"id": s.id, "new_id": s.new_id, "messages": s.messages, "why": s.why}
+                        for s in self.of(RENAMED)],
         }
 
 
@@ -361,17 +532,20 @@ def copy_sessions(source: Database, target: Database, plan: Sequence[Planned], *
     shared = {table: _shared_columns(source, target, table)
               for table in ("sessions", *SESSION_TABLES, "input_history") if table in present}
     failed: set[str] = set()
+    renamed: dict[str, str] = {}
     for item in plan:
         step = _carry_out(source, target, item, shared)
-        if step.outcome == FAILED:
+        if step.outcome in (FAILED, REFUSED):  # its history is not written under another's id
             failed.add(item.id)
+        if step.outcome == RENAMED:
+            renamed[item.id] = step.new_id
         report.steps.append(step)
         report.seconds = time.monotonic() - started
         if on_step is not None:
             on_step(step)
     scope = None if all_inputs else set(inputs if inputs is not None else (p.id for p in plan))
     if "input_history" in shared:
-        report.inputs = _copy_inputs(source, target, shared["input_history"], scope, failed)
+        report.inputs = _copy_inputs(source, target, shared["input_history"], scope, failed, renamed)
     report.seconds = time.monotonic() - started
     return report
 
@@ -388,16 +562,58 @@ def _carry_out(source: Database, target: Database, item: Planned, shared: dict[s
         return Step(item.id, SKIPPED, item.messages, item.why)
     if item.action == KEEP:
         return Step(item.id, KEPT, item.messages, item.why)
+    if item.action == REFUSE:
+        return Step(item.id, REFUSED, item.messages, item.why)
     try:
         rows = _read_session(source, item.id, shared)
         if rows is None:
             return Step(item.id, GONE, 0, "deleted from the source meanwhile")
-        written = _write_session(target, item.id, rows, shared, replace=item.action == REPLACE)
+        if item.action == RENAME:
+            rows = _renamed(target, rows, item.new_id)
+        written = _write_session(target, item.new_id or item.id, rows, shared, replace=item.action == REPLACE)
     except StoreUnavailable:
         raise
     except COPY_ERRORS as exc:
         return Step(item.id, FAILED, 0, " ".join(str(exc).split()) or type(exc).__name__)
+    if item.action == RENAME:
+        return Step(item.id, RENAMED, written, item.why, item.new_id)
     return Step(item.id, REPLACED if item.action == REPLACE else COPIED, written, item.why)
+
+
+def _renamed(target: Database, rows: dict[str, list[dict[str, Any]]], new_id: str) -> dict[str, list[dict[str, Any]]]:
+    """A session's rows under ``new_id``; its turn and approval ids that the target already
+    holds (a session continued apart in both has turns of both) made new too."""
+    def fresh(table: str, column: str, ids: set[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        holes = ", ".join("?" * len(ids))
+        have = {r[0] for r in target.execute(f"SELECT {column} FROM {table} WHERE {column} IN ({holes})", tuple(ids))}
+        return {old: f"{old}-{secrets.token_hex(3)}" for old in have}
+
+    turns = fresh("turns", "id", {r["id"] for r in rows.get("turns", ())})
+    approvals = fresh("approvals", "id", {r["id"] for r in rows.get("approvals", ())})
+    approvals.update(fresh("approval_answers", "approval_id",
+                           {r["approval_id"] for r in rows.get("approval_answers", ())} - set(approvals)))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table, table_rows in rows.items():
+        new_rows = []
+        for row in table_rows:
+            row = dict(row)
+            if table == "sessions":
+                row["id"] = new_id
+            else:
+                row["session_id"] = new_id
+            if table == "turns":
+                row["id"] = turns.get(row["id"], row["id"])
+            elif row.get("turn_id") in turns:
+                row["turn_id"] = turns[row["turn_id"]]
+            if table == "approvals":
+                row["id"] = approvals.get(row["id"], row["id"])
+            if table == "approval_answers":
+                row["approval_id"] = approvals.get(row["approval_id"], row["approval_id"])
+            new_rows.append(row)
+        out[table] = new_rows
+    return out
 
 
 _ORDER = {"turns": "started_at", "messages": "id", "tool_calls": "started_at", "approvals": "created_at",
@@ -455,13 +671,16 @@ def _write_session(target: Database, session_id: str, rows: dict[str, list[dict[
 
 
 def _copy_inputs(source: Database, target: Database, names: list[str], scope: set[str] | None,
-                 failed: set[str]) -> int:
+                 failed: set[str], renamed: dict[str, str] | None = None) -> int:
     """Copy the input history of the sessions in ``scope`` (None: all of it, also what was typed
-    outside a session) but those that ``failed``, oldest first, leaving out rows the target has
-    (same session, text and time); how many were copied."""
+    outside a session) but those that ``failed`` (or were refused), oldest first, under the new
+    id of those ``renamed``, leaving out rows the target has (same session, text and time); how
+    many were copied."""
+    renamed = renamed or {}
     with reading(source):
         rows = [dict(r) for r in source.execute("SELECT * FROM input_history ORDER BY created_at, id")]
     rows = [r for r in rows if (scope is None or r["session_id"] in scope) and r["session_id"] not in failed]
+    rows = [{**r, "session_id": renamed[r["session_id"]]} if r["session_id"] in renamed else r for r in rows]
     if not rows:
         return 0
     with reading(target):

@@ -1,0 +1,255 @@
+"""Issue 32, item 1: ``store migrate`` never overwrites another session that has the same id.
+
+Two machines each ran ``--session dup-1`` (different work): migrating one store into the other
+replaced the target's session. A session's identity is its id *and* its creation (the
+``created_at`` every copy keeps) *and* its messages, one side's the start of the other's; a
+conflict is refused with one line naming both, or copied under a new id with ``--rename``.
+Real SQLite files and a real PostgreSQL server (tests/pg_server.py); no mocks.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hermes_tui import store as db
+from hermes_tui.cli import main
+from hermes_tui.storage import copy
+from hermes_tui.storage.url import parse_store_url
+
+
+def open_url(url: str) -> db.Database:
+    return db.open_database(parse_store_url(url, origin="--store"))
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite://{path}"
+
+
+def work(conn: db.Database, sid: str, texts: list[str]) -> None:
+    """A session as a run makes it: one turn per text, the user's words and a reply."""
+    db.create_session(conn, sid, "openrouter", "model-x", "/work")
+    for index, text in enumerate(texts):
+        turn = f"{sid}-t{index}"  # the same turn ids on both machines: a rename must not clash
+        db.start_turn(conn, sid, turn, "user", text)
+        db.add_message(conn, sid, turn, "assistant", f"done: {text}")
+        db.end_turn(conn, turn, "done")
+    db.add_input(conn, sid, texts[0])
+
+
+def contents(conn: db.Database, sid: str) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT content FROM messages WHERE session_id = ? ORDER BY id", (sid,))]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path / "target.db")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.mark.parametrize("sid", ["dup-1", "migrate-1"])
+def test_an_unrelated_session_with_the_same_id_is_refused_not_replaced(
+        tmp_path: Path, target_url: str, sid: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case: the source's session has more messages (it looked as if it "grew")."""
+    source_path = tmp_path / "laptop.db"
+    mine = db.connect(source_path)
+    work(mine, sid, ["fix the parser", "add a test", "run the tests"])
+    mine.close()
+    theirs = open_url(target_url)
+    work(theirs, sid, ["write the docs"])
+    before = contents(theirs, sid)
+    theirs.close()
+
+    code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", target_url,
+                         "--dry-run")
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith(f"would refuse {sid} "))
+    assert "grew" not in out and "would replace" not in out
+    assert "'fix the parser'" in line and "'write the docs'" in line and "--rename" in line
+
+    code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", target_url)
+    assert code == 1, (out, err)
+    assert "replaced 0" in out and "refused 1" in out
+    refused = [line for line in out.splitlines() if line.startswith("refused ")]
+    assert len(refused) == 1 and refused[0].startswith(f"refused {sid}: ")
+    assert "'fix the parser'" in refused[0] and "'write the docs'" in refused[0] and "--rename" in refused[0]
+    conn = open_url(target_url)
+    try:
+        assert contents(conn, sid) == before  # the target's own work is there, untouched
+        inputs = [r[0] for r in conn.execute("SELECT text FROM input_history WHERE session_id = ?", (sid,))]
+        assert inputs == ["write the docs"]  # the source's history is not filed under another's session
+    finally:
+        conn.close()
+
+    code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", target_url,
+                         "--rename", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert [(r["id"], r["new_id"], r["messages"]) for r in summary["renamed"]] == [(sid, f"{sid}-2", 6)]
+    assert summary["replaced"] == 0 and summary["refused"] == []
+    conn = open_url(target_url)
+    try:
+        assert contents(conn, sid) == before
+        assert contents(conn, f"{sid}-2")[0] == "fix the parser" and len(contents(conn, f"{sid}-2")) == 6
+        stored = db.load_session(conn, f"{sid}-2")
+        assert stored is not None and len(stored.turns) == 3
+        inputs = [r[0] for r in conn.execute("SELECT text FROM input_history WHERE session_id = ?", (f"{sid}-2",))]
+        assert inputs == ["fix the parser"]
+    finally:
+        conn.close()
+
+    # Again: the renamed copy is recognised, not copied a third time.
+    code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", target_url,
+                         "--rename")
+    assert code == 0, err
+    assert "skipped 1 already there" in out
+    conn = open_url(target_url)
+    try:
+        assert int(conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]) == 2
+    finally:
+        conn.close()
+
+
+def test_the_rename_prints_the_new_id_and_takes_the_sub_agents(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    source_path, target_path = tmp_path / "a.db", tmp_path / "b.db"
+    mine = db.connect(source_path)
+    work(mine, "dup-1", ["fix the parser"])
+    work(mine, "dup-1::child::helper", ["count the files"])
+    mine.close()
+    theirs = db.connect(target_path)
+    work(theirs, "dup-1", ["write the docs"])
+    theirs.close()
+    code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))
+    assert code == 1 and "refused dup-1: " in out and "refused dup-1::child::helper: its parent" in out
+    code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path),
+                         "--rename")
+    assert code == 0, err
+    assert "copied dup-1 as dup-1-2 (2 messages): " in out
+    assert "copied dup-1::child::helper as dup-1-2::child::helper" in out
+    conn = db.connect(target_path)
+    try:
+        assert contents(conn, "dup-1") == ["write the docs", "done: write the docs"]
+        assert contents(conn, "dup-1-2::child::helper") == ["count the files", "done: count the files"]
+    finally:
+        conn.close()
+
+
+def test_one_session_continued_apart_in_both_is_refused_and_a_true_growth_still_replaces(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source_path, target_path = tmp_path / "a.db", tmp_path / "b.db"
+    mine = db.connect(source_path)
+    work(mine, "job", ["first"])
+    mine.close()
+    assert run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))[0] == 0
+    mine = db.connect(source_path)
+    db.start_turn(mine, "job", "job-more", "user", "more on the laptop")
+    mine.close()
+    code, out, _ = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))
+    assert code == 0 and "replaced 1" in out  # it grew in the source: the same session, further on
+    theirs = db.connect(target_path)
+    db.start_turn(theirs, "job", "job-there", "user", "more on the build box")
+    theirs.close()
+    mine = db.connect(source_path)
+    db.start_turn(mine, "job", "job-again", "user", "even more on the laptop")
+    mine.close()
+    code, out, _ = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))
+    assert code == 1 and "refused job: job was continued apart in both stores (the first 3 messages shared" in out
+    theirs = db.connect(target_path)
+    assert contents(theirs, "job")[-1] == "more on the build box"
+    theirs.close()
+    code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path),
+                         "--rename")
+    assert code == 0 and "copied job as job-2 (4 messages)" in out, (out, err)
+
+
+# -- the property: random pairs of stores never lose a message ---------------------------------
+
+IDS = ["s1", "s2", "s1::child::c"]
+TEXTS = st.lists(st.text("abc xyz", min_size=1, max_size=6), max_size=4)
+SCENARIO = st.one_of(
+    st.tuples(st.just("source only"), TEXTS, st.just([]), st.just([])),
+    st.tuples(st.just("target only"), st.just([]), st.just([]), TEXTS),
+    st.tuples(st.just("unrelated"), TEXTS, st.just([]), TEXTS),
+    st.tuples(st.just("shared"), TEXTS, TEXTS, TEXTS),  # a common start, then each side's own
+)
+
+
+def _write(conn: db.Database, sid: str, created: float, messages: list[tuple[str, float]]) -> None:
+    """A session with these messages, every time given (so two stores can hold the very same)."""
+    conn.execute("INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, '', ?, ?)",
+                 (sid, created, created))
+    for text, when in messages:
+        turn = f"{sid}-{when}"
+        conn.execute("INSERT INTO turns (id, session_id, origin, text, status, started_at) "
+                     "VALUES (?, ?, 'user', ?, 'done', ?)", (turn, sid, text, when))
+        conn.execute("INSERT INTO messages (session_id, turn_id, role, content, created_at) "
+                     "VALUES (?, ?, 'user', ?, ?)", (sid, turn, text, when))
+    if messages:
+        conn.execute("INSERT INTO input_history (session_id, text, created_at) VALUES (?, ?, ?)",
+                     (sid, messages[0][0], created))
+
+
+def _starts(shorter: list[str], longer: list[str]) -> bool:
+    return longer[:len(shorter)] == shorter
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios=st.lists(SCENARIO, min_size=len(IDS), max_size=len(IDS)), rename=st.booleans(),
+       twice=st.booleans())
+def test_random_pairs_of_stores_never_lose_a_message_in_a_migrate(scenarios, rename: bool, twice: bool) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = db.connect(Path(folder) / "a.db"), db.connect(Path(folder) / "b.db")
+        clock = iter(range(1_000, 10_000))
+        try:
+            for sid, (kind, mine, common, theirs) in zip(IDS, scenarios):
+                created = float(next(clock)) + 0.123456
+                shared = [(text, float(next(clock))) for text in common]
+                ours = shared + [(text, float(next(clock))) for text in mine]
+                others = shared + [(text, float(next(clock))) for text in theirs]
+                if kind != "target only":
+                    _write(source, sid, created, ours)
+                if kind != "source only":
+                    _write(target, sid, created if kind == "shared" else created + 1, others)
+            source_had = {sid: contents(source, sid) for sid in IDS if contents_exist(source, sid)}
+            target_had = {sid: contents(target, sid) for sid in IDS if contents_exist(target, sid)}
+            for _ in range(2 if twice else 1):
+                plan = copy.plan_copy(source, target, **({"rename": True} if rename else {}))
+                report = copy.copy_sessions(source, target, plan, all_inputs=True)
+                assert not report.of(copy.FAILED)
+            ids = [r[0] for r in target.execute("SELECT id FROM sessions")]
+            after = {sid: contents(target, sid) for sid in ids}
+            # Nothing the target held is lost: each of its sessions holds what it held, and more only
+            # when the source's is that same session further on.
+            for sid, texts in target_had.items():
+                assert _starts(texts, after[sid]), (sid, texts, after[sid])
+                if after[sid] != texts:
+                    assert after[sid] == source_had[sid]
+            # Nothing the source held is lost either: each of its sessions is in the target (under
+            # its id or a new one), or it was refused, and said so.
+            refused = {s.id for s in report.of(copy.REFUSED)}
+            for sid, texts in source_had.items():
+                if sid in refused:
+                    continue
+                assert any(_starts(texts, held) for held in after.values()), (sid, texts, after)
+            assert not (rename and refused), refused  # with --rename everything is copied
+            assert len(ids) == len(set(ids))
+        finally:
+            source.close()
+            target.close()
+
+
+def contents_exist(conn: db.Database, sid: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is not None
