@@ -7,6 +7,8 @@ Imports nothing from the project, so config, cache, the widgets and the commands
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from os.path import commonprefix
 
 
 def human_size(size: float, sep: str = "") -> str:
@@ -18,6 +20,27 @@ def human_size(size: float, sep: str = "") -> str:
             return f"{size:.0f}{sep}{unit}" if unit == "B" else f"{size:.1f}{sep}{unit}"
         size /= 1024
     return f"{size}"
+
+
+def unique_prefixes(names: Iterable[str], width: int) -> dict[str, str]:
+    """How each name shows in a column about ``width`` wide: whole when it fits, else its shortest
+    prefix (at least ``width - 1`` characters) that no other of ``names`` starts with, and '…'.
+
+    A label can be longer than ``width``: a cut that two names share (``20261129-1425…`` for two
+    sessions started in the same minute) would name neither; a column sizes itself to its labels.
+    """
+    distinct = sorted(set(names))
+    labels = {}
+    for index, name in enumerate(distinct):
+        if len(name) <= width:
+            labels[name] = name
+            continue
+        # In sorted order a name shares its longest prefix with a neighbour.
+        shared = max((len(commonprefix([name, distinct[other]])) for other in (index - 1, index + 1)
+                      if 0 <= other < len(distinct)), default=0)
+        keep = max(width - 1, shared + 1)
+        labels[name] = name if keep >= len(name) else name[:keep] + "…"
+    return labels
 
 
 def noun(count: int, word: str, plural: str | None = None) -> str:

@@ -64,3 +64,60 @@ def test_sizes_say_mib_beside_byte_counts(hermes_home: Path) -> None:
     listed = cli("cache", "ls")
     assert listed.returncode == 0 and "  3.0MiB  " in listed.stdout, listed.stdout
     assert "3.0M " not in listed.stdout
+
+
+SAME_SECOND = ("20261129-142501-3fa2", "20261129-142501-9bc1")
+
+
+def _records(folder: Path, sessions: tuple[str, ...]) -> None:
+    import json
+    from datetime import datetime
+
+    from hermes_tui.runtime.records import RECORD_FORMAT
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, session in enumerate(sessions):
+        exec_id = f"20261129-142502-{i:08x}"
+        when = datetime(2026, 11, 29, 14, 25, 2 + i).astimezone().isoformat()
+        (folder / f"{exec_id}.json").write_text(json.dumps({
+            "format": RECORD_FORMAT, "id": exec_id, "status": "success", "session": session, "kernel_id": "k1",
+            "started_at": when, "finished_at": when, "title": f"print({i})", "stdout_bytes_total": 2,
+            "stdout_spill_path": None, "stdout_truncated": False, "code": f"print({i})\n", "output": f"{i}\n"}))
+
+
+def test_cache_ls_shows_session_ids_as_unique_prefixes(hermes_home: Path) -> None:
+    from hermes_tui.units import unique_prefixes
+
+    long = ("delegate::parent-20261129::child-a", "delegate::parent-20261129::child-b")
+    _records(hermes_home / "cache" / "exec", SAME_SECOND + long)
+    listed = cli("cache", "ls")
+    assert listed.returncode == 0, listed.stderr
+    everyone = SAME_SECOND + long
+    labels = unique_prefixes(everyone, 16)
+    assert len(set(labels.values())) == 4 and all(f"  {labels[s]}  " in listed.stdout for s in everyone)
+    for label in labels.values():  # each names one session: a prefix of it and of no other
+        assert len([s for s in everyone if s.startswith(label.rstrip("…"))]) == 1, listed.stdout
+    assert "20261129-14250 " not in listed.stdout  # the old cut, shared by two sessions
+
+
+async def test_f9_list_shows_session_ids_as_unique_prefixes(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.app import HermesApp
+    from hermes_tui.widgets.cache_browser import CacheBrowser
+    from hermes_tui.widgets.entry_list import EntryList
+
+    long = ("delegate::parent-20261129::child-a", "delegate::parent-20261129::child-b")
+    _records(hermes_home / "cache" / "exec", SAME_SECOND + long)
+    app = HermesApp(cwd=str(tmp_path), home=hermes_home)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("f9")
+        browser = app.screen
+        assert isinstance(browser, CacheBrowser)
+        for _ in range(200):
+            if len(browser.shown) == 4:
+                break
+            await pilot.pause(0.05)
+        table = browser.query_one(EntryList)
+        cells = [table.format(row).split()[3] for row in table.rows]
+        assert len(set(cells)) == 4, cells
+        for cell in cells:  # each names one session: a prefix of it and of no other
+            assert len([s for s in SAME_SECOND + long if s.startswith(cell.rstrip("…"))]) == 1, cells

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from hermes_tui.cache import CacheEntry, CacheError, delete_entry, load_record, scan
-from hermes_tui.units import human_size, noun, parse_duration
+from hermes_tui.units import human_size, noun, parse_duration, unique_prefixes
 from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
 from hermes_tui.widgets.dialogs import HelpScreen
@@ -317,11 +317,18 @@ class CacheBrowser(Screen[None]):
         shown.sort(key=key)
         selected = self._selected_id()
         self.shown = shown
+        # A session id longer than its column shows as a prefix no other listed one shares.
+        sessions = unique_prefixes((e.session or "—" for e in shown), WIDTHS[2])
+        table = self.query_one(EntryList)
+        widths = (*WIDTHS[:2], max([WIDTHS[2], *map(len, sessions.values())]), *WIDTHS[3:])
+        if widths != table.widths:
+            table.widths = widths
+            self.query_one("#cache-header", Static).update(table.format(COLUMNS))
         rows: list[tuple[str, ...]] = [
-            (datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, e.session or "—",
+            (datetime.fromtimestamp(e.when).strftime("%Y-%m-%d %H:%M:%S"), e.status or e.kind, sessions[e.session or "—"],
              e.kernel or "—", human_size(e.size, " "), e.id, e.title) for e in shown]
         index = next((i for i, e in enumerate(shown) if e.id == selected), 0) if selected else 0
-        self.query_one(EntryList).set_rows(rows, cursor=index)
+        table.set_rows(rows, cursor=index)
         self.query_one("#cache-title", Label).update(plain(
             f"Saved outputs · {self.folder} · {len(shown):,} of {len(self.entries):,} · sorted by {self.sort}"))
 

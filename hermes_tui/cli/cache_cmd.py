@@ -17,7 +17,7 @@ from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
 from hermes_tui.paths import exec_cache_dir
 from hermes_tui.runtime.fsutil import open_regular
-from hermes_tui.units import human_size, parse_duration, parse_size, plural
+from hermes_tui.units import human_size, parse_duration, parse_size, plural, unique_prefixes
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -62,10 +62,22 @@ def _duration(text: str) -> float:
         raise UsageError(str(exc)) from None
 
 
-def _row(entry: CacheEntry) -> str:
+SESSION_WIDTH = 16
+"""The session column's width: a longer session id is cut to a prefix no other listed one shares."""
+
+
+def _sessions(entries: list[CacheEntry]) -> tuple[dict[str, str], int]:
+    """Each session's label (escaped: a record a script wrote names it) and the column's width."""
+    labels = {name: shown(label) for name, label in
+              unique_prefixes((e.session or "-" for e in entries), SESSION_WIDTH).items()}
+    return labels, max([SESSION_WIDTH, *map(len, labels.values())])
+
+
+def _row(entry: CacheEntry, sessions: tuple[dict[str, str], int] | None = None) -> str:
     # Every field but the time and size came from a record a script could write: escaped.
+    labels, width = sessions or _sessions([entry])
     when = datetime.fromtimestamp(entry.when).strftime("%Y-%m-%d %H:%M:%S")
-    return (f"{when}  {shown(entry.status or entry.kind):11}  {shown((entry.session or '-')[:14]):14}  "
+    return (f"{when}  {shown(entry.status or entry.kind):11}  {labels[entry.session or '-']:{width}}  "
             f"{shown(entry.kernel or '-'):5}  {human_size(entry.size):>9}  {shown(entry.id)}  {shown(entry.title[:60])}")
 
 
@@ -81,6 +93,7 @@ def _scan(folder: Path) -> list[CacheEntry]:
 def _ls(folder: Path, args: argparse.Namespace) -> int:
     since = time.time() - _duration(args.since) if args.since else None
     entries = [e for e in _scan(folder) if e.matches(status=args.status, session=args.session, since=since)]
+    sessions = _sessions(entries)
     for entry in entries:
         if args.json:
             print(json.dumps({"id": entry.id, "kind": entry.kind, "path": str(entry.path), "time": entry.when,
@@ -88,7 +101,7 @@ def _ls(folder: Path, args: argparse.Namespace) -> int:
                               "output_bytes": entry.size, "title": entry.title,
                               "full_output": str(entry.output_file) if entry.output_file else None}))
         else:
-            print(_row(entry))
+            print(_row(entry, sessions))
     if not entries and not args.json:
         print(f"No entries in {shown(folder)}" + (" match." if (args.session or args.status or args.since) else "."))
     return 0
@@ -163,10 +176,11 @@ def _prune(folder: Path, args: argparse.Namespace, config: Config) -> int:
         raise UsageError(str(exc)) from None
     plan = plan_prune(_scan(folder), older_than=_duration(older) if older else None, max_size=max_size)
     verb = "would delete" if args.dry_run else "deleted"
+    sessions = _sessions(plan.delete)
     for entry in plan.delete:
         if not args.dry_run:
             delete_entry(entry)
-        print(f"{verb}: {_row(entry)}")
+        print(f"{verb}: {_row(entry, sessions)}")
     for entry in plan.kept_busy:
         print(f"kept (may still be in use): {shown(entry.id)}")
     print(f"{verb} {plural(len(plan.delete), 'entry')}, {human_size(plan.bytes_freed)}"
