@@ -286,3 +286,26 @@ def test_a_refusal_names_who_refused(store_backend: str, hermes_home: Path, work
         said = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "denied by root@" in said or "denied by " + os.environ.get("USER", "") in said
     assert "not today" in said and "denied by the user" not in said
+
+
+def test_two_calls_of_one_step_pause_once_with_both_pending(
+        store_backend: str, hermes_home: Path, workdir: Path) -> None:
+    """Issue 32: two tool calls of one reply that both need approval paused one after the
+    other, so `approve --all --except ...` never saw both. Now the run pauses once with every
+    request of the step pending; one is approved, the other denied, and the resume does each."""
+    first = {"name": "terminal", "arguments": {"command": "echo one > one.txt"}}
+    second = {"name": "terminal", "arguments": {"command": "echo two > two.txt"}}
+    with FakeModelServer([{"text": "", "tool_calls": [first, second]}, {"text": "Done."}]) as server:
+        configure(hermes_home, server, "approvals:\n  mode: strict\n")
+        paused = cli(workdir, "run", "--session", "both1", "write both")
+        assert paused.returncode == 3, paused.stdout + paused.stderr
+        pending = json.loads(cli(workdir, "inspect", "both1", "--pending", "--json").stdout)["pending"]
+        assert [p["text"] for p in pending] == ["echo one > one.txt", "echo two > two.txt"], pending
+        assert not (workdir / "one.txt").exists() and not (workdir / "two.txt").exists()  # asked, not run
+        second_id = pending[1]["id"]
+        assert cli(workdir, "approve", "both1", "--all", "--except", second_id).returncode == 0
+        assert cli(workdir, "deny", "both1", second_id, "--reason", "not two").returncode == 0
+        resumed = cli(workdir, "resume", "both1")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert (workdir / "one.txt").read_text() == "one\n"
+    assert not (workdir / "two.txt").exists()

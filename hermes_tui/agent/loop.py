@@ -519,7 +519,7 @@ class Agent:
         """Run the calls in order (after an interrupt the rest are not run); returns how many
         were malformed."""
         invalid = 0
-        for call in calls:
+        for index, call in enumerate(calls):
             if turn.interrupted:
                 await self._finish_call(turn, call, NOT_RUN, "interrupted")
                 continue
@@ -536,8 +536,26 @@ class Agent:
             self.listener(ToolStarted(turn.id, call.id, call.name, parsed.model_dump()))
             if self.on_tool_shown is not None:
                 await self.on_tool_shown()
-            await self._execute(turn, call, parsed.model_dump())
+            try:
+                await self._execute(turn, call, parsed.model_dump())
+            except _Paused:
+                await self._ask_ahead(turn, message_id, calls[index + 1:])
+                raise
         return invalid
+
+    async def _ask_ahead(self, turn: _Turn, message_id: int | None, calls: list[ToolCall]) -> None:
+        """The run paused at a call: the step's later calls ask their questions now too (none
+        runs), so a person answers every request of the step at once. Each is stored as
+        started, so its pending request is kept for the resume, which runs them in order."""
+        for call in calls:
+            try:
+                parsed = validate_call(call, self.tool_names)
+            except InvalidCall:
+                continue  # said, and stored, when the resume reaches it
+            await self.store.call(db.start_tool_call, self.session_id, turn.id, message_id or 0, call.id, call.name,
+                                  call.arguments)
+            await self.runtime.ask_ahead(call.name, parsed.model_dump(), session=self.session_id, cwd=self.cwd,
+                                         origin=turn.origin, call_id=call.id)
 
     async def _execute(self, turn: _Turn, call: ToolCall, args: dict[str, Any]) -> None:
         if turn.interrupted:  # interrupted while the call's start was being stored: it never runs

@@ -389,6 +389,27 @@ class Runtime:
             context.ask_writes = f"an {origin} turn: its file writes are asked first"
         return await call_tool(name, dict(args), context)
 
+    async def ask_ahead(
+        self, name: str, args: dict[str, object], *, session: str, cwd: str | Path | None, origin: Origin,
+        call_id: str | None,
+    ) -> None:
+        """Only the question a tool call would ask first — a ``terminal`` command, the whole
+        script of an injected or automation turn — without running anything. A headless run
+        that pauses asks the step's later calls this way, so every request of the step is
+        pending at once (``approve --all --except ...``); each call still runs, and is checked
+        again, when the run resumes (the answer given meanwhile is taken then)."""
+        await self.start()
+        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        if name == "terminal" and isinstance(args.get("command"), str):
+            workdir = args.get("workdir")
+            where = os.path.join(folder, os.path.expanduser(workdir)) if isinstance(workdir, str) and workdir else folder
+            env = self.launcher.child_env(self._pool.allowed_names if self._pool else frozenset())
+            await self.gate.check_terminal(str(args["command"]), cwd=where, session=session, kernel=None,
+                                           exec_id=None, origin=origin, call_id=call_id, env=env)
+        elif name == "execute_code" and isinstance(args.get("code"), str):
+            await self.gate.check_script(str(args["code"]), cwd=folder, session=session, origin=origin,
+                                         exec_id=None, call_id=call_id)
+
     async def flush_records(self) -> None:
         """Wait until the records of every execution so far are written to the cache dir."""
         if self._executor is not None:
