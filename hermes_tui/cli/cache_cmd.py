@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import json
 import os
+import shlex
+import subprocess
 import sys
 import time
 from collections import deque
@@ -108,13 +112,10 @@ def _ls(folder: Path, args: argparse.Namespace) -> int:
 
 
 def _show(folder: Path, args: argparse.Namespace) -> int:
-    if args.head is not None and args.tail is not None:
-        raise UsageError("give --head or --tail, not both")
     entry = find(folder, args.entry)
     if entry is None:
         raise UsageError(f"no entry {args.entry!r} (or the id prefix is ambiguous); see `hermes-tui cache ls`")
     source = entry.output_file
-    out = sys.stdout
     if source is None:  # the whole output is in the record
         try:
             lines = record_output(entry).splitlines(keepends=True)
@@ -122,30 +123,111 @@ def _show(folder: Path, args: argparse.Namespace) -> int:
             raise UsageError(f"the record {entry.path} is gone (deleted or pruned)") from None
         except CacheError as exc:
             raise UsageError(str(exc)) from None
-        if args.head is not None:
-            lines = lines[: args.head]
-        elif args.tail is not None:
-            lines = lines[-args.tail:] if args.tail else []
-        out.write("".join(lines))
+        if args.head is not None or args.tail is not None:
+            head = lines[: args.head or 0]
+            tail = lines[max(len(head), len(lines) - (args.tail or 0)):] if args.tail else []
+            skipped = len(lines) - len(head) - len(tail)
+            lines = head + tail
+        with _Output() as out:
+            if args.head is not None and args.tail is not None and skipped:
+                out.write("".join(head).encode("utf-8", "surrogateescape"))
+                out.gap(f"{plural(skipped, 'line')} not shown")
+                lines = tail
+            out.write("".join(lines).encode("utf-8", "surrogateescape"))
         return 0
     try:  # a regular file, never a link: a FIFO or /dev/zero put there would hang or never end
         handle = os.fdopen(open_regular(source, follow_symlinks=False), "rb")
     except OSError as exc:
         raise UsageError(f"cannot read {source}: {exc.strerror}") from None
-    with handle:  # streamed: a 1 GB file is never held whole
+    with handle, _Output() as out:  # streamed: a 1 GB file is never held whole
+        shown_to = 0  # the byte offset the head ended at
         if args.head is not None:
             for number, line in enumerate(handle):
                 if number >= args.head:
                     break
-                out.buffer.write(line)
-        elif args.tail is not None:
-            for line in _tail(handle, args.tail):
-                out.buffer.write(line)
-        else:
+                out.write(line)
+                shown_to += len(line)
+        if args.tail is not None:
+            lines = _tail(handle, args.tail)
+            start = handle.seek(0, 2) - sum(map(len, lines))
+            while lines and start < shown_to:  # already shown by --head
+                start += len(lines.pop(0))
+            if args.head is not None and start > shown_to:
+                out.gap(f"{start - shown_to:,} bytes not shown")
+            for line in lines:
+                out.write(line)
+        elif args.head is None:
             while chunk := handle.read(1 << 20):
-                out.buffer.write(chunk)
-    out.flush()
+                out.write(chunk)
     return 0
+
+
+class _Output:
+    """Where ``cache show`` writes. Not a terminal (a pipe, a file): the bytes as they are. A
+    terminal: the text escaped (:func:`shown`: a script's ``\\x1b[2J`` must not clear the screen)
+    and through a pager as git does it: ``$PAGER``, else ``less -FRX`` (which quits at once when
+    it all fits the screen); ``PAGER=`` or ``cat`` writes straight to the terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdout.isatty()
+        self.pager: subprocess.Popen[bytes] | None = None
+        self.sink = sys.stdout.buffer
+        self.decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+
+    def __enter__(self) -> _Output:
+        sys.stdout.flush()
+        if self.tty:
+            command = os.environ.get("PAGER", "less -FRX").strip()
+            if command and command != "cat":
+                try:
+                    self.pager = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE)
+                except (OSError, ValueError):  # no such pager: straight to the terminal
+                    self.pager = None
+                else:
+                    assert self.pager.stdin is not None
+                    self.sink = self.pager.stdin
+        return self
+
+    def write(self, data: bytes) -> None:
+        if self.tty:
+            data = shown(self.decoder.decode(data), one_line=False).encode("utf-8", "surrogateescape")
+        try:
+            self.sink.write(data)
+        except BrokenPipeError:  # the pager was quit: the rest is not wanted
+            if self.pager is None:
+                raise
+            raise _PagerQuit from None
+
+    def gap(self, what: str) -> None:
+        """Between the head and the tail: said on stderr, so stdout stays the output's own bytes."""
+        self.sink.flush()
+        if self.pager is not None:
+            self.write(f"[… {what} …]\n".encode())
+        else:
+            print(f"hermes-tui: cache show: … {what} …", file=sys.stderr, flush=True)
+
+    def __exit__(self, kind: object, exc: object, trace: object) -> bool:
+        if self.tty:
+            tail = shown(self.decoder.decode(b"", final=True), one_line=False)
+            if tail and kind is None:
+                with contextlib.suppress(BrokenPipeError):
+                    self.sink.write(tail.encode("utf-8", "surrogateescape"))
+        if self.pager is None:
+            self.sink.flush()
+            return False
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.sink.close()
+        while True:
+            try:
+                self.pager.wait()
+                break
+            except KeyboardInterrupt:  # Ctrl+C is the pager's to handle, as in git
+                continue
+        return kind is _PagerQuit or kind is KeyboardInterrupt
+
+
+class _PagerQuit(Exception):
+    """The pager ended before all was written to it."""
 
 
 def _tail(handle, count: int) -> list[bytes]:
