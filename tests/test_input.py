@@ -416,3 +416,30 @@ async def test_a_leading_space_keeps_python_out_of_the_history_and_it_still_runs
                 break
         assert app.query(RunBlock).last().status == "success"  # not an IndentationError
         assert " hidden_token = 'abc'" not in prompt.input_history.entries
+
+
+async def test_tab_in_an_empty_input_puts_nothing_in(hermes_home: Path, tmp_path: Path) -> None:
+    """Issue 32: Tab in an empty input put four spaces there that nobody sees."""
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = await ready(pilot, app)
+        await pilot.press("tab")
+        await pilot.pause(0.1)
+        assert prompt.text == ""
+        await type_text(pilot, "if x:")
+        await pilot.press("enter", "tab")  # inside a block Tab still indents
+        assert prompt.text == "if x:\n" + " " * 8
+
+
+async def test_a_message_s_leading_whitespace_never_reaches_the_model(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([{"text": "Hi."}]) as server:
+        app = HermesApp(strict_config(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n"
+                                      "  max_retries: 0\n"), cwd=str(tmp_path), home=hermes_home)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = await ready(pilot, app)
+            prompt.insert("    hello there")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: bool(server.requests))
+            await pilot.pause(0.2)
+        sent = [m for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert sent[-1]["content"] == "hello there", sent

@@ -235,6 +235,8 @@ class PromptInput(TextArea):
                 event.prevent_default()
                 shown = text.rstrip("\n")
                 text = self.pastes.expand(shown).rstrip("\n")  # a paste runs whole
+                if self.chat:
+                    text = text.lstrip()  # a message's leading spaces (or a Tab's) never reach the model
                 if text != shown:
                     remember_shown(text, shown)
                 if not self.chat and not text.lstrip().startswith("/"):
@@ -364,9 +366,12 @@ class PromptInput(TextArea):
     # -- completion -----------------------------------------------------------------------
 
     def _tab(self) -> bool:
-        """Tab: complete a command or a Python name; False where Tab indents as before."""
+        """Tab: complete a command or a Python name; False where Tab indents as before. In an
+        empty input it does nothing (it used to put in spaces nobody sees)."""
         if not self.selection.is_empty:
             return False
+        if not self.text.strip():
+            return True
         at_end = self.cursor_location == self.document.end
         prefix = slash_prefix(self.text) if at_end else None
         if prefix is not None:
