@@ -500,7 +500,8 @@ class HermesApp(App[None]):
     async def action_retry(self) -> None:
         if self.agent is None or not await self.agent.retry():
             self.main.conversation.add_note(
-                "Nothing to retry: /retry sends the conversation again after a failed request.")
+                "Nothing to retry or continue: /retry (or /continue) sends the conversation again after a failed "
+                "request, or after the app stopped in the middle of a turn.")
 
     @on(PromptInput.StopRequested)
     async def action_stop(self) -> None:

@@ -25,6 +25,7 @@ class SlashCommand:
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("stop", "stop", "stop the running turn"),
     SlashCommand("retry", "retry", "send the conversation again after a failed request"),
+    SlashCommand("continue", "retry", "go on with a turn the app stopped in (killed mid-reply)"),
     SlashCommand("sessions", "sessions", "pick a stored session"),
     SlashCommand("model", "model", "pick the model (or /model NAME, /model PROVIDER:NAME)", takes_argument=True),
     SlashCommand("usage", "usage", "tokens and cost, per turn and per model"),

@@ -152,7 +152,8 @@ def test_kill_9_while_a_reply_streams_keeps_what_was_shown(hermes_home: Path, tm
     import sqlite3
 
     words = " ".join(f"word{i:02d}" for i in range(60))
-    server = ModelServer(hermes_home, tmp_path, [{"text": words, "chunk": 7, "delay": 0.15}])
+    server = ModelServer(hermes_home, tmp_path, [{"text": words, "chunk": 7, "delay": 0.15},
+                                                 {"text": "Carrying on after the stop."}])
     try:
         terminal = Terminal(hermes_home, tmp_path, "--session", "e2e-stream")
         try:
@@ -160,22 +161,24 @@ def test_kill_9_while_a_reply_streams_keeps_what_was_shown(hermes_home: Path, tm
             kill_app(terminal)
         finally:
             terminal.close()
+        shown = [w for w in screen.split() if w.startswith("word")]
+        db = sqlite3.connect(hermes_home / "tui" / "sessions.db")
+        try:
+            [(content, status)] = db.execute("SELECT content, status FROM messages WHERE role = 'assistant'").fetchall()
+        finally:
+            db.close()
+        assert status == "streaming" and all(w in content.split() for w in shown)  # nothing on screen is lost
+        resumed = Terminal(hermes_home, tmp_path, "--resume", "e2e-stream")
+        try:
+            resumed.wait_for("the app stopped")  # the turn is marked interrupted
+            resumed.wait_for("word05")  # and the reply is back as far as it was shown
+            # Issue 32: the app can go on with it (it said "Nothing to retry").
+            resumed.say("/continue", until="Carrying on after the stop.")
+            resumed.quit()
+        finally:
+            resumed.close()
     finally:
         server.close()
-    shown = [w for w in screen.split() if w.startswith("word")]
-    db = sqlite3.connect(hermes_home / "tui" / "sessions.db")
-    try:
-        [(content, status)] = db.execute("SELECT content, status FROM messages WHERE role = 'assistant'").fetchall()
-    finally:
-        db.close()
-    assert status == "streaming" and all(w in content.split() for w in shown)  # nothing on screen is lost
-    resumed = Terminal(hermes_home, tmp_path, "--resume", "e2e-stream")
-    try:
-        resumed.wait_for("the app stopped")  # the turn is marked interrupted
-        resumed.wait_for("word05")  # and the reply is back as far as it was shown
-        resumed.quit()
-    finally:
-        resumed.close()
 
 
 def test_kill_9_mid_turn_then_resume(hermes_home: Path, tmp_path: Path) -> None:

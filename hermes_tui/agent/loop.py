@@ -616,6 +616,11 @@ class Agent:
             self.budget.session_setting = "/budget"
         self.history.replace(list(loaded.history))
         self._pending = list(loaded.pending)
+        turns = loaded.stored.turns
+        if not loaded.pending and turns and turns[-1]["id"] in loaded.interrupted_turns:
+            # The app died in its newest turn (a reply cut, a call never finished): /continue
+            # (or /retry) goes on with it, as `hermes-tui resume` does for a headless run.
+            self._last_failed = _Turn(id=turns[-1]["id"], text="", origin=turns[-1]["origin"], step="retry")
         return loaded
 
     def continue_turn(self, turn_id: str, origin: Origin) -> None:
