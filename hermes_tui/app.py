@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState
 from hermes_tui import __version__, attention
 from hermes_tui.attention import LONG_TURN_SECONDS
 from hermes_tui.agent.events import AgentEvent, ToolFinished, TurnEnded, TurnKind, TurnStarted
-from hermes_tui.commands import PALETTE, command_argument, parse_command
+from hermes_tui.commands import PALETTE, PYTHON_PREFIX, command_argument, parse_command, python_of
 from hermes_tui.config import Config
 from hermes_tui.config_notes import backend_refusal
 from hermes_tui.editor import editor_argv, editor_command
@@ -469,6 +469,12 @@ class HermesApp(App[None]):
                 self.send(text[1:].strip(), kind="shell")
             else:
                 self.main.conversation.add_note("Type a command after ! (for example: !git status).")
+        elif text.lstrip().startswith(PYTHON_PREFIX):  # Python beside the chat: a run in the kernel
+            code = python_of(text.lstrip())
+            if code.strip():
+                self.send(code, kind="python")
+            else:
+                self.main.conversation.add_note("Type Python after >>> (for example: >>> df.head()).")
         else:
             self.send(text)
 

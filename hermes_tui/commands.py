@@ -8,6 +8,7 @@ argument.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 
@@ -20,6 +21,25 @@ class SlashCommand:
     help: str
     takes_argument: bool = False
     """The words after the name are passed to the action (as one string, maybe empty)."""
+
+
+PYTHON_PREFIX = ">>>"
+"""Typed first (with a model), the rest of the input runs as Python in the session's kernel."""
+
+
+def python_of(text: str) -> str:
+    """The code of a ``>>>`` input: the prefix taken off, and a pasted REPL session's prompts
+    too (``>>> `` and ``... `` at the start of each line), so ``>>> x = 1`` runs ``x = 1``."""
+    lines = text[len(PYTHON_PREFIX):].split("\n")
+    lines[0] = lines[0][1:] if lines[0].startswith(" ") else lines[0]
+    out = [lines[0]]
+    for line in lines[1:]:
+        for prompt in (">>> ", "... ", ">>>", "..."):
+            if line.startswith(prompt):
+                line = line[len(prompt):]
+                break
+        out.append(line)
+    return textwrap.dedent("\n".join(out)).strip("\n")
 
 
 COMMANDS: tuple[SlashCommand, ...] = (

@@ -328,3 +328,24 @@ async def test_a_bang_command_typed_during_a_model_call_waits_and_keeps_its_own_
     assert {a["text"]: a["tool_call_id"] for a in approvals_of(hermes_home, "s-ids")} == {
         "echo approved-$((40 + 2))": by_name["execute_code"], MEANWHILE: by_name["terminal"]}
     assert [t["text"] for t in session.turns] == ["run the slow check", "!" + MEANWHILE]
+
+
+async def test_python_beside_the_chat_runs_in_the_kernel_and_the_model_sees_it(hermes_home: Path,
+                                                                                tmp_path: Path) -> None:
+    """Issue 32: with a model set, every input went to the model; `>>>` runs Python in the
+    session's kernel as a user turn (a REPL session's pasted prompts too), stored and shown like
+    any run, and the model reads it on its next request, as it reads a !cmd."""
+    with FakeModelServer([{"text": "x is 42."}]) as server:
+        app = model_app(hermes_home, tmp_path, server)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app._session_ready.is_set())
+            await submit(pilot, app, ">>> x = 6 * 7")
+            await wait_until(pilot, lambda: any(r.status == "success" for r in app.query(RunBlock)))
+            await submit(pilot, app, ">>> for i in range(2):\n...     x += 0\n... print(x)")
+            await wait_until(pilot, lambda: [r.status for r in app.query(RunBlock)] == ["success", "success"])
+            assert "42" in app.query(RunBlock).last().result.output
+            assert server.requests == []  # the model was not asked
+            await submit(pilot, app, "what is x?")
+            await wait_until(pilot, lambda: "x is 42." in replies(app))
+        sent = json.dumps(server.requests[-1]["messages"])
+    assert "x = 6 * 7" in sent and "execute_code" in sent  # the run is in the history it reads

@@ -53,7 +53,7 @@ def short_model(label: str) -> str:
 
 def model_hints(settings: ProviderSettings) -> tuple[str, str]:
     """The line under the conversation with a model: idle, and while a turn runs."""
-    return (f"{settings.label} · Enter sends · Ctrl+J new line · !cmd · /help",
+    return (f"{settings.label} · Enter sends · Ctrl+J new line · >>> Python · !cmd · /help",
             f"… {settings.model} is working · a new message interrupts · /help")
 
 
