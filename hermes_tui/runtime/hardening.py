@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
 import logging
 import os
 import subprocess
@@ -73,24 +72,9 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
-_libc: ctypes.CDLL | None = None
 _local = threading.local()
-
-
-def _c() -> ctypes.CDLL | None:
-    """The C library (None off Linux)."""
-    global _libc
-    if _libc is None and sys.platform.startswith("linux"):
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    return _libc
-
-
-def _prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
-    libc = _c()
-    if libc is None:
-        return -1
-    return int(libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), ctypes.c_ulong(0),
-                          ctypes.c_ulong(0)))
+_c = lineage.libc
+_prctl = lineage.prctl
 
 
 def make_undumpable() -> bool:
@@ -325,18 +309,6 @@ def harden_host() -> None:
     drop_for_children()
 
 
-def _status(pid: int | str) -> dict[str, str]:
-    fields: dict[str, str] = {}
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                name, _, value = line.partition(":")
-                fields[name] = value.strip()
-    except OSError:
-        pass
-    return fields
-
-
 def started_by_this_host(pid: int) -> bool:
     """True when process ``pid`` is one the host started or one of its descendants (a kernel,
     a script's subprocess): something that must not speak for the user (answer an approval).
@@ -347,7 +319,7 @@ def started_by_this_host(pid: int) -> bool:
     of :data:`DROPPED` that this process's has (only the spawner thread drops them); it has
     ``no_new_privs`` and this process has not. An unknown pid counts as ours: refused.
     """
-    peer, mine = _status(pid), _status("self")
+    peer, mine = lineage.status(pid), lineage.status("self")
     if not peer:
         return True
     if lineage.carries_the_mark(pid):

@@ -56,26 +56,41 @@ modprobe and /sys/kernel/uevent_helper start programs with every capability."""
 _libc: ctypes.CDLL | None = None
 
 
-def _c() -> ctypes.CDLL | None:
+def libc() -> ctypes.CDLL | None:
+    """The C library (None off Linux)."""
     global _libc
     if _libc is None and sys.platform.startswith("linux"):
         _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
     return _libc
 
 
-def _prctl(option: int, arg2: int = 0) -> int:
-    libc = _c()
-    if libc is None:
+def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
+    """``prctl(option, arg2, arg3)`` (-1 off Linux)."""
+    lib = libc()
+    if lib is None:
         return -1
-    return int(libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                          ctypes.c_ulong(0)))
+    return int(lib.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), ctypes.c_ulong(0),
+                         ctypes.c_ulong(0)))
+
+
+def status(pid: int | str) -> dict[str, str]:
+    """The fields of ``/proc/<pid>/status`` (empty when the process is gone)."""
+    fields: dict[str, str] = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                name, _, value = line.partition(":")
+                fields[name] = value.strip()
+    except OSError:
+        pass
+    return fields
 
 
 def no_new_privs() -> bool:
     """Set ``no_new_privs`` on this thread (for good). True when it is set."""
-    if _prctl(_PR_GET_NO_NEW_PRIVS) == 1:
+    if prctl(_PR_GET_NO_NEW_PRIVS) == 1:
         return True
-    return _prctl(_PR_SET_NO_NEW_PRIVS, 1) == 0
+    return prctl(_PR_SET_NO_NEW_PRIVS, 1) == 0
 
 
 class _SockFilter(ctypes.Structure):
@@ -93,8 +108,8 @@ def mark_thread() -> bool:
         return False
     program = (_SockFilter * 1)(_SockFilter(_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW))
     prog = _SockFprog(1, ctypes.cast(program, ctypes.POINTER(_SockFilter)))
-    libc = _c()
-    if libc is None or libc.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(_SECCOMP_MODE_FILTER),
+    lib = libc()
+    if lib is None or lib.prctl(ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(_SECCOMP_MODE_FILTER),
                                   ctypes.c_void_p(ctypes.addressof(prog)), ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
         log.warning("cannot mark the processes the app starts (seccomp, errno %s): the app's socket "
                     "then knows a script only by its ancestry", ctypes.get_errno())
@@ -105,13 +120,9 @@ def mark_thread() -> bool:
 def filters(pid: int | str) -> int | None:
     """How many seccomp filters process ``pid`` runs under (None: unknown)."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("Seccomp_filters:"):
-                    return int(line.split(":", 1)[1])
-    except (OSError, ValueError):
+        return int(status(pid)["Seccomp_filters"])
+    except (KeyError, ValueError):
         return None
-    return None
 
 
 def carries_the_mark(pid: int) -> bool:
@@ -123,10 +134,10 @@ def carries_the_mark(pid: int) -> bool:
 
 def domains_available() -> bool:
     """True when this kernel has Landlock (:func:`enter_domain` can work)."""
-    libc = _c()
-    if libc is None:
+    lib = libc()
+    if lib is None:
         return False
-    return int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+    return int(lib.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
                             ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))) >= 1
 
 
@@ -143,10 +154,10 @@ def enter_domain(*, root: bool) -> bool:
     """Put this thread (and what it forks) in a Landlock domain of its own: every write as
     before, except, for ``root``, under ``/proc`` and ``/sys``. True when in force (False
     where Landlock is missing: Linux < 5.13 or disabled)."""
-    libc = _c()
-    if libc is None:
+    lib = libc()
+    if lib is None:
         return False
-    syscall = libc.syscall
+    syscall = lib.syscall
     abi = syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
                   ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
     if abi < 1:
@@ -225,13 +236,9 @@ def children_of(pid: int) -> list[int]:
 def _namespace_pid(pid: int) -> int | None:
     """``pid``'s number in its own (innermost) pid namespace."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
+        return int(status(pid)["NSpid"].split()[-1])
+    except (KeyError, ValueError, IndexError):
         return None
-    return None
 
 
 def host_pid(inner: int, root: int, depth: int = 4) -> int | None:
