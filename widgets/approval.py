@@ -36,7 +36,7 @@ def size_label(change: FileChange) -> str:
     """'new file', '512 B' or '1.2 KiB'."""
     if change.size is None:
         return "new file"
-    return f"{change.size} B" if change.size < 1024 else human_size(change.size, " ")
+    return human_size(change.size, " ")
 
 
 def shown(text: str, style: str = "") -> Text:

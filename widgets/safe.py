@@ -25,6 +25,8 @@ import re
 from rich.markup import escape
 from rich.text import Text
 
+from hermes_tui.runtime.danger.text import escape_char
+
 # Newline, tab and CR are kept (Rich drops CR itself); every other C0/C1 control, ESC and DEL
 # would reach the terminal raw. Then every format character (Unicode category Cf) but ZWNJ and
 # ZWJ, and the line and paragraph separators (Zl, Zp), as of Unicode 14 (Python 3.11;
@@ -39,10 +41,7 @@ _CONTROL_RE = re.compile(
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return escape_char(match.group())
 
 
 def visible(text: str) -> str:

@@ -668,10 +668,7 @@ class Agent:
             elif inner and item.call.name == "execute_code":
                 # The script had been allowed to run (it reached the command that waited): its
                 # re-run passes the script's own check once; its commands are asked as they come.
-                try:
-                    code = json.loads(item.call.arguments or "{}").get("code")
-                except (json.JSONDecodeError, AttributeError):
-                    code = None
+                code = _arguments_of(item.call).get("code")
                 if isinstance(code, str):
                     self.runtime.allow_once(self.session_id, code)
             await self._run_calls(turn, None, [item.call])

@@ -70,7 +70,7 @@ def _open_terminal() -> _Terminal | None:
 def _size(change: FileChange) -> str:
     if change.size is None:
         return "new file"
-    return f"{change.size} B" if change.size < 1024 else human_size(change.size, " ")
+    return human_size(change.size, " ")
 
 
 def _describe(request: ApprovalRequest) -> str:

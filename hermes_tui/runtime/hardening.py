@@ -322,8 +322,11 @@ def started_by_this_host(pid: int) -> bool:
     peer, mine = lineage.status(pid), lineage.status("self")
     if not peer:
         return True
-    if lineage.carries_the_mark(pid):
-        return True
+    try:  # the mark: more seccomp filters than this process (lineage.carries_the_mark, from what is read)
+        if int(peer.get("Seccomp_filters", "0")) > int(mine.get("Seccomp_filters", "0")):
+            return True
+    except ValueError:
+        pass
     try:
         peer_bound, my_bound = int(peer.get("CapBnd", "0"), 16), int(mine.get("CapBnd", "0"), 16)
     except ValueError:

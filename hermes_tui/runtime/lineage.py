@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 import os
 import sys
@@ -132,6 +133,7 @@ def carries_the_mark(pid: int) -> bool:
     return theirs is not None and mine is not None and theirs > mine
 
 
+@functools.cache  # read by every sandbox label (per run, per kernels listing): the kernel's ABI is fixed
 def domains_available() -> bool:
     """True when this kernel has Landlock (:func:`enter_domain` can work)."""
     lib = libc()

@@ -194,8 +194,8 @@ def _protected_at(paths: Paths, word: str) -> bool:
     place = paths.place
     if place is None or COMPUTED in word:
         return False
-    return bool(resolved_protection(paths, word, place.absolute(word), place.landing(word)) or
-                paths.credential(place.landing(word) or ""))
+    landed = place.landing(word)  # resolved once: it follows symlinks on disk
+    return bool(resolved_protection(paths, word, place.absolute(word), landed) or paths.credential(landed or ""))
 
 
 def find_starts(args: list[str]) -> list[str]:

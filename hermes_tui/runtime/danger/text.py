@@ -47,7 +47,8 @@ def _hidden_in(token: str) -> set[str]:
     return {c for c in _SUSPECT_RE.findall(token) if _invisible(c) or _lookalike(c, mixed)}
 
 
-def _escape(char: str) -> str:
+def escape_char(char: str) -> str:
+    """``\\x1b``, ``\\u202e``, ``\\U000e0041``: one character as it is shown escaped."""
     code = ord(char)
     if code < 0x100:
         return f"\\x{code:02x}"
@@ -61,10 +62,10 @@ def hidden_characters(text: str) -> list[str]:
     found: dict[str, None] = {}
     for char in text:  # spaces that are not ASCII split nothing for a reader: check them whole
         if char not in " \n\t" and _invisible(char):
-            found[_escape(char)] = None
+            found[escape_char(char)] = None
     for token in _TOKEN_RE.findall(text):
         for char in sorted(_hidden_in(token)):
-            found[_escape(char)] = None
+            found[escape_char(char)] = None
     return list(found)
 
 
@@ -76,6 +77,6 @@ def reveal(text: str) -> str:
 
     def token(match: re.Match[str]) -> str:
         hidden = _hidden_in(match.group())
-        return "".join(_escape(c) if c in hidden else c for c in match.group())
+        return "".join(escape_char(c) if c in hidden else c for c in match.group())
 
     return _TOKEN_RE.sub(token, text)
