@@ -97,7 +97,8 @@ def _refused(config: Config, broken: dict[str, str], file: Path, whole: str) -> 
                     for key in other]
     if everything or running:
         first = whole if everything else broken[running[0]]
-        config.terminal.refused = f"nothing runs until config.yaml is fixed: {first}; {DOCTOR}"  # type: ignore[attr-defined]
+        config.terminal.refused = (f"nothing runs until config.yaml is fixed: {first}; {DOCTOR}, then start "  # type: ignore[attr-defined]
+                                   "hermes-tui again (the file is read at start)")
     if everything or model:
         key = "config.yaml" if everything else ", ".join(model) + " in config.yaml"
         config.model_refused = f"{key} cannot be read (the config error above says why)"  # type: ignore[attr-defined]
