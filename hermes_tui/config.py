@@ -331,6 +331,9 @@ class ModelConfig(_Section):
     """The model's context window in tokens (``context_window`` is read as this); default: the price table's."""
     pricing: PricingConfig | None = None
     """Prices to use instead of the price table's (a cost the provider reports still wins)."""
+    max_tokens: Annotated[int, msgspec.Meta(ge=256, le=1_000_000)] | None = None
+    """The longest reply asked for: sent to Anthropic always, and to any provider while a cost
+    ceiling is set (the ceiling may grant less); default 8192."""
     streaming: bool = True
     """``false``: ask for whole replies instead of a stream."""
     default_headers: Headers = {}

@@ -9,7 +9,10 @@ arguments a dict, or a string sent as-is), ``status`` + ``error`` (an HTTP error
 ``reasoning_content`` or an Anthropic thinking block), ``usage`` (the counts reported, in the
 OpenAI shape: ``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details.cached_tokens``,
 ``cost``; for Anthropic ``input_tokens``, ``output_tokens``, ``cache_read_input_tokens``,
-``cache_creation_input_tokens``; default :data:`DEFAULT_USAGE`) and ``usage_mode``: how an
+``cache_creation_input_tokens``; default :data:`DEFAULT_USAGE`; ``prompt_tokens: "counted"``
+reports one token per 4 characters of the request's messages and tools, as a provider counts
+what it was sent). A request's ``max_tokens`` (``max_completion_tokens``) is honoured as a
+provider does: the reported output tokens are cut to it. ``usage_mode``: how an
 OpenAI stream reports it — ``asked`` (the default: a last chunk with no choices, only when the
 request asks with ``stream_options.include_usage``, as OpenAI does), ``last_chunk`` (on the
 final chunk, asked or not) or ``never``. A request that does not ask for a stream gets the
@@ -35,6 +38,21 @@ from typing import Any
 
 DEFAULT_USAGE = {"prompt_tokens": 1200, "completion_tokens": 80}
 """Counts a reply reports when its script gives none (OpenAI shape)."""
+
+
+def as_counted(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply with its usage as a provider would report it for ``body``: counted input
+    tokens where the script asks, output tokens no more than the request's ``max_tokens``."""
+    usage = dict(reply.get("usage") or DEFAULT_USAGE)
+    if usage.get("prompt_tokens") == "counted":
+        sent = json.dumps(body.get("messages") or []) + json.dumps(body.get("tools") or []) + str(body.get("system") or "")
+        usage["prompt_tokens"] = -(-len(sent) // 4)
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        for key in ("completion_tokens", "output_tokens"):
+            if isinstance(usage.get(key), int) and usage[key] > limit:
+                usage[key] = limit
+    return {**reply, "usage": usage} if usage != (reply.get("usage") or DEFAULT_USAGE) else reply
 
 
 def openai_usage(reply: dict[str, Any]) -> dict[str, Any]:
@@ -107,6 +125,7 @@ class FakeModelServer:
                         server.active -= 1
 
             def _reply(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
+                reply = as_counted(body, reply)
                 if reply.get("hang"):
                     time.sleep(reply["hang"])
                 if reply.get("redirect"):

@@ -1,12 +1,15 @@
 """Hard cost ceilings: ``agent.max_cost_usd`` per session, ``agent.max_turn_cost_usd`` per turn.
 
-Before each model call the loop asks :meth:`Budget.refuse` whether what is spent plus what the
-call could cost would pass a ceiling. The estimate is deliberately on the high side: the
-request's input tokens (as the provider counted the last one, else 1 per 4 characters) at
-the full input price, no cache discount, plus as many output tokens as the largest reply so
-far (at least :data:`MIN_OUTPUT_ESTIMATE`). Passing a ceiling is a normal end of a turn
-(status ``budget``): nothing is lost, the session is stored, ``/budget`` raises the ceiling
-and ``/retry`` goes on.
+A ceiling is hard: before each model call the loop reserves the call's worst case and sends
+``max_tokens`` so the provider cannot go past it (:func:`grant`). The worst case is the
+request's input tokens (as the provider counted this conversation's last request, else 1 per 4
+characters, plus :data:`INPUT_MARGIN`) at the full input price, no cache discount, plus the
+``max_tokens`` granted at the output price. What is left under the ceiling (after what was spent
+and what calls running now hold) is shared between the agents of the session that may call
+next (concurrent sub-agents each get a part); a call whose input and :data:`MIN_REPLY_TOKENS`
+do not fit what is left is refused. Passing a ceiling is a normal end of a turn (status
+``budget``): nothing is lost, the session is stored, ``/budget`` raises the ceiling and
+``/retry`` goes on.
 
 A model whose price is unknown cannot be held to a ceiling: the user is told once.
 """
@@ -19,9 +22,15 @@ import math
 
 from hermes_tui.agent.usage import dollars
 
-MIN_OUTPUT_ESTIMATE = 2048
-"""Output tokens a call is assumed to produce at least, for the estimate."""
-MAX_OUTPUT_ESTIMATE = 32_768
+MIN_REPLY_TOKENS = 1024
+"""The shortest reply a call under a ceiling may be granted: a call whose input and this many
+output tokens do not fit what is left is refused (a tool-calling reply needs some room)."""
+DEFAULT_MAX_REPLY_TOKENS = 8192
+"""The longest reply asked for under a ceiling when ``model.max_tokens`` does not say (what
+Anthropic is always sent; a model may refuse a larger ``max_tokens`` than it can produce)."""
+INPUT_MARGIN = 1.25
+"""The input is counted at this many times the tokens the conversation's last request came to
+(a request's count is measured only after it is sent)."""
 MAX_CEILING = 1_000_000.0
 """The largest ceiling ``/budget`` and ``--max-cost`` take (US dollars)."""
 
@@ -60,6 +69,15 @@ class Budget:
                     f"{suggest(self.max_turn_cost_usd, estimate)} raises the ceiling, then /retry.")
         return None
 
+    def room(self, session_spent: float, turn_spent: float) -> float:
+        """What is left under the ceilings in force (infinite with none)."""
+        left = float("inf")
+        if self.max_cost_usd is not None:
+            left = min(left, self.max_cost_usd - session_spent)
+        if self.max_turn_cost_usd is not None:
+            left = min(left, self.max_turn_cost_usd - turn_spent)
+        return max(left, 0.0)
+
     def describe(self, session_spent: float, unpriced_calls: int) -> str:
         """One line for ``/budget`` with no argument."""
         parts = [f"This session has spent {dollars(session_spent)}"
@@ -72,6 +90,37 @@ class Budget:
         parts.append("/budget 5.00 sets the session's, /budget turn 1.00 the turn's, /budget off removes the "
                      "session's.")
         return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What one model call may spend: its ``max_tokens`` and its cost if it uses them all."""
+
+    max_tokens: int
+    worst: float
+
+
+def grant(room: float, share: float, input_cost: float, output_price: float, cap: int) -> Grant | None:
+    """The reply length one call may have, given ``room`` (what is left under the ceiling),
+    ``share`` (this caller's part of it: ``room`` divided between the agents that may call
+    now), the input's worst cost and the price of an output token; None when not even
+    :data:`MIN_REPLY_TOKENS` fit ``room`` (the call is refused).
+
+    A call gets its share, at least the minimum and at most ``cap`` tokens, and never more than
+    ``room`` — so what every call running at once can cost adds up to no more than what was
+    left."""
+    floor = min(MIN_REPLY_TOKENS, cap)
+    if input_cost + floor * output_price > room:
+        return None
+    if output_price <= 0:
+        tokens = cap
+    else:
+        # A hair under the exact quotient: a float's rounding must not put the worst case a
+        # fraction of a cent over the room.
+        tokens = int(math.floor((max(share, input_cost + floor * output_price) - input_cost) / output_price
+                                * (1 - 1e-9)))
+    tokens = max(floor, min(tokens, cap))
+    return Grant(tokens, input_cost + tokens * output_price)
 
 
 def suggest(ceiling: float, needed: float = 0.0) -> str:

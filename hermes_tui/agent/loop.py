@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import secrets
 from collections import deque
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tui import store as db
 from hermes_tui.agent.approvals import ApprovalRecorder, ask_again
-from hermes_tui.agent.budget import MAX_OUTPUT_ESTIMATE, MIN_OUTPUT_ESTIMATE, Budget
+from hermes_tui.agent.budget import DEFAULT_MAX_REPLY_TOKENS, INPUT_MARGIN, MIN_REPLY_TOKENS, Budget, Grant, grant
 from hermes_tui.agent.events import (
     Listener,
     SHELL_PREFIX,
@@ -142,10 +143,11 @@ class Agent:
         self.budget = budget or Budget()
         self.totals = Totals(max_cost_usd=self.budget.max_cost_usd)
         """What this session's model calls used and cost (kept across ``--resume``)."""
-        self._largest_output = 0
         self.reserved = 0.0
-        """What model calls running now (this agent's and its sub-agents') are estimated to cost:
-        held against the cost ceilings until each is counted."""
+        """What model calls running now (this agent's and its sub-agents') could cost at most:
+        held against the cost ceilings until each is counted (kept on the root agent)."""
+        self.holding = False
+        """This agent's model call holds a reservation now (it is not waiting for a share)."""
         self._retired: list[Provider] = []
         self.paused = False
         """Set by :meth:`pause`: the running turn stops at its next tool result, unstored."""
@@ -363,16 +365,19 @@ class Agent:
         for _ in range(self.max_steps):
             if turn.interrupted:
                 return "interrupted"
-            refused, estimate = self._over_budget(turn)
+            refused, granted = self._over_budget(turn)
             if refused is not None:
                 self.listener(Notice(turn.id, refused, "warning"))
                 return "budget"
-            owner = self.root  # the call's estimate is held against the ceiling while it runs:
-            owner.reserved += estimate  # sub-agents calling at once must not all fit the same room
+            owner = self.root  # the call's worst case is held against the ceiling while it runs:
+            held = granted.worst if granted else 0.0  # sub-agents calling at once must not all fit the same room
+            owner.reserved += held
+            self.holding = True
             try:
-                reply = await self._reply(turn)
+                reply = await self._reply(turn, granted.max_tokens if granted else None)
             finally:
-                owner.reserved -= estimate
+                owner.reserved -= held
+                self.holding = False
             if reply is None:
                 return "interrupted" if turn.interrupted else "error"
             message_id, text, calls = reply
@@ -390,35 +395,74 @@ class Agent:
                                       "stopped. Say 'continue' to go on, or raise agent.max_steps.", "warning"))
         return "stopped"
 
-    def _over_budget(self, turn: _Turn) -> tuple[str | None, float]:
-        """Why the next model call may not be made (a ceiling would be passed), or None; and the
-        call's estimated cost, to hold while it runs. A sub-agent is held to its parent's
-        ceilings, with what the parent and all its children have spent and what their calls
-        still running are estimated to spend."""
+    def _over_budget(self, turn: _Turn) -> tuple[str | None, Grant | None]:
+        """Why the next model call may not be made (not even a short reply fits under a
+        ceiling), or None with what the call may spend: its ``max_tokens`` and the worst case to
+        hold while it runs (None with no ceiling or no known price). A sub-agent is held to its
+        parent's ceilings, with what the parent and all its children have spent and what their
+        calls running now hold; what is left is shared with the other agents that may call."""
         owner = self.root
         if not owner.budget.active or self.settings is None:
-            return None, 0.0
+            return None, None
         system, messages, tools = self.history.request(self._system, self.tools, self.settings.tool_format == "hermes")
-        sent = self.history.tokens_for(request_chars(system, messages, tools))
-        output = min(max(self._largest_output, MIN_OUTPUT_ESTIMATE), MAX_OUTPUT_ESTIMATE)
-        estimate = estimate_cost(sent, output, self.settings.model, self.settings.name, self.settings.base_url,
-                                 self.settings.pricing)
-        if estimate is None and self.ledger is not None and owner.settings is not None \
+        sent = math.ceil(self.history.tokens_for(request_chars(system, messages, tools)) * INPUT_MARGIN)
+        prices = self._prices(sent)
+        if prices is None and self.ledger is not None and owner.settings is not None \
                 and self.settings.model != owner.settings.model:
             # A sub-agent on another model with no known price would spend past the ceiling unseen.
             return (f"No price is known for {self.settings.model}, so a sub-agent cannot use it while a cost ceiling "
-                    "is set: give the task no model (the parent's is priced), or set model.pricing."), 0.0
-        if estimate is None:
+                    "is set: give the task no model (the parent's is priced), or set model.pricing."), None
+        if prices is None:
             if not owner.budget.warned_unpriced:
                 owner.budget.warned_unpriced = True
                 self.listener(Notice(turn.id, f"No price is known for {self.settings.model}, so the cost ceiling "
                                               "cannot be held: set model.pricing (input_per_mtok, output_per_mtok) "
                                               "to enforce it.", "warning"))
-            return None, 0.0
+            return None, None
+        input_cost, output_price = prices
+        cap = self.settings.max_tokens or DEFAULT_MAX_REPLY_TOKENS
         current = owner._current if self.ledger is not None else turn  # a sub-agent spends its root's turn
-        running = owner.reserved
-        return owner.budget.refuse(owner.totals.cost_usd + running, (current.spent if current else 0.0) + running,
-                                   estimate), estimate
+        session_spent = owner.totals.cost_usd + owner.reserved
+        turn_spent = (current.spent if current else 0.0) + owner.reserved
+        minimum = input_cost + min(MIN_REPLY_TOKENS, cap) * output_price
+        refused = owner.budget.refuse(session_spent, turn_spent, minimum)
+        if refused is not None:
+            return refused, None
+        room = owner.budget.room(session_spent, turn_spent)
+        granted = grant(room, room / owner._callers(), input_cost, output_price, cap)
+        if granted is None:  # refuse() and grant() agree up to a float's rounding
+            return owner.budget.refuse(session_spent, turn_spent, float("inf")), None
+        return None, granted
+
+    def _prices(self, input_tokens: int) -> tuple[float, float] | None:
+        """The input's worst cost and an output token's price, on the dearest model of the
+        chain that may answer (a fallback may cost more than the main model); None when the
+        main model's price is not known."""
+        found = None
+        for settings in (self.settings, *(self.settings.fallbacks if self.settings else ())):
+            assert settings is not None
+            price = estimate_cost(input_tokens, 0, settings.model, settings.name, settings.base_url, settings.pricing)
+            per_mtok = estimate_cost(input_tokens, 1_000_000, settings.model, settings.name, settings.base_url,
+                                     settings.pricing)
+            if price is None or per_mtok is None:
+                if found is None:
+                    return None
+                continue
+            pair = (price, (per_mtok - price) / 1_000_000)
+            found = pair if found is None else (max(found[0], pair[0]), max(found[1], pair[1]))
+        return found
+
+    def _callers(self) -> int:
+        """Agents of this tree that may make a model call next and hold nothing now: each
+        running agent with no sub-agent running under it (a parent waits for its children)."""
+        count, stack = 0, [self]
+        while stack:
+            agent = stack.pop()
+            if agent.children:
+                stack.extend(agent.children)
+            elif agent._current is not None and not agent.holding:
+                count += 1
+        return max(count, 1)
 
     @property
     def root(self) -> Agent:
@@ -432,13 +476,12 @@ class Agent:
                    tool_names: tuple[str, ...], system_prompt: str) -> Agent:
         """A sub-agent of this agent (:mod:`.subagents`): its spending is this agent's. On the
         same model it starts from what this agent learnt of it (tokens per character of a
-        request, the largest reply), so its first calls are not estimated as free."""
+        request), so its first calls are not estimated as free."""
         child = Agent(self.runtime, self.store, session, settings=settings, listener=listener, cwd=self.cwd,
                       max_steps=max_steps, system_prompt=system_prompt, approvals=self.approvals,
                       depth=self.depth + 1, subagents=self.subagents, tool_names=tool_names, ledger=self)
         if settings is not None and self.settings is not None and settings.model == self.settings.model:
             child.history.tokens_per_char = self.history.tokens_per_char
-            child._largest_output = self._largest_output
         return child
 
     def absorb(self, usage: CallUsage) -> None:
@@ -463,15 +506,15 @@ class Agent:
             "latency_s": usage.latency_s})
         self.totals.add(usage)
         turn.spent += usage.cost_usd or 0.0
-        self._largest_output = max(self._largest_output, usage.output_tokens)
         if not usage.estimated:
             self.history.calibrate(usage.input_tokens, sent_chars)
         self.listener(UsageUpdated(turn.id, usage, self.totals))
         if self.ledger is not None:
             owner.absorb(usage)
 
-    async def _reply(self, turn: _Turn) -> tuple[int, str, list[ToolCall]] | None:
-        """One model call, streamed into a stored reply; None if it failed or was interrupted."""
+    async def _reply(self, turn: _Turn, max_tokens: int | None = None) -> tuple[int, str, list[ToolCall]] | None:
+        """One model call, streamed into a stored reply; None if it failed or was interrupted.
+        ``max_tokens``: the longest reply the provider may send (a cost ceiling's grant)."""
         assert self.provider is not None and self.settings is not None
         reply_id = await self.store.call(db.add_message, self.session_id, turn.id, "assistant", "", status="streaming")
         stream = _StreamedText(self, turn.id, reply_id)
@@ -486,7 +529,8 @@ class Agent:
         status: ReplyStatus = "done"
         error, result = None, None
         try:
-            result = await _interruptible(turn, self.provider.complete(system, messages, tools, on_text))
+            result = await _interruptible(turn, self.provider.complete(system, messages, tools, on_text,
+                                                                          max_tokens))
         except _Interrupted:
             status = "interrupted"
         except ProviderError as exc:
@@ -610,7 +654,6 @@ class Agent:
             return None
         for row in loaded.stored.usage:  # what was spent before: budgets and the top bar go on from it
             self.totals.add(CallUsage.from_row(row))
-            self._largest_output = max(self._largest_output, row["output_tokens"])
         if loaded.stored.info.max_cost_usd is not None and self.budget.session_setting != "--max-cost":
             self.budget.max_cost_usd = self.totals.max_cost_usd = loaded.stored.info.max_cost_usd
             self.budget.session_setting = "/budget"

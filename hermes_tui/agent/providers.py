@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_tui.agent.budget import DEFAULT_MAX_REPLY_TOKENS
 from hermes_tui.agent.keys import ProviderError, origin
 from hermes_tui.agent.resolve import ProviderSettings, resolve_provider
 from hermes_tui.agent.tools import ToolCall
@@ -108,7 +109,9 @@ class Provider:
         """The key of the request being sent (the HTTP client's hook lets only it through)."""
 
     async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                       on_text: TextSink) -> Reply:
+                       on_text: TextSink, max_tokens: int | None = None) -> Reply:
+        """One reply to the conversation, its text streamed to ``on_text``. ``max_tokens``: the
+        longest reply to ask for (a cost ceiling's grant; None: the provider's default)."""
         command = self.settings.key_command
         for attempt in (1, 2):
             key = await self._key()
@@ -117,7 +120,7 @@ class Provider:
                     client = self._get_client()
                     client.api_key = self._key_now = key
                     started = time.monotonic()
-                    reply = await self._send(client, system, messages, tools, on_text)
+                    reply = await self._send(client, system, messages, tools, on_text, max_tokens)
                     self._account(reply, time.monotonic() - started, system, messages, tools)
                     return reply
             except ProviderError as exc:
@@ -128,7 +131,7 @@ class Provider:
         raise AssertionError("unreachable")
 
     async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                    on_text: TextSink) -> Reply:
+                    on_text: TextSink, max_tokens: int | None) -> Reply:
         raise NotImplementedError
 
     def _account(self, reply: Reply, latency: float, system: str, messages: list[dict[str, Any]],
@@ -227,12 +230,12 @@ class FallbackProvider(Provider):
         self.chain = chain
 
     async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                       on_text: TextSink) -> Reply:
+                       on_text: TextSink, max_tokens: int | None = None) -> Reply:
         failures: list[str] = []
         for index, provider in enumerate(self.chain):
             watched = _Watched(on_text)
             try:
-                reply = await provider.complete(system, messages, tools, watched)
+                reply = await provider.complete(system, messages, tools, watched, max_tokens)
             except ProviderError as exc:
                 exc.streamed = exc.streamed or watched.shown
                 if not exc.retriable or exc.streamed or index == len(self.chain) - 1:
@@ -264,6 +267,13 @@ def make_provider(settings: ProviderSettings) -> Provider:
 # -- OpenAI-compatible ---------------------------------------------------------------------
 
 
+def openai_itself(base_url: str | None) -> bool:
+    """True for OpenAI's own API (its host), not another server speaking its protocol."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(base_url or "").hostname or "") == "api.openai.com"
+
+
 class OpenAIProvider(Provider):
     """Chat completions through the ``openai`` SDK, streamed unless ``model.streaming: false``."""
 
@@ -278,13 +288,17 @@ class OpenAIProvider(Provider):
         return self._client
 
     async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                    on_text: TextSink) -> Reply:
+                    on_text: TextSink, max_tokens: int | None) -> Reply:
         from hermes_tui.agent.hermes_format import new_call_id
 
         request: dict[str, Any] = {"model": self.settings.model, "stream": self.settings.streaming,
                                    "messages": [{"role": "system", "content": system}, *messages]}
         if tools:
             request["tools"] = tools
+        if max_tokens is not None:
+            # OpenAI's own API takes max_completion_tokens (its reasoning models refuse the
+            # older name); the servers that speak its protocol take max_tokens.
+            request["max_completion_tokens" if openai_itself(self.settings.base_url) else "max_tokens"] = max_tokens
         if self.settings.extra_body:
             request["extra_body"] = self.settings.extra_body
         if not self.settings.streaming:
@@ -396,10 +410,11 @@ class AnthropicProvider(Provider):
         return self._client
 
     async def _send(self, client: Any, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                    on_text: TextSink) -> Reply:
+                    on_text: TextSink, max_tokens: int | None) -> Reply:
         declared = [{"name": t["function"]["name"], "description": t["function"]["description"],
                      "input_schema": t["function"]["parameters"]} for t in tools]
-        request: dict[str, Any] = {"model": self.settings.model, "max_tokens": 8192, "system": system,
+        request: dict[str, Any] = {"model": self.settings.model, "system": system,
+                                   "max_tokens": max_tokens or self.settings.max_tokens or DEFAULT_MAX_REPLY_TOKENS,
                                    "messages": anthropic_messages(messages)}
         if declared:
             request["tools"] = declared

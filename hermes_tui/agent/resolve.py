@@ -69,6 +69,8 @@ class ProviderSettings:
     """The context window ``model.context_window`` (``context_length``) gives, if it does."""
     pricing: Pricing | None = None
     """Prices ``pricing`` gives instead of the price table's."""
+    max_tokens: int | None = None
+    """The longest reply to ask for (``model.max_tokens``), for the main model."""
     models: list[str] = field(default_factory=list)
     """Other models the config offers for this provider (``providers.<name>.models``)."""
     streaming: bool = True
@@ -282,6 +284,7 @@ def _settings_for(config: Any, environment: Environment, choice: _Choice, model_
         or (entry.context_length if entry else None),
         pricing=_pricing((settings.pricing if choice.main and _same_model(model_name, settings.default) else None)
                          or (entry.pricing if entry else None)),
+        max_tokens=settings.max_tokens if choice.main and _same_model(model_name, settings.default) else None,
         models=list(entry.models) if entry else [], streaming=settings.streaming)
     configured_model_url = environment.expand(settings.base_url, "model.base_url") if settings.base_url else None
     sources: list[_Secrets] = []
