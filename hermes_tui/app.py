@@ -503,6 +503,16 @@ class HermesApp(App[None]):
         None when it is busy or there is none: builtins and keywords only)."""
         event.reply(await self.runtime.kernel_names(self.session))
 
+    @on(PromptInput.CompletionsWanted)
+    def _completions_wanted(self, event: PromptInput.CompletionsWanted) -> None:
+        self.kernel_completions(event)
+
+    @work(group="names", exclusive=True, exit_on_error=False)
+    async def kernel_completions(self, event: PromptInput.CompletionsWanted) -> None:
+        """Tab after ``a.b.``, in ``d["`` or in a string: the idle session kernel's attributes,
+        keys or paths (asked without disturbing it, running none of the script's code)."""
+        event.reply(await self.runtime.kernel_completions(self.session, event.text))
+
     async def action_retry(self) -> None:
         if self.agent is None or not await self.agent.retry():
             self.main.conversation.add_note(

@@ -3,7 +3,10 @@
 ``/`` at the start of the input lists the commands (:data:`hermes_tui.commands.COMMANDS`) with
 their help in a popup that narrows as you type. Tab on a Python name completes it from the
 session kernel's namespace (asked of an idle kernel, through the app and the runtime) plus
-builtins and keywords. One match completes directly; several show the popup.
+builtins and keywords. Tab after ``a.b.``, in ``d["`` or in another string asks the idle kernel
+(:meth:`hermes_tui.runtime.Runtime.kernel_completions`) for attributes, dict keys or paths; it
+runs none of the script's code, so attributes only ``__getattr__``/``__dir__`` would give are
+not offered. One match completes directly; several show the popup.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ MAX_ITEMS = 200
 """Candidates shown at most (a one-letter prefix can match hundreds of names)."""
 _WORD_RE = re.compile(r"[^\W\d]\w*$")
 _SLASH_RE = re.compile(r"/(\S*)")
+_DOTTED = r"(?<![\w.)\]}'\"])[^\W\d]\w*(?:\.[^\W\d]\w*)*"
+_KERNEL_RE = re.compile(_DOTTED + r"(?:\.\w*|\[)$")
+"""``a.b.c`` or ``a.b.`` (attributes), ``d[`` (keys): the kernel completes them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +39,8 @@ class Candidate:
 
     value: str
     help: str = ""
+    close: str = ""
+    """Put after the value when the text after the cursor does not start with it (``"]``)."""
 
 
 def slash_prefix(text: str) -> str | None:
@@ -49,7 +57,7 @@ def slash_candidates(prefix: str) -> list[Candidate]:
 
 def word_before(line: str) -> str | None:
     """The name being typed at the end of ``line`` (the text left of the cursor): ``""`` when
-    there is none (Tab then indents), None after a ``.`` (an attribute: not completed here)."""
+    there is none (Tab then indents), None after a ``.`` (an attribute: :func:`asks_kernel`)."""
     match = _WORD_RE.search(line)
     word = match.group() if match else ""
     start = len(line) - len(word)
@@ -58,6 +66,32 @@ def word_before(line: str) -> str | None:
     if not word and line.endswith("."):
         return None
     return word
+
+
+def open_string(line: str) -> bool:
+    """True when ``line`` ends inside a string literal (its quote not closed yet)."""
+    index, size = 0, len(line)
+    while index < size:
+        char = line[index]
+        if char == "#":
+            return False
+        if char in "'\"":
+            quote = char * 3 if line.startswith(char * 3, index) else char
+            index += len(quote)
+            while index < size and not line.startswith(quote, index):
+                index += 2 if line[index] == "\\" else 1
+            if index >= size:
+                return True
+            index += len(quote)
+            continue
+        index += 1
+    return False
+
+
+def asks_kernel(line: str) -> bool:
+    """True when Tab at the end of ``line`` completes from the kernel's objects: an attribute
+    (``os.pa``, ``obj.``), a dict key (``d[``, ``d["ke``) or a path in a string (``"./sr``)."""
+    return open_string(line) or _KERNEL_RE.search(line) is not None
 
 
 def builtin_names() -> set[str]:

@@ -48,6 +48,7 @@ from hermes_tui.units import human_size, plural
 from hermes_tui.widgets.completion import (
     Candidate,
     CompletionList,
+    asks_kernel,
     common_prefix,
     name_candidates,
     slash_candidates,
@@ -116,7 +117,9 @@ class PromptInput(TextArea):
 
     Up on the first line (Down on the last) walks the inputs of this and earlier sessions,
     keeping what was being typed; Ctrl+R searches them. ``/`` at the start lists the commands;
-    Tab completes a command, or a Python name from the session kernel. A paste of more than
+    Tab completes a command, or a Python name, attribute, dict key or path (in a string) from
+    the session kernel. Spaces typed at the start of an auto-indented line are taken as its
+    indent (:meth:`_absorbs_space`). A paste of more than
     20 lines shows as a ``[pasted N lines]`` token and is sent whole."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -150,6 +153,21 @@ class PromptInput(TextArea):
         def reply(self, names: list[dict[str, object]] | None) -> None:
             self.prompt.offer_names(self, names)
 
+    class CompletionsWanted(Message):
+        """Tab after ``a.b.``, in ``d["`` or in a string: whoever runs the kernel answers with
+        :meth:`reply` (the idle session kernel's completions of :attr:`text`, the input left of
+        the cursor, or None when it is busy or there is none)."""
+
+        def __init__(self, prompt: PromptInput, text: str) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.text = text
+            self.state = (prompt.text, prompt.cursor_location)
+            """The input when Tab was pressed: an answer that comes after more typing is dropped."""
+
+        def reply(self, items: list[dict[str, object]] | None) -> None:
+            self.prompt.offer_completions(self, items)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.input_history = InputHistory()
@@ -159,6 +177,13 @@ class PromptInput(TextArea):
         self._completions: CompletionList | None = None
         self._search_bar: HistorySearchBar | None = None
         self._names: list[Candidate] = []
+        self._start: Location = (0, 0)
+        """Where the text the names popup completes starts (it narrows as more is typed)."""
+        self._empty_ok = False
+        """The names popup stays open with nothing typed after :attr:`_start` (``os.``)."""
+        self._indent_credit: tuple[Location, int] | None = None
+        """After an auto-indent: where the cursor was left, and how many typed spaces are still
+        taken as that indent (not added to it)."""
         self._slash_closed = False
 
     def on_mount(self) -> None:
@@ -212,6 +237,9 @@ class PromptInput(TextArea):
             event.prevent_default()
             self.post_message(self.StopRequested())
             return
+        if self._absorbs_space(event):
+            self._handled(event)
+            return
         if event.key in ("up", "down") and self._walk_history(event.key == "up"):
             self._handled(event)
             return
@@ -252,7 +280,9 @@ class PromptInput(TextArea):
             if not self.chat and not self.text.lstrip().startswith(("!", "/")):
                 event.stop()
                 event.prevent_default()
-                self.insert("\n" + next_indent(self.document[self.cursor_location[0]][:self.cursor_location[1]]))
+                indent = next_indent(self.document[self.cursor_location[0]][:self.cursor_location[1]])
+                self.insert("\n" + indent)
+                self._indent_credit = (self.cursor_location, len(indent)) if indent else None
                 return
         await super()._on_key(event)
         if event.is_printable:
@@ -385,9 +415,13 @@ class PromptInput(TextArea):
         if self.chat or self.text.lstrip().startswith(("!", "/")):
             return False
         row, column = self.cursor_location
-        word = word_before(self.document[row][:column])
+        line = self.document[row][:column]
+        if asks_kernel(line):  # an attribute, a dict key, a path in a string
+            self.post_message(self.CompletionsWanted(self, line))
+            return True
+        word = word_before(line)
         if word is None:
-            return True  # an attribute (after "."): nothing to complete, and no indent
+            return True  # after "." that is no attribute (1.): nothing to complete, and no indent
         if not word:
             return False  # Tab at the start of a line or after a space indents
         self.post_message(self.NamesWanted(self, word))
@@ -397,27 +431,61 @@ class PromptInput(TextArea):
         """The answer to :class:`NamesWanted`: one match completes, several show the popup."""
         if (self.text, self.cursor_location) != request.state or self._search is not None:
             return  # typed on since Tab: the answer is stale
-        found = name_candidates(request.prefix, names)
+        row, column = self.cursor_location
+        self._offer(name_candidates(request.prefix, names), (row, column - len(request.prefix)), empty_ok=False)
+
+    def offer_completions(self, request: PromptInput.CompletionsWanted,
+                          items: list[dict[str, object]] | None) -> None:
+        """The answer to :class:`CompletionsWanted`: one match completes (a dict key with its
+        closing ``"]``), several show the popup."""
+        if (self.text, self.cursor_location) != request.state or self._search is not None or not items:
+            return
+        found = [Candidate(str(item.get("name", "")), str(item.get("type", "")), str(item.get("close", "")))
+                 for item in items]
+        replace = items[0].get("replace", 0)
+        row, column = self.cursor_location
+        size = replace if isinstance(replace, int) and 0 <= replace <= column else 0
+        self._offer(found, (row, column - size), empty_ok=True)
+
+    def _offer(self, found: list[Candidate], start: Location, empty_ok: bool) -> None:
+        """Complete the text from ``start`` to the cursor: the one match, or the part all
+        matches share and the popup of them."""
+        self._start, self._empty_ok = start, empty_ok
         if len(found) == 1:
-            self._replace_word(request.prefix, found[0].value)
+            self._complete_with(found[0])
             return
         popup = self._mount_popups() if found else None
         if popup is None:
             return
+        typed = self._token() or ""
         shared = common_prefix([c.value for c in found])
-        if len(shared) > len(request.prefix):
-            self._replace_word(request.prefix, shared)
+        if len(shared) > len(typed):
+            self._replace_token(shared)
         self._names = found
         popup.offer("names", found)
 
-    def _replace_word(self, word: str, value: str) -> None:
+    def _token(self) -> str | None:
+        """What is typed from where the completion started to the cursor (None when the cursor
+        left that line or went back past the start)."""
         row, column = self.cursor_location
-        result = self.replace(value, (row, column - len(word)), (row, column), maintain_selection_offset=False)
+        start_row, start = self._start
+        if row != start_row or column < start:
+            return None
+        return self.document[row][start:column]
+
+    def _replace_token(self, value: str) -> None:
+        row, column = self.cursor_location
+        start = min(self._start[1], column) if self._start[0] == row else column
+        result = self.replace(value, (row, start), (row, column), maintain_selection_offset=False)
         self.move_cursor(result.end_location)
 
-    def _word(self) -> str:
-        row, column = self.cursor_location
-        return word_before(self.document[row][:column]) or ""
+    def _complete_with(self, chosen: Candidate) -> None:
+        """Put ``chosen`` in place of the typed text, and its ``close`` unless it follows."""
+        self._replace_token(chosen.value)
+        if chosen.close:
+            row, column = self.cursor_location
+            if not self.document[row][column:].startswith(chosen.close[0]):
+                self.insert(chosen.close)
 
     def _completes_something(self) -> bool:
         """Enter on the popup completes unless the highlighted item is what is typed already."""
@@ -425,7 +493,7 @@ class PromptInput(TextArea):
         chosen = popup.highlighted_candidate if popup is not None else None
         if popup is None or chosen is None:
             return False
-        typed = self.text.strip() if popup.kind == "slash" else self._word()
+        typed = self.text.strip() if popup.kind == "slash" else self._token()
         return typed != chosen.value
 
     def accept_completion(self, index: int | None = None) -> None:
@@ -440,8 +508,8 @@ class PromptInput(TextArea):
         if chosen is not None:
             if kind == "slash":
                 self._set_text(chosen.value + " ")
-            else:
-                self._replace_word(self._word(), chosen.value)
+            elif self._token() is not None:
+                self._complete_with(chosen)
         self.focus()
 
     def _refresh_popup(self) -> None:
@@ -460,12 +528,27 @@ class PromptInput(TextArea):
         if popup is None:
             return
         if popup.kind == "names":
-            word = self._word()
-            popup.offer("names", [c for c in self._names if c.value.startswith(word)] if word else [])
+            typed = self._token()
+            gone = typed is None or (not typed and not self._empty_ok)
+            popup.offer("names", [] if typed is None or gone else [c for c in self._names if c.value.startswith(typed)])
         elif popup.active:
             popup.close()
 
     # -- editing --------------------------------------------------------------------------
+
+    def _absorbs_space(self, event: events.Key) -> bool:
+        """After Enter auto-indents a line (``if x:`` then Enter: 4 spaces), spaces typed at
+        the start of that line are taken as the indent already there, up to its width (the
+        cursor stays): a user who types the indent out of habit ends with 4 spaces, not 8.
+        More spaces than that indent deeper; any other key ends this."""
+        credit, self._indent_credit = self._indent_credit, None
+        if credit is None or event.key != "space" or self.chat or not self.selection.is_empty:
+            return False
+        at, left = credit
+        if left <= 0 or self.cursor_location != at:
+            return False
+        self._indent_credit = (at, left - 1)
+        return True
 
     def action_delete_left(self) -> None:
         """Backspace; right after a paste's placeholder it deletes the whole placeholder. In

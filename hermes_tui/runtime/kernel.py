@@ -217,8 +217,9 @@ class Kernel(ChildProcess):
         """An earlier names/variables request is not answered yet."""
         return self.alive and any(not waiter.done() for waiter in self._inspections.values())
 
-    async def ask(self, op: str, timeout: float) -> list[dict[str, Any]]:
-        """Send one ``names`` or ``inspect`` request (call with :attr:`lock` held, while idle).
+    async def ask(self, op: str, timeout: float, **fields: object) -> list[dict[str, Any]]:
+        """Send one ``names``, ``inspect`` or ``complete`` request, with ``fields`` (call with
+        :attr:`lock` held, while idle).
 
         The request stays outstanding until the kernel answers (or ends), even when this stops
         waiting: no second request is sent behind it, and a script sent meanwhile can tell it
@@ -243,7 +244,7 @@ class Kernel(ChildProcess):
         waiter.add_done_callback(forget)
         self.exited.add_done_callback(forget)
         try:
-            await self._send((json.dumps({"op": op, "id": request_id}) + "\n").encode())
+            await self._send((json.dumps({**fields, "op": op, "id": request_id}) + "\n").encode())
         except OSError:
             forget(None)
             raise KernelGone(self.id) from None

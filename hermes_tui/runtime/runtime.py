@@ -316,6 +316,21 @@ class Runtime:
         when it has no live kernel, runs a script, still answers an earlier request, or does not
         answer within ``timeout``. Cheap: the namespace is not touched and none of the script's
         code runs; a busy kernel is not asked at all."""
+        return await self._ask_session_kernel(session, "names", timeout)
+
+    async def kernel_completions(self, session: str, text: str,
+                                 timeout: float = 2.0) -> list[dict[str, object]] | None:
+        """What Tab completes at the end of ``text`` (the input left of the cursor) in the
+        session's kernel, as :meth:`kernel_names` asks it (None when it is busy, gone or slow):
+        attributes after ``a.b.``, keys of a dict in ``d["``, paths in another string (from the
+        kernel's working dir). Each: ``name`` (replacing the last ``replace`` characters of
+        ``text``), ``type``, and for a key ``close`` (the ``"]`` after it). None of the
+        script's code runs: attributes are found by static lookups (module, instance and class
+        dicts), never through ``__getattr__``, ``__dir__`` or a property."""
+        return await self._ask_session_kernel(session, "complete", timeout, text=text)
+
+    async def _ask_session_kernel(self, session: str, op: str, timeout: float,
+                                  **fields: object) -> list[dict[str, object]] | None:
         kernels = [k for k in self._pool.of_session(session, with_subagents=False) if k.alive] if self._pool else []
         if not kernels:
             return None
@@ -324,7 +339,7 @@ class Runtime:
             return None
         try:
             async with kernel.lock:
-                return await kernel.ask("names", timeout)
+                return await kernel.ask(op, timeout, **fields)
         except Exception:  # gone, or slow to answer: complete from builtins instead
             return None
 

@@ -41,6 +41,316 @@ _HIDDEN_FILES = frozenset(
 """Frames of these files (the driver, the staged tool module) are not the user's code."""
 
 
+_COMPLETE_LIMIT = 500
+"""Completions sent at most (the popup shows fewer; a one-letter prefix can match thousands)."""
+_SCAN_LIMIT = 20000
+"""Directory entries looked at, at most, to complete a path (a huge folder stays quick);
+five times as many keys of a dict."""
+_LINE_LIMIT = 4000
+"""Characters of the line read, from its end."""
+_MISSING = object()
+_MRO = type.__dict__["__mro__"].__get__
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+_MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__
+_STATIC_FUNC = staticmethod.__dict__["__func__"].__get__
+_CLASS_FUNC = classmethod.__dict__["__func__"].__get__
+_PLAIN_GETATTRIBUTE = (object.__dict__["__getattribute__"], types.ModuleType.__dict__["__getattribute__"])
+_NAME = r"[^\W\d]\w*"
+
+
+def _is_in(item, items):
+    """``item in items`` by identity (``in`` would call ``__eq__``, a metaclass's too)."""
+    for each in items:
+        if each is item:
+            return True
+    return False
+
+
+def _mro(cls):
+    """The classes ``cls`` looks attributes up in, read from the type object (no metaclass code)."""
+    try:
+        return _MRO(cls)
+    except Exception:
+        return ()
+
+
+def _class_dicts(cls):
+    found = []
+    for klass in _mro(cls):
+        try:
+            found.append(_CLASS_DICT(klass))
+        except Exception:
+            pass
+    return found
+
+
+def _get(mapping, name):
+    """``mapping[name]`` comparing str keys only: a key of the script's own type never has its
+    ``__eq__`` called (a plain lookup would call it on a hash collision)."""
+    try:
+        for key, value in list(mapping.items()):
+            if type(key) is str and key == name:
+                return value
+    except Exception:
+        pass
+    return _MISSING
+
+
+def _lookup(classes, name):
+    for klass in classes:
+        try:
+            value = _get(_CLASS_DICT(klass), name)
+        except Exception:
+            continue
+        if value is not _MISSING:
+            return value
+    return _MISSING
+
+
+def _own_dict(obj):
+    """The instance ``__dict__`` of ``obj`` when reading it runs no code of the script: a
+    module's, or an instance's whose class keeps the standard ``__getattribute__`` and
+    ``__dict__`` (read through the C descriptor, never a property); else None."""
+    classes = _mro(type(obj))
+    try:
+        if _is_in(types.ModuleType, classes):
+            found = _MODULE_DICT(obj)
+        elif _is_in(type, classes):
+            return None  # a class: its attributes are in its own MRO's dicts
+        else:
+            if not _is_in(_lookup(classes, "__getattribute__"), _PLAIN_GETATTRIBUTE):
+                return None
+            descriptor = _lookup(classes, "__dict__")
+            if type(descriptor) is not types.GetSetDescriptorType:
+                return None
+            found = descriptor.__get__(obj, type(obj))
+    except Exception:
+        return None
+    return found if type(found) is dict else None
+
+
+def _plain(value):
+    """A class attribute as reading it gives it, when no code of the script runs to get it:
+    a function, a staticmethod's or classmethod's function, or a value that is no descriptor
+    (a class, a module, a constant). A property or another descriptor: _MISSING."""
+    kind = type(value)
+    if kind is staticmethod:
+        return _STATIC_FUNC(value)
+    if kind is classmethod:
+        return _CLASS_FUNC(value)
+    if kind is types.FunctionType or _lookup(_mro(kind), "__get__") is _MISSING:
+        return value
+    return _MISSING
+
+
+def static_getattr(obj, name):
+    """``obj.name`` found by static lookups only (as ``inspect.getattr_static``, stricter):
+    a module's dict, an instance's dict, the dicts of its class's MRO. No ``__getattr__``,
+    ``__getattribute__`` override, property or descriptor of the script runs: what only they
+    would give is _MISSING. Slots (member descriptors) are read, in C."""
+    classes = _mro(type(obj))
+    if _is_in(type, classes):  # a class: its MRO, then its metaclass's
+        value = _lookup(_mro(obj), name)
+        if value is _MISSING:
+            value = _lookup(classes, name)
+        return _MISSING if value is _MISSING else _plain(value)
+    on_class = _lookup(classes, name)
+    if on_class is not _MISSING:
+        setter = _lookup(_mro(type(on_class)), "__set__")
+        if setter is _MISSING:
+            setter = _lookup(_mro(type(on_class)), "__delete__")
+        if setter is not _MISSING:  # a data descriptor wins over the instance dict
+            if type(on_class) is types.MemberDescriptorType:
+                try:
+                    return on_class.__get__(obj, type(obj))
+                except Exception:
+                    return _MISSING
+            return _MISSING
+    own = _own_dict(obj)
+    if own is not None:
+        value = _get(own, name)
+        if value is not _MISSING:
+            return value
+    return _MISSING if on_class is _MISSING else _plain(on_class)
+
+
+def attribute_names(obj):
+    """{name: type name} of what ``obj.<Tab>`` offers, by the same static rules: the instance
+    dict (when it can be read), then the class's MRO (a class: its own MRO)."""
+    classes = _mro(type(obj))
+    if _is_in(type, classes):
+        dicts = _class_dicts(obj)
+    else:
+        own = _own_dict(obj)
+        dicts = ([own] if own is not None else []) + _class_dicts(type(obj))
+    found = {}
+    for mapping in dicts:
+        try:
+            items = list(mapping.items())
+        except Exception:
+            continue
+        for key, value in items:
+            if type(key) is str and key not in found:
+                found[key] = _TYPE_QUALNAME(type(value))
+    return found
+
+
+def _resolve(path, namespace):
+    """The object a dotted name (``a.b.c``) stands for, by static lookups; _MISSING."""
+    names = path.split(".")
+    value = _get(namespace, names[0])
+    if value is _MISSING:
+        value = _get(builtins.__dict__, names[0])
+    for name in names[1:]:
+        if value is _MISSING:
+            break
+        value = static_getattr(value, name)
+    return value
+
+
+def open_string(line):
+    """(start, quote, prefix) of a string literal left open at the end of ``line``: where its
+    text starts, its quote, its prefix letters (``b``, ``rb``...); None outside a string."""
+    index, size = 0, len(line)
+    while index < size:
+        char = line[index]
+        if char == "#":
+            return None
+        if char in "'\"":
+            quote = char * 3 if line.startswith(char * 3, index) else char
+            start = index
+            while start > 0 and index - start < 2 and line[start - 1] in "rRbBuUfF":
+                start -= 1
+            if start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_"):
+                start = index  # the end of a name, not a prefix
+            prefix = line[start:index]
+            at = index + len(quote)
+            while at < size and not line.startswith(quote, at):
+                at += 2 if line[at] == "\\" else 1
+            if at >= size:
+                return index + len(quote), quote, prefix
+            index = at + len(quote)
+            continue
+        index += 1
+    return None
+
+
+def _literal(key, quote):
+    """The text of ``key`` (a str or bytes) between ``quote``s, escaped as Python needs."""
+    text = repr(key)
+    if type(key) is bytes:
+        text = text[1:]
+    body, out, index = text[1:-1], [], 0
+    while index < len(body):
+        char = body[index]
+        if char == "\\":
+            pair = body[index:index + 2]
+            out.append(pair[1] if len(pair) == 2 and pair[1] in "'\"" and pair[1] != quote else pair)
+            index += 2
+            continue
+        out.append("\\" + char if char == quote else char)
+        index += 1
+    return "".join(out)
+
+
+def _keys(container, prefix, quote, string_prefix, limit):
+    """The keys of an exact dict offered after ``d[`` (literals) or ``d["`` (text of str keys,
+    or of bytes keys after ``d[b"``). Keys that are not str, bytes or int are left out."""
+    found = []
+    want = bytes if "b" in string_prefix.lower() else str
+    try:
+        for count, (key, value) in enumerate(dict.items(container)):
+            if count >= _SCAN_LIMIT * 5 or len(found) >= limit:
+                break
+            _key_into(found, key, value, prefix, quote, want)
+    except Exception:  # changed size meanwhile (a thread of the script): what was found
+        pass
+    return found
+
+
+def _key_into(found, key, value, prefix, quote, want):
+    """One key of the dict, when it is offered: added to ``found``."""
+    kind = type(key)
+    if quote:
+        if kind is not want:
+            return
+        text = _literal(key, quote[0])
+    elif kind is str or kind is bytes or kind is int:
+        text = repr(key)  # str, bytes and int reprs run no code of the script
+    else:
+        return
+    if text.startswith(prefix):
+        found.append({"name": text, "type": _TYPE_QUALNAME(type(value)), "replace": len(prefix),
+                      "close": quote[:1] + "]"})
+
+
+def _paths(typed, quote, limit):
+    """Files and folders (with a trailing ``/``) whose path starts with ``typed``, from this
+    process's working dir (``~/`` is the kernel's home); names needing escapes are left out."""
+    real = os.path.expanduser(typed) if typed.startswith("~/") else typed
+    folder, partial = os.path.split(real)
+    shown = typed[:len(typed) - len(partial)]
+    found = []
+    try:
+        with os.scandir(folder or ".") as entries:
+            for count, entry in enumerate(entries):
+                if count >= _SCAN_LIMIT or len(found) >= limit:
+                    break
+                name = entry.name
+                if not name.startswith(partial) or (name.startswith(".") and not partial.startswith(".")):
+                    continue
+                if quote[0] in name or "\\" in name or "\n" in name:
+                    continue
+                try:
+                    folder_entry = entry.is_dir()
+                except OSError:
+                    folder_entry = False
+                found.append({"name": shown + name + ("/" if folder_entry else ""),
+                              "type": "folder" if folder_entry else "file", "replace": len(typed)})
+    except OSError:
+        return []
+    found.sort(key=lambda item: item["name"].lower())
+    return found
+
+
+def complete(line, namespace, limit=_COMPLETE_LIMIT):
+    """What Tab offers at the end of ``line`` (the input left of the cursor), from
+    ``namespace``, running none of the script's code: after ``a.b.`` the attributes of what
+    ``a.b`` is by static lookups; in ``d["`` (or ``d[``) the keys of an exact dict; in another
+    string, paths. Each: ``name`` (what replaces the last ``replace`` characters), ``type``,
+    and ``close`` (put after it when nothing closes the subscript yet)."""
+    import re
+
+    line = line[-_LINE_LIMIT:]  # a pasted megabyte on one line: its end is what is completed
+    opened = open_string(line)
+    if opened is not None:
+        start, quote, prefix = opened
+        typed = line[start:]
+        before = line[:start - len(quote) - len(prefix)]
+        match = re.search(r"(?<![\w.)\]}'\"])(%s(?:\.%s)*)\[$" % (_NAME, _NAME), before)
+        if match:
+            container = _resolve(match.group(1), namespace)
+            return _keys(container, typed, quote, prefix, limit) if type(container) is dict else []
+        return _paths(typed, quote, limit)
+    match = re.search(r"(?<![\w.)\]}'\"])(%s(?:\.%s)*)\[$" % (_NAME, _NAME), line)
+    if match:
+        container = _resolve(match.group(1), namespace)
+        return _keys(container, "", "", "", limit) if type(container) is dict else []
+    match = re.search(r"(?<![\w.)\]}'\"])(%s(?:\.%s)*)\.(\w*)$" % (_NAME, _NAME), line)
+    if not match:
+        return []
+    value = _resolve(match.group(1), namespace)
+    if value is _MISSING:
+        return []
+    partial = match.group(2)
+    private = partial.startswith("_")
+    found = [{"name": name, "type": kind, "replace": len(partial)}
+             for name, kind in attribute_names(value).items()
+             if name.startswith(partial) and name.isidentifier() and (private or not name.startswith("_"))]
+    found.sort(key=lambda item: item["name"].lower())
+    return found[:limit]
+
+
 def _write_all(fd, data):
     view = memoryview(data)
     while view:
@@ -118,6 +428,12 @@ class Driver(object):
                 try:
                     found = self.names() if op == "names" else self.inspect()
                 except BaseException:  # never the kernel's end: an empty answer
+                    found = []
+                self.reply(op="inspect", id=request.get("id"), variables=found)
+            elif op == "complete":  # answers as "inspect" too
+                try:
+                    found = complete(str(request.get("text", "")), self.module.__dict__)
+                except BaseException:
                     found = []
                 self.reply(op="inspect", id=request.get("id"), variables=found)
 

@@ -1,0 +1,300 @@
+"""Issue 32, items 6 and 9: completion as in IPython (``obj.attr``, ``module.``, dict keys and
+paths inside strings, from the idle kernel, running none of the script's code), and typed
+spaces after an auto-indent that do not double it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from hermes_tui.runtime.child import driver
+from hermes_tui.widgets.completion import asks_kernel
+
+from test_app import SIZE, blocks, make_app, wait_until
+from test_input import popup, ready, run, type_text
+
+# A class whose dynamic attributes are the script's code: each writes a file and prints.
+SNEAKY = """
+import os
+
+def _ran(what):
+    print('RAN', what)
+    with open({marker!r}, 'a') as f:
+        f.write(what + '\\n')
+
+class Sneaky:
+    static_value = 1
+    def static_method(self):
+        return 2
+    @property
+    def sneaky_prop(self):
+        _ran('property')
+        return os
+    def __getattr__(self, name):
+        _ran('__getattr__ ' + name)
+        return os
+    def __dir__(self):
+        _ran('__dir__')
+        return ['from_dir']
+
+class Guarded:
+    guarded_class_attr = 1
+    def __getattribute__(self, name):
+        _ran('__getattribute__ ' + name)
+        return object.__getattribute__(self, name)
+
+class Meta(type):
+    def __getattr__(cls, name):
+        _ran('metaclass __getattr__ ' + name)
+        return os
+    def __eq__(cls, other):
+        _ran('metaclass __eq__')
+        return False
+    __hash__ = type.__hash__
+
+class WithMeta(metaclass=Meta):
+    meta_class_attr = 1
+
+class Keys(dict):
+    def keys(self):
+        _ran('keys')
+        return ['from_keys']
+    def __iter__(self):
+        _ran('__iter__')
+        return iter(['from_iter'])
+
+s = Sneaky()
+s.own_value = 3
+g = Guarded.__new__(Guarded)
+object.__setattr__(g, 'hidden_instance_attr', 1)
+kd = Keys(kd_alpha=1)
+"""
+
+
+def values(app) -> list[str]:
+    return [c.value for c in popup(app).candidates]
+
+
+# -- the kernel side, directly -------------------------------------------------------------
+
+
+def test_the_driver_completes_by_static_lookups_only(tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    namespace: dict[str, object] = {"__builtins__": __builtins__}
+    exec(SNEAKY.format(marker=str(marker)), namespace)
+    names = lambda line: [item["name"] for item in driver.complete(line, namespace)]  # noqa: E731
+    assert names("os.pat") == ["path", "pathconf", "pathconf_names", "pathsep"]
+    assert names("os.path.jo") == ["join"]
+    assert names("s.") == ["own_value", "sneaky_prop", "static_method", "static_value"]
+    assert names("s.sneaky_prop.") == []  # a property would run: not followed
+    assert names("s.anything.") == []  # __getattr__ is not asked
+    assert names("g.") == ["guarded_class_attr"]  # __getattribute__ overridden: no instance dict
+    assert names("WithMeta.meta") == ["meta_class_attr"] and names("WithMeta.nothing.") == []
+    assert names("kd[") == [] and names('kd["') == []  # not an exact dict: its keys() is the script's
+    assert {item["type"] for item in driver.complete("s.sneaky", namespace)} == {"property"}
+    assert not marker.exists()
+    # Private names only when asked for; str methods through the builtins.
+    assert "_ran" not in names("os.") and names("str.isdig") == ["isdigit"]
+    assert "__init__" in names("s.__in")
+
+
+def test_the_driver_completes_keys_as_literals_for_the_quote_typed() -> None:
+    namespace = {"d": {"alpha": 1, "it's": 2, 'say "hi"': 3, 7: 4, b"raw": 5, (1, 2): 6},
+                 "n": {"deep": {"inner": 1}}}
+    complete = lambda line: [(i["name"], i["close"]) for i in driver.complete(line, namespace)]  # noqa: E731
+    assert complete('d["') == [("alpha", '"]'), ("it's", '"]'), ('say \\"hi\\"', '"]')]
+    assert complete("d['") == [("alpha", "']"), ("it\\'s", "']"), ('say "hi"', "']")]
+    assert complete('d["al') == [("alpha", '"]')]
+    assert complete('d[b"') == [("raw", '"]')]
+    assert complete("d[") == [("'alpha'", "]"), ('"it\'s"', "]"), ("'say \"hi\"'", "]"), ("7", "]"), ("b'raw'", "]")]
+    assert complete("n['deep'][") == []  # subscripts are not followed
+    assert [i["name"] for i in driver.complete("n.", namespace)][:2] == ["clear", "copy"]
+
+
+def test_the_driver_completes_paths_from_its_working_dir(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "src_code").mkdir()
+    (tmp_path / "src_notes.txt").write_text("")
+    (tmp_path / ".hidden_src").write_text("")
+    (tmp_path / 'bad"name').write_text("")
+    monkeypatch.chdir(tmp_path)
+    paths = lambda line: [(i["name"], i["type"], i["replace"]) for i in driver.complete(line, {})]  # noqa: E731
+    assert paths('open("sr') == [("src_code/", "folder", 2), ("src_notes.txt", "file", 2)]
+    assert paths("open('./src_c") == [("./src_code/", "folder", 7)]
+    assert paths('x = f"{tmp}/.hid') == []
+    assert paths('p = ".hid') == [(".hidden_src", "file", 4)]
+    assert paths('p = "bad') == []  # a name the quote would cut is left out
+    assert paths("p = 'bad") == [('bad"name', "file", 3)]
+    assert paths('print("a") # "sr') == []  # a comment, not a string
+
+
+def test_the_input_knows_which_tabs_ask_the_kernel() -> None:
+    for line in ("os.pa", "obj.", "x = a.b.c", 'd["', "d[", "d['al", 'open("./sr', "f(x, '~/"):
+        assert asks_kernel(line), line
+    for line in ("alpha", "x = ", "1.", "f().", "'abc'.up", 'print("a", x', "x = [", '# "a'):
+        assert not asks_kernel(line), line
+
+
+# -- through the app, with a real kernel ---------------------------------------------------
+
+
+async def test_tab_completes_attributes_of_a_module_and_an_instance(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = await ready(pilot, app)
+        await run(pilot, app, "import os\nclass Point:\n    kind = 'p'\n    def norm(self):\n        return 0\n"
+                              "pt = Point()\npt.x_coord = 1\npt.x_label = 'a'")
+        prompt.focus()
+        await type_text(pilot, "os.pat")
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: popup(app).display)
+        assert prompt.text == "os.path" and values(app) == ["path", "pathconf", "pathconf_names", "pathsep"]
+        assert "module" in str(popup(app).get_option_at_index(0).prompt)
+        await type_text(pilot, ".jo")  # typing on closes the popup
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: prompt.text == "os.path.join")
+        prompt.clear()
+        await type_text(pilot, "print(pt.")
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: popup(app).display)
+        assert values(app) == ["kind", "norm", "x_coord", "x_label"] and prompt.text == "print(pt."
+        await type_text(pilot, "x_")  # narrows as you type
+        assert values(app) == ["x_coord", "x_label"]
+        await pilot.press("down", "tab")
+        assert prompt.text == "print(pt.x_label" and not popup(app).display
+        await type_text(pilot, ")")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
+
+
+async def test_completing_attributes_runs_none_of_the_script_s_code(hermes_home: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = await ready(pilot, app)
+        await run(pilot, app, SNEAKY.format(marker=str(marker)))
+        assert blocks(app)[-1].status == "success"
+        prompt.focus()
+        await type_text(pilot, "s.")
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: popup(app).display)
+        # The static attributes, the property by name (not run); nothing __dir__ gives.
+        assert values(app) == ["own_value", "sneaky_prop", "static_method", "static_value"]
+        assert "property" in str(popup(app).get_option_at_index(1).prompt)
+        await pilot.press("escape")
+        for line in ("s.sneaky_prop.", "s.from_getattr.", "WithMeta.nothing.", "kd[", 'kd["'):
+            prompt.clear()
+            await type_text(pilot, line)
+            await pilot.press("tab")
+            await pilot.pause(0.3)
+            assert prompt.text == line and not popup(app).display, line
+        prompt.clear()
+        await type_text(pilot, "g.guard")
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: prompt.text == "g.guarded_class_attr")
+        assert not marker.exists(), marker.read_text()
+        # The file is written as soon as the script's own code does run.
+        prompt.clear()
+        await run(pilot, app, "s.sneaky_prop")
+        assert marker.read_text() == "property\n"
+
+
+async def test_tab_completes_the_keys_of_a_dict(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = await ready(pilot, app)
+        await run(pilot, app, "data = {'alpha': 1, 'beta': [2], 'best': 'x', 7: None}")
+        prompt.focus()
+        await type_text(pilot, 'print(data["al')
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: prompt.text == 'print(data["alpha"]')
+        await type_text(pilot, ")")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
+        await type_text(pilot, "data['")
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: popup(app).display)
+        assert values(app) == ["alpha", "beta", "best"]
+        assert "list" in str(popup(app).get_option_at_index(1).prompt)
+        await type_text(pilot, "be")
+        assert values(app) == ["beta", "best"]
+        await pilot.press("down", "enter")
+        assert prompt.text == "data['best']" and not popup(app).display
+        prompt.clear()
+        await type_text(pilot, "data[")
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: popup(app).display)
+        assert values(app) == ["'alpha'", "'beta'", "'best'", "7"]
+
+
+async def test_tab_completes_paths_in_a_string_from_the_kernel_s_working_dir(
+        hermes_home: Path, tmp_path: Path) -> None:
+    inner = tmp_path / "kernel_side"
+    (inner / "source_tree").mkdir(parents=True)
+    (inner / "source_notes.txt").write_text("hello\n")
+    (inner / "source_tree" / "module_a.py").write_text("")
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = await ready(pilot, app)
+        # The kernel's working dir is not the host's: the paths are the kernel's.
+        await run(pilot, app, "import os\nos.chdir('kernel_side')")
+        assert Path.cwd() != inner
+        prompt.focus()
+        await type_text(pilot, "open('./sour")
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: popup(app).display)
+        assert prompt.text == "open('./source_" and values(app) == ["./source_notes.txt", "./source_tree/"]
+        assert "folder" in str(popup(app).get_option_at_index(1).prompt)
+        await type_text(pilot, "t")
+        await pilot.press("tab")
+        assert prompt.text == "open('./source_tree/"
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: prompt.text == "open('./source_tree/module_a.py")
+        prompt.clear()
+        await type_text(pilot, 'print(open("source_n')
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: prompt.text == 'print(open("source_notes.txt')
+        await type_text(pilot, '").read())')
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "success")
+
+
+async def test_a_busy_kernel_is_not_asked_for_completions(runtime_factory) -> None:
+    rt = await runtime_factory()
+    await rt.execute_code("import os\nkeep = {'k': 1}", session="s")
+    assert [i["name"] for i in await rt.kernel_completions("s", "os.pat")] == [
+        "path", "pathconf", "pathconf_names", "pathsep"]
+    assert await rt.kernel_completions("nobody", "os.") is None
+    task = asyncio.create_task(rt.execute_code("import time\ntime.sleep(1)\nprint(keep)", session="s"))
+    await asyncio.sleep(0.3)
+    assert await rt.kernel_completions("s", "os.pat") is None
+    assert (await task).output == "{'k': 1}\n"
+
+
+# -- item 9: auto-indent -------------------------------------------------------------------
+
+
+async def test_spaces_typed_after_an_auto_indent_do_not_double_it(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = await ready(pilot, app)
+        await type_text(pilot, "if True:\n")
+        assert prompt.text == "if True:\n    "
+        await type_text(pilot, "    x = 1\n")  # the indent typed by habit: 4, not 8
+        assert prompt.text == "if True:\n    x = 1\n    "
+        await type_text(pilot, "  y = 2\n")  # fewer spaces: still the auto-indent
+        assert prompt.text == "if True:\n    x = 1\n    y = 2\n    "
+        await type_text(pilot, "for i in range(2):\n")
+        assert prompt.text.endswith("for i in range(2):\n" + " " * 8)
+        await type_text(pilot, " " * 12 + "z = i")  # more than the indent: the rest goes deeper
+        assert prompt.text.endswith("for i in range(2):\n" + " " * 12 + "z = i")
+        await pilot.press("enter")
+        await pilot.press("left", "right")  # the cursor moved: a space is a space again
+        await type_text(pilot, " ")
+        assert prompt.text.endswith("z = i\n" + " " * 13)
+        prompt.clear()
+        await type_text(pilot, "if True:\n")
+        await pilot.press("tab")  # Tab still adds a level
+        assert prompt.text == "if True:\n" + " " * 8
+        prompt.clear()
+        await type_text(pilot, "if True:\n    total = 41 + 1\n    print('total', total)\n\n")
+        await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
