@@ -550,6 +550,16 @@ def finish_tool_call(db: Database, session_id: str, turn_id: str, call_id: str, 
         return add_message(db, session_id, turn_id, "tool", content, tool_call_id=call_id)
 
 
+def replace_tool_result(db: Database, session_id: str, call_id: str, result: dict[str, Any], content: str) -> None:
+    """A finished call's result changed (sub-agents a cost ceiling stopped went on): the row
+    and the ``tool`` message the model reads both say the new one."""
+    with db.transaction():
+        db.execute("UPDATE tool_calls SET result = ?, finished_at = ? WHERE session_id = ? AND id = ?",
+                   (json.dumps(result, default=str), time.time(), session_id, call_id))
+        db.execute("UPDATE messages SET content = ? WHERE session_id = ? AND role = 'tool' AND tool_call_id = ?",
+                   (content, session_id, call_id))
+
+
 def add_approval(db: Database, session_id: str, tool_call_id: str | None, request: dict[str, Any]) -> None:
     """An approval is being asked (pending until answered)."""
     db.execute("INSERT INTO approvals (id, session_id, tool_call_id, kind, text, request, status, created_at, host) "

@@ -122,7 +122,7 @@ async def test_the_same_fan_out_in_the_app_stays_under_the_ceiling(hermes_home: 
             prompt.insert("fan out")
             await pilot.press("enter")
             await wait_until(pilot, lambda: app.agent is not None and app.agent.totals.calls >= 4
-                             and not app.agent.busy, timeout=60)
+                             and not app.agent.busy, timeout=120)
             assert app.agent.totals.cost_usd <= 0.5 + 1e-9
             assert "$0.50" in topbar(app)
 
@@ -148,3 +148,85 @@ def test_random_fan_outs_at_random_prices_never_end_above_the_ceiling(
         agent, rows = asyncio.run(run_fan_out(hermes_home, tmp_path, server, ceiling, prices, session))
     assert agent.totals.cost_usd <= ceiling + 1e-9, (agent.totals.cost_usd, ceiling)
     assert spent(rows) <= ceiling + 1e-9
+
+
+# -- item 3: sub-agents a ceiling stopped go on when the run does ------------------------------
+
+
+def stopped_fan_out() -> list[dict]:
+    """Two children each read a file, then would answer; the ceiling stops them in between."""
+    tasks = [{"goal": f"SPEND{i} something", "name": f"s{i}"} for i in range(2)]
+    counted = {"prompt_tokens": "counted", "completion_tokens": 50}
+    script: list[dict] = [{"match": PARENT, "text": "", "usage": counted,
+                           "tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]}]
+    for i in range(2):
+        script.append({"match": f"SPEND{i}", "text": "", "usage": {"prompt_tokens": "counted", "completion_tokens": 20_000},
+                       "tool_calls": [{"name": "read_file", "arguments": {"path": f"notes{i}.txt"}}]})
+    for i in range(2):
+        script.append({"match": f"SPEND{i}", "text": f"child {i} final: {40 + i}", "usage": counted})
+    script.append({"match": PARENT, "text": "Both children answered.", "usage": counted})
+    return script
+
+
+def told_the_model(server: FakeModelServer) -> list[str]:
+    """Every tool result any model was sent."""
+    return [str(m.get("content")) for r in server.requests for m in r["messages"] if m["role"] == "tool"]
+
+
+async def test_children_the_ceiling_stopped_go_on_when_the_turn_does(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.runtime import Runtime
+
+    for i in range(2):
+        (tmp_path / f"notes{i}.txt").write_text(f"note {i}\n")
+    with FakeModelServer(stopped_fan_out()) as server:
+        config = make_config(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n"
+                             f"  max_retries: 0\n{PRICES}  max_tokens: 100000\n")
+        runtime = Runtime(config, home=hermes_home)
+        await runtime.start()
+        store = SessionStore.open(hermes_home)
+        h = Harness(runtime, store, None)
+        try:
+            h.agent = Agent(runtime, store, "r1", settings=resolve_provider(config, hermes_home, {}),
+                            listener=h.on_event, cwd=str(tmp_path), subagents=config.agent.subagents,
+                            budget=Budget(0.05))
+            await h.agent.open()
+            assert await h.turn("fan out", timeout=60) == "budget"
+            first = [json.loads(c) for c in told_the_model(server) if '"results"' in c]
+            assert not first  # the parent's model was not called again: nothing read yet
+            await h.agent.set_budget(5.0)
+            h.ended.clear()
+            assert await h.agent.retry()
+            await asyncio.wait_for(h.ended.wait(), 60)
+        finally:
+            await h.agent.aclose()
+            await runtime.aclose()
+            store.close()
+    results = json.loads([c for c in told_the_model(server) if '"results"' in c][-1])["results"]
+    assert [(r["status"], r["summary"]) for r in results] == [("done", "child 0 final: 40"), ("done", "child 1 final: 41")]
+    # Each child went on with its own conversation: its last request still holds the file it read.
+    for i in range(2):
+        last = [r for r in server.requests if f"SPEND{i}" in json.dumps(r["messages"][1:2])][-1]
+        assert f"note {i}" in json.dumps(last["messages"])
+    for text in told_the_model(server):  # the person's advice never reached a model
+        assert "Budget reached" not in text and "/budget" not in text and "/retry" not in text
+
+
+def test_a_headless_run_stopped_at_the_ceiling_resumes_its_children(hermes_home: Path, tmp_path: Path) -> None:
+    for i in range(2):
+        (tmp_path / f"notes{i}.txt").write_text(f"note {i}\n")
+    with FakeModelServer(stopped_fan_out()) as server:
+        (hermes_home / "config.yaml").write_text(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n"
+                                                 f"  max_retries: 0\n{PRICES}  max_tokens: 100000\n")
+
+        def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "hermes_tui", *argv], cwd=tmp_path, capture_output=True,
+                                  text=True, timeout=120, stdin=subprocess.DEVNULL, env=os.environ.copy())
+
+        stopped = cli("run", "--max-cost", "0.05", "--session", "h1", "fan out")
+        assert stopped.returncode == 4, stopped.stdout + stopped.stderr
+        resumed = cli("resume", "h1", "--max-cost", "5")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "Both children answered." in resumed.stdout
+    results = json.loads([c for c in told_the_model(server) if '"results"' in c][-1])["results"]
+    assert [r["status"] for r in results] == ["done", "done"]
+    assert all("Budget reached" not in text and "/budget" not in text for text in told_the_model(server))

@@ -72,20 +72,6 @@ def child_row_text(state: ChildState, name_width: int = 0, now: float | None = N
     return Text.assemble((f"{glyph} ", colour), name, "  ", (figures, "dim"), "\n  ", plain(one_line(state.goal)))
 
 
-def state_from_result(row: dict[str, Any]) -> ChildState:
-    """A child as the parent's stored result tells it (``results`` / ``partial`` rows)."""
-    cost = row.get("cost_usd")
-    seconds = row.get("seconds")
-    state = ChildState(str(row.get("name") or "?"), str(row.get("goal") or ""), str(row.get("session") or ""),
-                       status=str(row.get("status") or "done"), steps=int(row.get("model_calls") or 0),
-                       tool_calls=int(row.get("tool_calls") or 0),
-                       cost_usd=float(cost) if isinstance(cost, (int, float)) else 0.0,
-                       unpriced=cost is None, summary=str(row.get("summary") or ""))
-    if isinstance(seconds, (int, float)):
-        state.started_at, state.ended_at = 0.0, float(seconds)
-    return state
-
-
 class ChildRow(Static, can_focus=True):
     """One child of a delegate block: Enter or a click opens its transcript."""
 
@@ -166,7 +152,7 @@ class DelegateBlock(Vertical):
         rows = result.get("results") if isinstance(result.get("results"), list) else result.get("partial")
         if isinstance(rows, list):
             known = {c.name: c for c in self.children_state}
-            states = [state_from_result(r) for r in rows if isinstance(r, dict)]
+            states = [ChildState.from_result(r) for r in rows if isinstance(r, dict)]
             for state in states:
                 live = known.get(state.name)
                 if live is not None:  # keep the live figures and the session; take the final status

@@ -126,7 +126,23 @@ class ChildState:
     ended_at: float | None = None
     summary: str = ""
     note: str = ""
-    """The last warning or error the child was told (why it stopped, when it gives no answer)."""
+    """The last warning or error the child was told, for the person (never the parent's model:
+    it may advise ``/budget``)."""
+    stopped: str = ""
+    """Why it ended before finishing, in words for the parent's model (see :mod:`.subagents`)."""
+
+    @classmethod
+    def from_result(cls, row: dict[str, Any]) -> ChildState:
+        """A child as its parent's stored result tells it (``results`` / ``partial`` rows)."""
+        cost, seconds = row.get("cost_usd"), row.get("seconds")
+        state = cls(str(row.get("name") or "?"), str(row.get("goal") or ""), str(row.get("session") or ""),
+                    status=str(row.get("status") or "done"), steps=int(row.get("model_calls") or 0),
+                    tool_calls=int(row.get("tool_calls") or 0),
+                    cost_usd=float(cost) if isinstance(cost, (int, float)) else 0.0, unpriced=cost is None,
+                    summary=str(row.get("summary") or ""), stopped=str(row.get("stopped") or ""))
+        if isinstance(seconds, (int, float)):
+            state.started_at, state.ended_at = 0.0, float(seconds)
+        return state
 
     def result(self, summary_chars: int) -> dict[str, Any]:
         """What the parent's model reads of this child."""
@@ -134,10 +150,13 @@ class ChildState:
         if len(summary) > summary_chars:
             summary = summary[:summary_chars] + f"\n[... summary cut at {summary_chars} characters]"
         seconds = 0.0 if self.started_at is None else (self.ended_at or time.time()) - self.started_at
-        return {"name": self.name, "goal": self.goal[:500], "status": self.status, "summary": summary,
-                "model_calls": self.steps, "tool_calls": self.tool_calls,
-                "cost_usd": None if self.unpriced and not self.cost_usd else round(self.cost_usd, 6),
-                "seconds": round(max(seconds, 0.0), 2), "session": self.session}
+        found = {"name": self.name, "goal": self.goal[:500], "status": self.status, "summary": summary,
+                 "model_calls": self.steps, "tool_calls": self.tool_calls,
+                 "cost_usd": None if self.unpriced and not self.cost_usd else round(self.cost_usd, 6),
+                 "seconds": round(max(seconds, 0.0), 2), "session": self.session}
+        if self.stopped:
+            found["stopped"] = self.stopped
+        return found
 
 
 @dataclass

@@ -93,6 +93,16 @@ class _Turn:
     """The model's stream or a top-level tool call now running (cancelled on interrupt)."""
 
 
+def _content(result: dict[str, Any]) -> str:
+    """A tool result as the model reads it: JSON, cut in the middle past ``MAX_RESULT_CHARS``."""
+    content = json.dumps(result, ensure_ascii=False, default=str)
+    if len(content) > MAX_RESULT_CHARS:
+        half = MAX_RESULT_CHARS // 2
+        content = (content[:half] + f"\n... [{len(content) - MAX_RESULT_CHARS} characters cut] ...\n"
+                   + content[-half:])
+    return content
+
+
 # -- the agent -----------------------------------------------------------------------------
 
 
@@ -318,6 +328,7 @@ class Agent:
             status: TurnStatus
             try:
                 if turn.step == "retry":
+                    await self._go_on_with_children(turn)
                     status = await self._steps(turn)
                 elif turn.step == "resume":
                     status = await self._resume(turn)
@@ -633,15 +644,39 @@ class Agent:
                            exec_result: ExecResult | None = None) -> None:
         if self.paused:  # not finished: its approval is pending and resume runs it again
             raise _Paused
-        content = json.dumps(result, ensure_ascii=False, default=str)
-        if len(content) > MAX_RESULT_CHARS:
-            half = MAX_RESULT_CHARS // 2
-            content = (content[:half] + f"\n... [{len(content) - MAX_RESULT_CHARS} characters cut] ...\n"
-                       + content[-half:])
+        content = _content(result)
         await self.store.call(db.finish_tool_call, self.session_id, turn.id, call.id, status, result, content,
                               exec_result.exec_id if exec_result else None)
         self.history.append({"role": "tool", "tool_call_id": call.id, "content": content})
         self.listener(ToolFinished(turn.id, call.id, call.name or "?", result, exec_result))
+
+    async def _go_on_with_children(self, turn: _Turn) -> None:
+        """A turn goes on after it stopped (``/retry``, ``resume``): if it stopped after a
+        ``delegate_task`` whose children the cost ceiling stopped, those children go on first,
+        each with its own conversation, and the model reads their new results in its place."""
+        from hermes_tui.agent.subagents import resume_stopped, stopped_at_the_ceiling
+
+        messages = self.history.messages
+        tail = len(messages)
+        while tail and messages[tail - 1]["role"] == "tool":
+            tail -= 1
+        if not tail or tail == len(messages):
+            return
+        names = {c.get("id"): (c.get("function") or {}).get("name") for c in messages[tail - 1].get("tool_calls") or ()}
+        for message in messages[tail:]:
+            call_id = message.get("tool_call_id")
+            if names.get(call_id) != "delegate_task" or turn.interrupted:
+                continue
+            try:
+                outcome = json.loads(message["content"])
+            except (TypeError, ValueError):  # cut to MAX_RESULT_CHARS: left as it is
+                continue
+            if not stopped_at_the_ceiling(outcome):
+                continue
+            result = await resume_stopped(self, turn, call_id, outcome)
+            message["content"] = content = _content(result)
+            await self.store.call(db.replace_tool_result, self.session_id, call_id, result, content)
+            self.listener(ToolFinished(turn.id, call_id, "delegate_task", result, None))
 
     # -- restoring a session ------------------------------------------------------------
 
@@ -660,9 +695,11 @@ class Agent:
         self.history.replace(list(loaded.history))
         self._pending = list(loaded.pending)
         turns = loaded.stored.turns
-        if not loaded.pending and turns and turns[-1]["id"] in loaded.interrupted_turns:
-            # The app died in its newest turn (a reply cut, a call never finished): /continue
-            # (or /retry) goes on with it, as `hermes-tui resume` does for a headless run.
+        if not loaded.pending and turns and (turns[-1]["id"] in loaded.interrupted_turns
+                                             or turns[-1]["status"] in ("budget", "error")):
+            # The app died in its newest turn (a reply cut, a call never finished), or the turn
+            # stopped at a ceiling or failed: /continue (or /retry) goes on with it, as
+            # `hermes-tui resume` does for a headless run.
             self._last_failed = _Turn(id=turns[-1]["id"], text="", origin=turns[-1]["origin"], step="retry")
         return loaded
 

@@ -11,7 +11,11 @@ with a summary — its final answer, capped at ``summary_chars`` — with its st
 tool calls and cost; that is all the parent's model reads. Its cost counts toward the parent
 turn's and session's ceilings as it is spent (one ledger, checked before each of the child's
 model calls), and a child stopped by its ``max_steps`` or by the shared ceiling ends with
-status ``budget`` and what it has. Interrupting the parent interrupts every child.
+status ``budget``, what it has, and why it stopped in words for the parent's model (``stopped``:
+never the person's notice, which advises ``/budget``). When the parent's turn goes on after a
+budget stop (``/retry``, ``resume``), the children the ceiling stopped go on first, each with
+its own stored conversation (:func:`resume_stopped`). Interrupting the parent interrupts every
+child.
 """
 
 from __future__ import annotations
@@ -102,32 +106,67 @@ def child_names(tasks: list[Task]) -> list[str]:
     return names
 
 
+COST_STOP = "the session's cost ceiling was reached before it finished; it goes on if the run is resumed"
+"""Why a child stopped at the shared ceiling, as its parent's model reads it (the person's
+notice, with its ``/budget`` advice, stays in the app)."""
+STEPS_STOP = "it was stopped before it finished: it used its max_steps, or sent malformed tool calls"
+FAILED = "(the sub-agent failed: {})"
+
+
 async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> dict[str, Any]:
     """Run the tasks as child agents of ``parent`` (an :class:`~hermes_tui.agent.loop.Agent`,
     not imported here: the loop imports this module) — at most ``max_concurrency`` at once —
     and return what the parent's model reads: each child's summary and figures."""
-    config = parent.subagents
     tasks = args.all_tasks()
-    names = child_names(tasks)
     base = f"{parent.session_id}{SUBAGENT_SEPARATOR}"
     # The call id is the provider's (some reuse "call_0"): a random part keeps children apart.
     tag = f"{call_id[-6:]}{secrets.token_hex(2)}"
-    states = [ChildState(name, task.goal, f"{base}{tag}-{name}") for name, task in zip(names, tasks)]
+    states = [ChildState(name, task.goal, f"{base}{tag}-{name}") for name, task in zip(child_names(tasks), tasks)]
+    return await _run_children(parent, turn, call_id, states, [(task, state, False) for task, state in zip(tasks, states)])
+
+
+def stopped_at_the_ceiling(outcome: Any) -> bool:
+    """True when a ``delegate_task`` result has children the cost ceiling stopped."""
+    return isinstance(outcome, dict) and any(isinstance(r, dict) and r.get("stopped") == COST_STOP
+                                             for r in outcome.get("results") or ())
+
+
+async def resume_stopped(parent: Any, turn: Any, call_id: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """Go on with the children of a stored ``delegate_task`` result that the cost ceiling
+    stopped: each continues its own stored conversation (what it did is kept); the others keep
+    their results. Returns the new result, for the parent's model to read instead."""
+    states, runs = [], []
+    for row in outcome.get("results") or ():
+        if not isinstance(row, dict):
+            continue
+        state = ChildState.from_result(row)
+        states.append(state)
+        if state.stopped == COST_STOP and state.session.startswith(f"{parent.session_id}{SUBAGENT_SEPARATOR}"):
+            state.status, state.stopped, state.started_at, state.ended_at = "waiting", "", None, None
+            runs.append((Task(goal=state.goal or "(continue)", name=state.name), state, True))
+    return await _run_children(parent, turn, call_id, states, runs)
+
+
+async def _run_children(parent: Any, turn: Any, call_id: str, states: list[ChildState],
+                        runs: list[tuple[Task, ChildState, bool]]) -> dict[str, Any]:
+    """Run ``runs`` (a task, its state, and whether it continues the child's stored
+    conversation) at most ``max_concurrency`` at once; the result lists every state."""
+    config = parent.subagents
     gate = asyncio.Semaphore(max(1, config.max_concurrency))
     children: list[Any] = []
 
     def progress() -> None:
         parent.listener(DelegateProgress(turn.id, call_id, [replace(s) for s in states]))
 
-    async def run(task: Task, state: ChildState) -> None:
+    async def run(task: Task, state: ChildState, again: bool) -> None:
         try:
-            await run_child(task, state)
+            await run_child(task, state, again)
         except Exception as exc:  # one child's failure is its own: the others go on
             state.status, state.ended_at = "error", time.time()
-            state.summary = state.summary or f"(the sub-agent failed: {type(exc).__name__}: {exc})"
+            state.summary = state.summary or FAILED.format(f"{type(exc).__name__}: {exc}")
             progress()
 
-    async def run_child(task: Task, state: ChildState) -> None:
+    async def run_child(task: Task, state: ChildState, again: bool) -> None:
         async with gate:
             if turn.interrupted:
                 state.status, state.ended_at = "interrupted", time.time()
@@ -144,7 +183,7 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
                 if isinstance(event, ReplyDone) and event.status == "done":
                     state.summary = event.text
                 elif isinstance(event, Notice) and event.level != "info":
-                    state.note = event.text  # why it stopped, if it gives no answer
+                    state.note = event.text  # why it stopped, for the person
                 elif isinstance(event, ToolFinished):
                     state.tool_calls += 1
                     progress()
@@ -166,8 +205,13 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
             progress()
             try:
                 await child.open()
-                text = task.goal if not task.context else f"{task.goal}\n\nContext:\n{task.context}"
-                await child.submit(text, turn.origin, "message")
+                loaded = await child.load() if again else None
+                if loaded is not None and loaded.stored.turns:
+                    last = loaded.stored.turns[-1]
+                    child.continue_turn(last["id"], last["origin"])  # its conversation, sent again
+                else:
+                    text = task.goal if not task.context else f"{task.goal}\n\nContext:\n{task.context}"
+                    await child.submit(text, turn.origin, "message")
                 await ended.wait()
             finally:
                 parent.children.discard(child)
@@ -175,23 +219,24 @@ async def delegate(parent: Any, turn: Any, call_id: str, args: DelegateArgs) -> 
                 await parent.runtime.dispose_session(state.session)
             status = outcome.get("status", "error")
             state.status = {"stopped": "budget"}.get(status, status)
-            if not state.summary and state.note:
-                state.summary = f"[{state.note}]"
+            state.stopped = {"budget": COST_STOP, "stopped": STEPS_STOP}.get(status, "")
             if not state.summary and state.status == "done":
                 state.status = "error"
                 state.summary = "(the sub-agent gave no answer)"
+            if state.status == "error" and not state.summary:
+                state.summary = FAILED.format("its model call failed")
             state.ended_at = time.time()
             progress()
             await parent.store.call(_store_progress, parent.session_id, call_id,
                                     [s.result(config.summary_chars) for s in states if s.ended_at is not None])
 
-    runs = [asyncio.ensure_future(run(task, state)) for task, state in zip(tasks, states)]
+    started = [asyncio.ensure_future(run(task, state, again)) for task, state, again in runs]
     try:
-        await asyncio.gather(*runs)
+        await asyncio.gather(*started)
     finally:  # cancelled (the app closing): no child outlives its call
-        for pending in runs:
+        for pending in started:
             pending.cancel()
-        await asyncio.gather(*runs, return_exceptions=True)
+        await asyncio.gather(*started, return_exceptions=True)
     outcome: dict[str, Any] = {"results": [state.result(config.summary_chars) for state in states]}
     if turn.interrupted:
         outcome["status"] = "interrupted"
