@@ -528,6 +528,20 @@ class HermesApp(App[None]):
     def action_new_session(self) -> None:
         self.switch_session(None)
 
+    def action_find(self, argument: str = "") -> None:
+        """``/find TEXT``: scroll to the newest block holding TEXT (again: the next older);
+        ``/find`` alone: the last search again."""
+        conversation = self.main.conversation
+        query = argument.strip() or conversation.find_query
+        if not query:
+            conversation.add_note("Type what to find after /find (for example: /find traceback). Ctrl+F does it too.")
+            return
+        conversation.find(query)
+
+    def action_copy(self, argument: str = "") -> None:
+        """``/copy``: the last reply to the clipboard; ``/copy code``, ``/copy output``."""
+        self.main.conversation.copy(argument)
+
     @work(group="reset", exit_on_error=False)
     async def action_reset_session(self) -> None:
         """End this session's kernels (asked first when they hold variables)."""
@@ -537,6 +551,13 @@ class HermesApp(App[None]):
         await self.runtime.dispose_session(self.session)
         self.main.conversation.add_note("Kernel reset: the next input starts a fresh one.")
         self.refresh_kernels()
+
+    MAIN_SCREEN_ACTIONS = frozenset({"focus_pane", "toggle_maximize"})
+    """Keys of the main screen's panes: on another screen (the output browser, a transcript)
+    they would act on panes out of sight, and their footer has no room for them at 80 columns."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return action not in self.MAIN_SCREEN_ACTIONS or self.screen is self.main
 
     def action_focus_pane(self, pane: str) -> None:
         self.main.focus_pane(pane)

@@ -89,11 +89,16 @@ async def test_the_table_is_driven_by_keys_and_clicks_and_shows_names_as_text() 
         await pilot.click(table, offset=(3, 1))  # the first row (the header is line 0)
         assert pane.selected_id() == "k1"
         drawn = table.render_line(3).text  # k3's row
-        assert "[b]x[/b]\\x1b]0;owned\\x07" in drawn and "\x1b" not in drawn  # shown, never interpreted
+        assert table.get_cell("k3", "session") == "[b]x[/b]\\x1b]0;owned\\x07"  # shown, never interpreted
+        assert "[b]x[/b]\\x1b]0;" in drawn and "\x1b" not in drawn  # (cut to fit the pane)
         assert table.get_cell("k3", "cwd") == "/tmp/a\\nb"  # one line per row
-        assert table.scroll_x == 0
+        assert table.scroll_x == 0 and "cwd" not in table.shown_columns
         await pilot.press("right")
-        assert table.scroll_x > 0  # wider than the pane: it scrolls sideways
+        assert table.skip == 1  # wider than the pane: Right moves the columns sideways
+        for _ in range(12):
+            await pilot.press("right")
+        assert table.shown_columns[:2] == ["state", "id"] and "python" in table.shown_columns
+        assert table.virtual_size.width <= table.scrollable_content_region.width
 
 
 async def test_the_cursor_stays_in_view_above_the_sideways_scrollbar() -> None:

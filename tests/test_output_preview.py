@@ -288,7 +288,7 @@ async def test_footer_shows_the_keys_of_the_focused_pane_and_a_click_presses_one
         await pilot.press("f2")
         await wait_until(pilot, lambda: "Interrupt" not in footer_text(app))
         footer = app.query_one(KeysFooter)
-        column = next(start for start, _end, key in footer._spans if key.description == "Kernels")
+        column = next(start for _row, start, _end, key in footer._spans if key.description == "Kernels")
         await pilot.click(KeysFooter, offset=(column + 1, 0))
         await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "kernel-table")
 

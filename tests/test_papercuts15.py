@@ -257,7 +257,7 @@ async def test_the_no_model_hint_shortens_without_cutting_a_word(hermes_home: Pa
     from hermes_tui.widgets.main_screen import INPUT_HINT
 
     app = make_app(hermes_home, tmp_path)
-    async with app.run_test(size=SMALL) as pilot:
+    async with app.run_test(size=(64, 24)) as pilot:  # (at 80 columns the pane has room for it: issue 32)
         hint = app.query_one("#hint")
         await pilot.pause()
         await pilot.pause()

@@ -157,9 +157,10 @@ async def test_kernels_pane_groups_child_kernels_under_their_parent() -> None:
         ids = [table.key_at(row) for row in range(table.row_count)]
         assert ids == ["k1", "k5", "k3", "k2", "k4", "k6"]
         sessions = [table.get_row_at(row)[5] for row in range(table.row_count)]
-        assert sessions[:3] == ["main", "└ aaaaaa-code", "└ aaaaaa-research"]
-        assert sessions[4] == "└ bbbbbb-[b]x[/b]"  # a name, never markup
-        assert "└ bbbbbb-[b]x[/b]" in table.render_line(5).text  # drawn as it is (row 4, under the header)
+        assert sessions[:3] == ["main", "└ code", "└ research"]
+        assert sessions[4] == "└ [b]x[/b]"  # a name, never markup
+        assert "└ [b]x[/b]" in table.render_line(5).text  # drawn as it is (row 4, under the header)
+        assert sessions[5] == "orphan (sub-agent of gone)"  # its parent has no kernel: it says whose it is
         assert "sub-agent" in table.get_cell(table.key_at(1), "flags")
 
 

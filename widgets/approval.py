@@ -70,8 +70,9 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         width: 90%; max-width: 120; height: auto; max-height: 90%;
         border: thick $warning; padding: 0 1; overflow-y: auto;
     }
-    #dialog #title-row { height: 1; dock: top; }
-    #dialog #title { text-style: bold; color: $warning; width: 1fr; }
+    /* The title wraps rather than being cut (a long file path, "request 2 of 3" at 80 columns). */
+    #dialog #title-row { height: auto; max-height: 4; dock: top; }
+    #dialog #title { text-style: bold; color: $warning; width: 1fr; height: auto; }
     #dialog #countdown { color: $error; text-style: bold; width: auto; }
     #dialog #typing { color: $warning; }
     #dialog #code { height: auto; max-height: 20; border: round $panel-lighten-2; }

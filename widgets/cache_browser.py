@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from hermes_tui.cache import CacheEntry, CacheError, delete_entry, load_record, scan
 from hermes_tui.units import human_size, noun, parse_duration, unique_prefixes
@@ -28,6 +28,7 @@ from hermes_tui.widgets.conversation import code_theme
 from hermes_tui.widgets.dialog import Dialog
 from hermes_tui.widgets.dialogs import HelpScreen
 from hermes_tui.widgets.entry_list import EntryList
+from hermes_tui.widgets.footer import KeysFooter
 from hermes_tui.widgets.messages import OpenInEditor
 from hermes_tui.widgets.pager import Pager
 from hermes_tui.widgets.safe import plain, visible
@@ -147,7 +148,7 @@ class EntryScreen(Screen[None]):
         else:
             with VerticalScroll(id="entry-inline"):
                 yield Static(id="entry-output", markup=False)
-        yield Footer()
+        yield KeysFooter()  # every key in sight at 80 columns: a second line when needed
 
     def on_mount(self) -> None:
         self.load_record()
@@ -252,7 +253,7 @@ class CacheBrowser(Screen[None]):
     """Every saved output, newest first, filtered as you type, updated live."""
 
     DEFAULT_CSS = """
-    CacheBrowser #cache-title { height: 1; padding: 0 1; background: $panel; }
+    CacheBrowser #cache-title { width: 1fr; height: auto; max-height: 3; padding: 0 1; background: $panel; }
     CacheBrowser #cache-filter { margin: 0 0; }
     CacheBrowser #cache-header { height: 1; text-style: bold; color: $primary; }
     """
@@ -278,7 +279,7 @@ class CacheBrowser(Screen[None]):
         columns = EntryList(WIDTHS, id="cache-table")
         yield Static(columns.format(COLUMNS), id="cache-header")
         yield columns
-        yield Footer()
+        yield KeysFooter()  # every key in sight at 80 columns: a second line when needed
 
     def on_mount(self) -> None:
         self.query_one(EntryList).focus()

@@ -17,6 +17,7 @@ import asyncio
 import codeop
 from contextlib import AbstractContextManager
 import importlib.util
+import re
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -124,6 +125,16 @@ class PromptInput(TextArea):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "history_search", "Search history", show=False, id="history-search"),
+        # The transcript scrolls from the input, which keeps the focus (issue 32): PageUp/PageDown
+        # always (a page of a 12-line input is rarely wanted), Ctrl+Home/Ctrl+End always, and
+        # Home/End when the input is empty (in typed text they move the cursor, as before).
+        Binding("pageup", "transcript('page_up')", "Scroll up", show=False, id="transcript-page-up"),
+        Binding("pagedown", "transcript('page_down')", "Scroll down", show=False, id="transcript-page-down"),
+        Binding("ctrl+home", "transcript('top')", "Top", show=False, id="transcript-top"),
+        Binding("ctrl+end", "transcript('end')", "End", show=False, id="transcript-end"),
+        Binding("home", "home_or_top", "Line start", show=False, id="input-home"),
+        Binding("end", "end_or_bottom", "Line end", show=False, id="input-end"),
+        Binding("ctrl+f", "find", "Find", id="conversation-find"),
     ]
 
     chat = False
@@ -586,6 +597,51 @@ class PromptInput(TextArea):
         self.focus()
 
 
+    # -- the transcript, from the input -------------------------------------------------------
+
+    def _pane(self) -> ConversationPane | None:
+        return next((node for node in self.ancestors if isinstance(node, ConversationPane)), None)
+
+    def action_transcript(self, how: str) -> None:
+        """Scroll the transcript (``page_up``, ``page_down``, ``top``, ``end``); the focus stays here."""
+        pane = self._pane()
+        if pane is not None:
+            pane.scroll_transcript(how)
+
+    def action_home_or_top(self) -> None:
+        """Home: the start of the line; in an empty input, the top of the transcript."""
+        if self.text:
+            self.action_cursor_line_start()
+        else:
+            self.action_transcript("top")
+
+    def action_end_or_bottom(self) -> None:
+        """End: the end of the line; in an empty input, the end of the transcript."""
+        if self.text:
+            self.action_cursor_line_end()
+        else:
+            self.action_transcript("end")
+
+    def action_find(self) -> None:
+        """Ctrl+F: in an empty input, ``/find `` (with the last search, so Ctrl+F again runs it);
+        on ``/find TEXT``, search now (again: the next older match), the input kept as it is."""
+        pane = self._pane()
+        if pane is None:
+            return
+        text = self.text.strip()
+        if text.lower().startswith(FIND_COMMAND) and text[len(FIND_COMMAND):].strip():
+            pane.find(text[len(FIND_COMMAND):].strip())
+        elif not text or text.lower() == FIND_COMMAND:
+            self._set_text(f"{FIND_COMMAND} {pane.find_query}")
+        elif pane.find_query:
+            pane.find(pane.find_query)
+        else:
+            self.notify("Ctrl+F searches the conversation: in an empty input it types /find; add the text.")
+
+
+FIND_COMMAND = "/find"
+"""The command Ctrl+F types (hermes_tui.commands runs it)."""
+
 INDENT = 4
 """Spaces per indent level (auto-indent adds one; Backspace in an indent removes one)."""
 
@@ -765,6 +821,14 @@ class RunBlock(Static, can_focus=True):
         if self.exec_id:
             self.post_message(OpenEntry(self.exec_id))
 
+    def key_y(self) -> None:
+        """Copy this run's output to the clipboard (its code when it printed nothing)."""
+        output = self.result.output if self.result is not None else ""
+        text, what = (output, "its output") if output.strip() else (self.code, "its code")
+        if self.result is not None and self.result.stdout_truncated and output.strip():
+            what += " (its head and tail: c opens the whole output)"
+        copy_text(self, text, what)
+
 
 class MessageBlock(Static):
     """A message from the user, or one injected from outside (marked as such)."""
@@ -875,6 +939,36 @@ class PendingBlock(Static, can_focus=True):
         self.post_message(self.Removed(self))
 
 
+def block_text(block: Widget) -> str:
+    """The text of a transcript block, as /find searches it and /copy copies it: a message or a
+    reply as written, a run's code, status and output, a note's text."""
+    if isinstance(block, RunBlock):
+        output = block.result.output if block.result is not None else ""
+        return "\n".join(part for part in (block.title or "", block.code, block.summary, output) if part)
+    text = getattr(block, "text", None)
+    if isinstance(text, str):
+        return text
+    if isinstance(block, Static):
+        content = block.content
+        return content.plain if isinstance(content, Text) else str(content)
+    return " ".join(block_text(child) for child in block.children)
+
+
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}\1[`~]*[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def code_blocks(markdown: str) -> list[str]:
+    """The fenced code blocks of a reply, in order (their text, without the fences)."""
+    return [match.group(2).rstrip("\n") for match in FENCE.finditer(markdown)]
+
+
+def copy_text(widget: Widget, text: str, what: str) -> None:
+    """Put ``text`` on the clipboard (OSC 52, through the terminal) and say what was copied."""
+    widget.app.copy_to_clipboard(text)
+    widget.notify(f"Copied {what}: {plural(text.count(chr(10)) + 1, 'line')}, {plural(len(text), 'character')}.",
+                  markup=False)
+
+
 def note(text: str, level: str = "info") -> Static:
     """A line from the app (``level`` info, warning or error sets its colour)."""
     return Static(plain(text), classes=f"note {level}")
@@ -945,9 +1039,16 @@ class Transcript(VerticalScroll):
 
     def to_end(self) -> None:
         """Scroll to the end (a block was added, a reply streams), unless a block of it has the
-        focus: the user reads it."""
-        if self._held_at is None:
+        focus (the user reads it) or the user scrolled it up from the input."""
+        if self._held_at is None and not self._moved:
             self.scroll_end(animate=False)
+
+    def stay(self) -> None:
+        """The user moves the view (PageUp, /find): it stays where it is put as blocks come,
+        until it is scrolled to the end again."""
+        if self.max_scroll_y > 0:  # (short, there is nowhere to move: it follows on)
+            self.release_anchor()
+            self._moved = True
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         if self._held_at is None and self.scroll_y >= self.max_scroll_y:  # following: hold still
@@ -1035,6 +1136,7 @@ class ConversationPane(FocusFrame, Vertical):
     ConversationPane .note.error { color: $error; }
     ConversationPane #hint { color: $text-muted; width: 1fr; height: auto; max-height: 2; padding: 0 1; }
     ConversationPane PromptInput { height: auto; min-height: 3; max-height: 12; }
+    ConversationPane #transcript .-found { background: $warning 25%; }
     /* One row per candidate: a long description ends in an ellipsis instead of wrapping
        (at 80x24 wrapped descriptions left room for four commands). */
     """
@@ -1058,6 +1160,10 @@ class ConversationPane(FocusFrame, Vertical):
         """``delegate_task`` calls running, by call id (their children's rows update live)."""
         self._pending: dict[str, PendingBlock] = {}
         """Inputs queued behind the running turn, by turn id."""
+        self.find_query = ""
+        """The text /find (or Ctrl+F) looked for last."""
+        self._found: Widget | None = None
+        """The block it found last (marked ``-found``)."""
 
     def compose(self) -> ComposeResult:
         yield Transcript(id="transcript")
@@ -1200,7 +1306,97 @@ class ConversationPane(FocusFrame, Vertical):
         if block is not None:
             await block.remove()
 
+    # -- scrolling, finding and copying (issue 32) ----------------------------------------------
+
+    def scroll_transcript(self, how: str) -> None:
+        """Scroll the transcript: ``page_up``, ``page_down``, ``top`` or ``end``. Scrolled up, it
+        stays where it was put while blocks come, until scrolled to the end again (or a message
+        is sent)."""
+        transcript = self.query_one("#transcript", Transcript)
+        if how == "end":
+            transcript.follow_end()
+            transcript.scroll_end(animate=False, immediate=True)
+            return
+        if how == "page_down":
+            transcript.scroll_page_down(animate=False)
+        else:
+            transcript.stay()
+            if how == "top":
+                transcript.scroll_home(animate=False)
+            else:
+                transcript.scroll_page_up(animate=False)
+
+    def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        """Something was sent: the transcript follows its end again (the message, its run); a
+        command (``/find``, ``/copy``) leaves the view where it is."""
+        if not event.text.lstrip().startswith("/") and self.query("#transcript"):
+            transcript = self.query_one("#transcript", Transcript)
+            if transcript._moved and transcript._held_at is None:
+                transcript.follow_end()
+
+    def find(self, query: str) -> bool:
+        """``/find TEXT`` (or Ctrl+F): scroll to the newest block holding ``query`` (any case),
+        marked; the same search again goes to the next older one (from the oldest: the newest
+        again). Says how many blocks match, or that none does. True when one was found."""
+        transcript = self.query_one("#transcript", Transcript)
+        needle = query.casefold()
+        matches = [block for block in reversed(transcript.children) if needle in block_text(block).casefold()]
+        if self._found is not None:
+            self._found.remove_class("-found")
+        if not matches:
+            self.find_query, self._found = query, None
+            self.notify(visible(f"Nothing in the conversation matches {query!r}."), severity="warning", markup=False)
+            return False
+        index = 0
+        if query == self.find_query and self._found in matches:
+            index = (matches.index(self._found) + 1) % len(matches)
+        block = matches[index]
+        self.find_query, self._found = query, block
+        block.add_class("-found")
+        transcript.stay()
+        transcript.scroll_to_widget(block, animate=False, top=True, immediate=True)
+        more = " · Ctrl+F: the next older" if len(matches) > 1 else ""
+        self.notify(visible(f"{query!r}: {index + 1} of {len(matches)} (newest first){more}"), markup=False)
+        return True
+
+    def copy(self, what: str = "") -> bool:
+        """``/copy``: the newest reply; ``/copy code``: the newest code block (a reply's fenced
+        block, or a run's code); ``/copy output``: the newest run's output. To the clipboard
+        through the terminal (OSC 52). True when something was copied."""
+        what = what.strip().lower()
+        blocks = list(reversed(self.query_one("#transcript", Transcript).children))
+        found: tuple[str, str] | None = None
+        if what in ("", "reply"):
+            found = next(((block.text, "the last reply") for block in blocks
+                          if type(block).__name__ == "ReplyBlock" and getattr(block, "text", "").strip()), None)
+        elif what == "code":
+            for block in blocks:
+                if type(block).__name__ == "ReplyBlock" and (fences := code_blocks(getattr(block, "text", ""))):
+                    found = (fences[-1], "the last code block")
+                elif isinstance(block, RunBlock) and block.kind != "text" and block.code.strip():
+                    found = (block.code, "the last run's code")
+                if found is not None:
+                    break
+        elif what == "output":
+            run = next((block for block in blocks if isinstance(block, RunBlock) and block.result is not None
+                        and block.result.output.strip()), None)
+            if run is not None and run.result is not None:
+                cut = " (its head and tail: the whole output is in the output browser, F9)" \
+                    if run.result.stdout_truncated else ""
+                found = (run.result.output, "the last run's output" + cut)
+        else:
+            self.notify(visible(f"/copy {what}: copy what? /copy (the last reply), /copy code, /copy output."),
+                        severity="warning", markup=False)
+            return False
+        if found is None:
+            self.notify({"code": "No code block or run to copy yet.", "output": "No run's output to copy yet."}.get(
+                what, "No reply to copy yet."), severity="warning")
+            return False
+        copy_text(self, *found)
+        return True
+
     def action_clear(self) -> None:
+        self._found = None
         self._pending.clear()
         self._older = self._head = None
         transcript = self.query_one("#transcript", Transcript)

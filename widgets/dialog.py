@@ -26,6 +26,9 @@ class Dialog(ModalScreen[ResultT]):
     DEFAULT_CSS = """
     Dialog { align: center middle; }
     Dialog > #dialog { border: thick $primary; background: $surface; }
+    /* A dialog's lines of text (its title, what its keys do) wrap at the box's width: a Label is
+       as wide as its text, and was cut at 80 columns. */
+    Dialog > #dialog > Label { width: 1fr; height: auto; }
     """
 
     def compose(self) -> ComposeResult:

@@ -33,14 +33,30 @@ def cell_text(value: str) -> str:
     return visible(value).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
 
 
+MIN_CELL = 6
+"""A column cut to fit the pane keeps at least this many cells (and its label whole)."""
+
+
+def fit_cell(text: str, width: int) -> str:
+    """``text`` in exactly ``width`` cells: padded, or cut with an ellipsis."""
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, max(0, width - 1)) + "…" if width > 0 else ""
+
+
 class KernelTable(ScrollView, can_focus=True):
     """Rows of plain-text cells under a header that stays put; a cursor row picks a kernel
-    (Up/Down, Home/End, PgUp/PgDn, a click), Left/Right scroll sideways."""
+    (Up/Down, Home/End, PgUp/PgDn, a click).
+
+    The columns shown fit the table's width (issue 32: at 80 columns the pane is 30 cells
+    wide): the first ``pinned`` of ``order`` always, then as many of the others, in ``order``,
+    as fit, the last of them cut with an ellipsis rather than left out. Left/Right move that
+    window of columns sideways, a column at a time, so every column can be read."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"kernel-table--header", "kernel-table--cursor",
                                              "kernel-table--even-row"}
     DEFAULT_CSS = """
-    KernelTable { background: $surface; color: $foreground; height: 1fr; }
+    KernelTable { background: $surface; color: $foreground; height: 1fr; overflow-x: hidden; }
     KernelTable:focus { background-tint: $foreground 5%; }
     KernelTable > .kernel-table--header { text-style: bold; background: $panel; color: $foreground; }
     KernelTable > .kernel-table--even-row { background: $surface-lighten-1 50%; }
@@ -65,10 +81,24 @@ class KernelTable(ScrollView, can_focus=True):
         Binding("right", "sideways(1)", "Right", show=False),
     ]
 
-    def __init__(self, columns: Sequence[str], **kwargs: object) -> None:
+    def __init__(self, columns: Sequence[str], *, order: Sequence[int] | None = None, pinned: int = 0,
+                 caps: dict[int, int] | None = None, **kwargs: object) -> None:
+        """Args:
+            columns: the labels of the cells of a row, in the rows' order.
+            order: the columns by index, in the order they are shown (default: as given).
+            pinned: how many columns at the start of ``order`` are always shown.
+            caps: cells at most for some columns (by index) when not every column fits whole.
+        """
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.columns = tuple(columns)
-        """The column labels, left to right."""
+        """The column labels, in the rows' order."""
+        self.order = tuple(order) if order is not None else tuple(range(len(self.columns)))
+        self.pinned = pinned
+        self.caps = dict(caps or {})
+        self.skip = 0
+        """Columns after the pinned ones moved out of view to the left (Left/Right)."""
+        self._shown: list[tuple[int, int]] = []
+        """The columns drawn, left to right: (index, cells of text), found for the table's width."""
         self._rows: list[tuple[str, tuple[str, ...]]] = []
         self._widths = [cell_len(label) for label in self.columns]
         self._lines: dict[int, tuple[Strip, Style]] = {}
@@ -95,6 +125,7 @@ class KernelTable(ScrollView, can_focus=True):
             self._lines.clear()
             self._widths = widths
             self._rows = new
+            self._fit()
             self.refresh()
         else:
             for index, (row, old) in enumerate(zip(new, self._rows)):
@@ -137,8 +168,45 @@ class KernelTable(ScrollView, can_focus=True):
         return self._rows[self.cursor_row][0] if 0 <= self.cursor_row < len(self._rows) else None
 
     def column_width(self, index: int) -> int:
-        """The cells column ``index`` takes, its padding included."""
+        """The cells column ``index`` takes whole, its padding included."""
         return self._widths[index] + 2 * PADDING
+
+    @property
+    def shown_columns(self) -> list[str]:
+        """The labels of the columns drawn now, left to right."""
+        return [self.columns[index] for index, _ in self._shown]
+
+    def _fit(self) -> bool:
+        """Choose the columns drawn for the table's width; True when they changed."""
+        width = self.scrollable_content_region.width
+        order = list(self.order)
+        rest = order[self.pinned:]
+        self.skip = max(0, min(self.skip, len(rest) - 1))
+        shown: list[tuple[int, int]] = []
+        used = 0
+        whole = width <= 0 or sum(self.column_width(index) for index in order) <= width
+        for index in order[:self.pinned] + rest[self.skip:]:
+            need = self._widths[index] if whole else min(self._widths[index], self.caps.get(index, self._widths[index]))
+            if width <= 0 or used + need + 2 * PADDING <= width:
+                shown.append((index, need))
+                used += need + 2 * PADDING
+                continue
+            room = width - used - 2 * PADDING
+            if room >= max(MIN_CELL, cell_len(self.columns[index])):
+                shown.append((index, room))  # cut, with an ellipsis
+            break
+        if not shown and order:  # narrower than the first column: it, cut
+            shown.append((order[0], max(1, width - 2 * PADDING)))
+        if shown != self._shown:
+            self._shown = shown
+            self._lines.clear()
+            return True
+        return False
+
+    def on_resize(self) -> None:
+        if self._fit():
+            self._set_virtual_size()
+            self.refresh()
 
     # -- the cursor -----------------------------------------------------------------------
 
@@ -174,7 +242,18 @@ class KernelTable(ScrollView, can_focus=True):
         self.move_cursor(self.cursor_row + direction * self._rows_shown())
 
     def action_sideways(self, direction: int) -> None:
-        self.scroll_to(x=self.scroll_x + direction * max(4, self.size.width // 4), animate=False)
+        """Right: the next column comes into view (the first unpinned one leaves); Left: back."""
+        if direction > 0:
+            last, width = self._shown[-1] if self._shown else (None, 0)
+            rest = list(self.order[self.pinned:])
+            if last is None or (last == rest[-1] and width >= self._widths[last]):
+                return  # the last column is in view, whole
+        elif self.skip == 0:
+            return
+        self.skip += 1 if direction > 0 else -1
+        if self._fit():
+            self._set_virtual_size()
+            self.refresh()
 
     def on_click(self, event: events.Click) -> None:
         index = self.scroll_offset.y + event.y - 1
@@ -190,7 +269,7 @@ class KernelTable(ScrollView, can_focus=True):
     def _set_virtual_size(self) -> None:
         # Rows and column widths set how far the table scrolls; its own size is the pane's,
         # so no layout of the screen is asked (Textual's reactive would ask one).
-        size = Size(sum(self.column_width(i) for i in range(len(self.columns))), len(self._rows) + 1)
+        size = Size(sum(width + 2 * PADDING for _, width in self._shown), len(self._rows) + 1)
         if size != self.virtual_size:
             self.set_reactive(Widget.virtual_size, size)
             self._scroll_update(size)
@@ -210,7 +289,7 @@ class KernelTable(ScrollView, can_focus=True):
 
     def _line(self, cells: Sequence[str], style: Style) -> tuple[Strip, Style]:
         pad = " " * PADDING
-        text = "".join(pad + set_cell_size(cell, width) + pad for cell, width in zip(cells, self._widths))
+        text = "".join(pad + fit_cell(cells[index], width) + pad for index, width in self._shown if index < len(cells))
         return Strip([Segment(text, style)], cell_len(text)), style
 
     def render_lines(self, crop: Region) -> list[Strip]:

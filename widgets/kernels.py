@@ -19,11 +19,16 @@ if TYPE_CHECKING:
     from hermes_tui.widgets.kernel_table import KernelTable
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
-COLUMNS = ("", "id", "idle", "reaped in", "memory", "session", "mode", "sandbox", "pid", "runs", "flags", "cwd",
-           "python")
-"""The most useful first: an 80-column terminal shows state, id, idle time, countdown and memory;
-the rest is to the right (scroll the table sideways, or a wider screen). Each column's key is
-its label (the state glyph's is ``state``)."""
+COLUMNS = ("state", "id", "idle", "reaped in", "memory", "session", "mode", "sandbox", "pid", "runs", "flags",
+           "cwd", "python")
+"""The cells of a row, each column's key its label."""
+SHOWN_ORDER = (0, 1, 5, 4, 2, 3, 6, 7, 8, 9, 10, 11, 12)
+"""The columns left to right, the most useful first: state and id always, then the session (a
+sub-agent's kernel shows as ``└ NAME`` there), memory, idle time and countdown; as many as fit
+the pane (at 80 columns: state, id and the session), the rest to the right (Left/Right move
+the columns sideways; F8 or a wider screen shows more)."""
+SESSION_CELLS = 16
+"""The session column's width when not every column fits: the memory fits beside it at 80 columns."""
 
 
 def _memory(size: int | None) -> str:
@@ -51,12 +56,17 @@ def grouped(kernels: list[KernelInfo]) -> list[KernelInfo]:
     return rows
 
 
-def session_cell(info: KernelInfo) -> str:
-    """The session column: a sub-agent's kernel as ``└ NAME`` under its parent (indented per level)."""
+def session_cell(info: KernelInfo, under_parent: bool = True) -> str:
+    """The session column: a sub-agent's kernel as ``└ NAME`` under its parent's (indented per
+    level; the session's random part left out: the name is what fits a narrow pane). One whose
+    parent has no kernel shown says whose it is: ``NAME (sub-agent of PARENT)``."""
     parts = info.session.split(SUBAGENT_SEPARATOR)
     if len(parts) < 2:
         return info.session
-    return "  " * (len(parts) - 2) + "└ " + parts[-1]
+    name = parts[-1].split("-", 1)[-1]  # CALL-NAME: the call id's last characters, then the name
+    if not under_parent:
+        return f"{name} (sub-agent of {parent_session(info.session)})"
+    return "  " * (len(parts) - 2) + "└ " + name
 
 
 class KernelsPane(FocusFrame, Vertical):
@@ -90,7 +100,7 @@ class KernelsPane(FocusFrame, Vertical):
         self.memory: dict[str, int] = {}
 
     @staticmethod
-    def _cells(info: KernelInfo, memory: dict[str, int], now: datetime) -> tuple[str, ...]:
+    def _cells(info: KernelInfo, memory: dict[str, int], now: datetime, under_parent: bool = True) -> tuple[str, ...]:
         idle = (now - info.last_used).total_seconds() if info.state == "idle" else 0
         countdown = short_duration((info.idle_deadline - now).total_seconds()) if info.idle_deadline else "—"
         flags = " ".join(f for f, on in (("interrupting…", info.state == "interrupting"),
@@ -101,7 +111,7 @@ class KernelsPane(FocusFrame, Vertical):
         # Session names, paths and ids are data: the table shows them as plain text, control
         # characters as escapes (kernel_table.cell_text), never as markup.
         return (GLYPHS.get(info.state, "?"), info.id, short_duration(idle) if idle else "—", countdown,
-                _memory(memory.get(info.id)), session_cell(info), info.mode, info.sandbox, str(info.pid or "—"),
+                _memory(memory.get(info.id)), session_cell(info, under_parent), info.mode, info.sandbox, str(info.pid or "—"),
                 str(info.execution_count), flags, info.cwd, info.interpreter)
 
     def compose(self) -> ComposeResult:
@@ -119,7 +129,7 @@ class KernelsPane(FocusFrame, Vertical):
         found = self.query("#kernel-table")
         if found:
             return found.first(KernelTable)
-        table = KernelTable(COLUMNS, id="kernel-table")
+        table = KernelTable(COLUMNS, order=SHOWN_ORDER, pinned=2, caps={5: SESSION_CELLS}, id="kernel-table")
         if self.is_attached:  # (not once the app is closing)
             self.mount(table)
         return table
@@ -129,7 +139,9 @@ class KernelsPane(FocusFrame, Vertical):
         are drawn again (each second an idle time ticks; a run starts and ends)."""
         self.kernels, self.memory = kernels, memory
         now = now or datetime.now()
-        self.table().set_rows([(info.id, self._cells(info, memory, now)) for info in grouped(kernels)])
+        tops = {info.session for info in kernels if SUBAGENT_SEPARATOR not in info.session}
+        self.table().set_rows([(info.id, self._cells(info, memory, now, parent_session(info.session) in tops))
+                               for info in grouped(kernels)])
         self.border_subtitle = f"{len(kernels)} live"
 
     def selected_id(self) -> str | None:

@@ -212,6 +212,9 @@ class MainScreen(Screen[None]):
             self.note = note
 
     AUTO_FOCUS = "#prompt"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    """Classes by the screen's width: ``-narrow`` under 100 columns (app.tcss gives the
+    conversation half the width there)."""
 
     def __init__(self, settings: ProviderSettings | None, provider_problem: str | None = None) -> None:
         # With a model, the conversation gets the room (the .chat rules in app.tcss).

@@ -147,7 +147,8 @@ class Pager(Widget, can_focus=True):
     DEFAULT_CSS = """
     Pager { height: 1fr; }
     Pager #pager-body { height: 1fr; }
-    Pager #pager-status { height: 1; background: $panel; padding: 0 1; }
+    /* It wraps (at 80 columns a search's status is longer than a line): never cut. */
+    Pager #pager-status { width: 1fr; height: auto; max-height: 3; background: $panel; padding: 0 1; }
     Pager #pager-prompt { display: none; }
     Pager #pager-prompt.visible { display: block; }
     """
