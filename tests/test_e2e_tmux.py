@@ -3,6 +3,7 @@ terminal(), approve it with a key, read the result off the screen."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -168,15 +169,22 @@ def test_kill_9_while_a_reply_streams_keeps_what_was_shown(hermes_home: Path, tm
         finally:
             db.close()
         assert status == "streaming" and all(w in content.split() for w in shown)  # nothing on screen is lost
-        resumed = Terminal(hermes_home, tmp_path, "--resume", "e2e-stream")
-        try:
-            resumed.wait_for("the app stopped")  # the turn is marked interrupted
-            resumed.wait_for("word05")  # and the reply is back as far as it was shown
-            # Issue 32: the app can go on with it (it said "Nothing to retry").
-            resumed.say("/continue", until="Carrying on after the stop.")
-            resumed.quit()
-        finally:
-            resumed.close()
+        for again in (False, True):  # Issue 32: the mark stays on every later resume, not the first only
+            resumed = Terminal(hermes_home, tmp_path, "--resume", "e2e-stream")
+            try:
+                resumed.wait_for("the app stopped")  # the turn is marked interrupted
+                resumed.wait_for("word05")  # and the reply is back as far as it was shown
+                if again:  # Issue 32: the app can go on with it (it said "Nothing to retry")
+                    resumed.say("/continue", until="Carrying on after the stop.")
+                resumed.quit()
+            finally:
+                resumed.close()
+            if not again:  # the cut session exports as not completed, with what was shown
+                exported = subprocess.run([sys.executable, "-m", "hermes_tui", "export", "e2e-stream"], cwd=tmp_path,
+                                          capture_output=True, text=True, timeout=60, env=os.environ.copy())
+                record = json.loads(exported.stdout)
+                assert record["completed"] is False, record
+                assert "word05" in record["conversations"][-1]["value"]
     finally:
         server.close()
 

@@ -17,6 +17,8 @@ from hermes_tui.runtime.approvals import ApprovalRequest
 from hermes_tui.runtime.models import Origin
 
 RESTART_NOTE = "[interrupted: the app stopped before this tool call finished]"
+APP_STOPPED = "the app stopped during this turn"
+"""How a turn the app died in is ended when the session is read back (kept: a later read marks it too)."""
 
 
 @dataclass
@@ -93,8 +95,11 @@ async def load_session(store: db.SessionStore, session_id: str) -> LoadedSession
     resumable = {p.turn_id for p in loaded.pending}
     for turn_id in running:
         if turn_id not in resumable:
-            await store.call(db.end_turn, turn_id, "interrupted", "the app stopped during this turn")
-        loaded.interrupted_turns.append(turn_id)
+            await store.call(db.end_turn, turn_id, "interrupted", APP_STOPPED)
+    # A turn cut by the app's end stays marked on every later read (until it is continued: then
+    # it ends as it ends), not only the first.
+    loaded.interrupted_turns = [t["id"] for t in stored.turns
+                                if t["id"] in running or (t["status"] == "interrupted" and t.get("error") == APP_STOPPED)]
     return loaded
 
 
