@@ -800,11 +800,18 @@ class HermesApp(App[None]):
                 return
             await self._use_model(*parsed)
             return
-        chosen = await self.push_screen_wait(await self._model_picker())
+        picker = await self._model_picker()
+        if picker is None:
+            note("No model is configured, so there is nothing to pick from: /model PROVIDER:NAME uses one "
+                 "(e.g. /model openrouter:anthropic/claude-sonnet-4), or set model.provider and model.default in "
+                 "config.yaml (docs/providers.md).")
+            return
+        chosen = await self.push_screen_wait(picker)
         if chosen is not None and not chosen.current:
             await self._use_model(chosen.provider, chosen.model)
 
-    async def _model_picker(self) -> Screen[object]:
+    async def _model_picker(self) -> Screen[object] | None:
+        """The picker, or None when there is nothing to offer (no model configured at all)."""
         from hermes_tui.agent import choices
         from hermes_tui.widgets.model_picker import ModelPicker
 
@@ -815,6 +822,8 @@ class HermesApp(App[None]):
             self.notify("Asking the provider for its models…")
             listed, why = await choices.endpoint_choices(self.agent.provider, self.settings)
         every = choices.merge(configured, listed)
+        if not every:
+            return None
         known = {self.settings.name: self.settings} if self.settings else {}
         await asyncio.to_thread(choices.describe, every, known)
         return ModelPicker(every, why)

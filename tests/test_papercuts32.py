@@ -198,3 +198,24 @@ def test_cache_show_pages_escaped_text_on_a_terminal_and_never_on_a_pipe(hermes_
     paged.unlink()
     piped = subprocess.run([*CLI, "cache", "show", exec_id], capture_output=True, env=env, timeout=60)
     assert piped.returncode == 0 and not paged.exists() and piped.stdout.endswith(b"clear\x1b[2Jme\n")
+
+
+async def test_model_with_no_model_configured_says_how_instead_of_an_empty_picker(
+        hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.app import HermesApp
+    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.widgets.model_picker import ModelPicker
+
+    app = HermesApp(cwd=str(tmp_path), home=hermes_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert("/model")
+        await pilot.press("enter")
+        for _ in range(100):
+            shown = "\n".join(str(block.render()) for block in app.query("#transcript > *"))
+            if "No model is configured" in shown:
+                break
+            await pilot.pause(0.05)
+        assert not isinstance(app.screen, ModelPicker)
+        assert "/model PROVIDER:NAME" in shown and "model.provider" in shown
