@@ -178,3 +178,13 @@ async def test_the_log_says_where_an_always_rule_went_and_when_it_could_not_go(
     (lost,) = [e for e in audit_entries(hermes_home) if e["event"] == "rule_not_saved"]
     assert "nothing was changed" in lost["why"]
     assert any('the "always" rule was not saved' in r.getMessage() for r in caplog.records)
+
+
+async def test_a_typed_command_in_manual_mode_is_logged_as_typed(hermes_home: Path, tmp_path: Path) -> None:
+    """Issue 32 trial: the log said 'not flagged (approvals.mode manual)' for a !cmd the person typed."""
+    gate = ApprovalGate(Approver("deny"), make_config("approvals:\n  mode: manual\n"), hermes_home)
+    await gate.load_rules()
+    assert await gate.check_terminal("echo hi", cwd=str(tmp_path), session="s", kernel=None, exec_id=None,
+                                     typed=True) is None
+    [entry] = audit_entries(hermes_home)
+    assert entry["why"] == "typed by the user (!cmd), not flagged"

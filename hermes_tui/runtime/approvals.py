@@ -368,13 +368,14 @@ class ApprovalGate:
             await self.audit.write(event="auto", decision="allow", why=f"rule {rule.kind}: {rule.pattern} ({rule.source})",
                                    **base)
             return None
-        if self.mode == "manual" and not reasons:
-            why = category_why(lifted_by) if lifted_by else "not flagged (approvals.mode manual)"
-            await self.audit.write(event="auto", decision="allow", why=why, **base)
-            return None
+        # A typed !cmd first: the audit says the person typed it, whatever the mode.
         if typed and origin == "user" and self.session_kind == "local" and not reasons:
             why = (f"typed by the user (!cmd); its flags are allowed by {category_why(lifted_by)}" if lifted_by
                    else "typed by the user (!cmd), not flagged")
+            await self.audit.write(event="auto", decision="allow", why=why, **base)
+            return None
+        if self.mode == "manual" and not reasons:
+            why = category_why(lifted_by) if lifted_by else "not flagged (approvals.mode manual)"
             await self.audit.write(event="auto", decision="allow", why=why, **base)
             return None
         choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
