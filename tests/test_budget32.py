@@ -14,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -50,8 +52,10 @@ def fan_out(children: int, replies_each: int = 1, completion: int = 33_000) -> l
     return script
 
 
-async def run_fan_out(home: Path, cwd: Path, server: FakeModelServer, ceiling: float, extra: str = PRICES,
-                      session: str = "p1") -> tuple[Agent, list[dict]]:
+@asynccontextmanager
+async def budgeted_agent(home: Path, cwd: Path, server: FakeModelServer, ceiling: float, extra: str = PRICES,
+                         session: str = "p1") -> AsyncIterator[Harness]:
+    """A real runtime and store, and an agent of ``session`` held to ``ceiling`` dollars."""
     from hermes_tui.runtime import Runtime
 
     config = make_config(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n  max_retries: 0\n"
@@ -65,13 +69,19 @@ async def run_fan_out(home: Path, cwd: Path, server: FakeModelServer, ceiling: f
                               listener=harness.on_event, cwd=str(cwd), subagents=config.agent.subagents,
                               budget=Budget(ceiling))
         await harness.agent.open()
-        await harness.turn("fan out", timeout=90)
-        rows = await store.call(db.usage_rows, session)
-        return harness.agent, rows
+        yield harness
     finally:
-        await harness.agent.aclose()
+        if harness.agent is not None:
+            await harness.agent.aclose()
         await runtime.aclose()
         store.close()
+
+
+async def run_fan_out(home: Path, cwd: Path, server: FakeModelServer, ceiling: float, extra: str = PRICES,
+                      session: str = "p1") -> tuple[Agent, list[dict]]:
+    async with budgeted_agent(home, cwd, server, ceiling, extra, session) as harness:
+        await harness.turn("fan out", timeout=90)
+        return harness.agent, await harness.store.call(db.usage_rows, session)
 
 
 def spent(rows) -> float:
@@ -174,22 +184,10 @@ def told_the_model(server: FakeModelServer) -> list[str]:
 
 
 async def test_children_the_ceiling_stopped_go_on_when_the_turn_does(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.runtime import Runtime
-
     for i in range(2):
         (tmp_path / f"notes{i}.txt").write_text(f"note {i}\n")
     with FakeModelServer(stopped_fan_out()) as server:
-        config = make_config(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n"
-                             f"  max_retries: 0\n{PRICES}  max_tokens: 100000\n")
-        runtime = Runtime(config, home=hermes_home)
-        await runtime.start()
-        store = SessionStore.open(hermes_home)
-        h = Harness(runtime, store, None)
-        try:
-            h.agent = Agent(runtime, store, "r1", settings=resolve_provider(config, hermes_home, {}),
-                            listener=h.on_event, cwd=str(tmp_path), subagents=config.agent.subagents,
-                            budget=Budget(0.05))
-            await h.agent.open()
+        async with budgeted_agent(hermes_home, tmp_path, server, 0.05, PRICES + "  max_tokens: 100000\n", "r1") as h:
             assert await h.turn("fan out", timeout=60) == "budget"
             first = [json.loads(c) for c in told_the_model(server) if '"results"' in c]
             assert not first  # the parent's model was not called again: nothing read yet
@@ -197,10 +195,6 @@ async def test_children_the_ceiling_stopped_go_on_when_the_turn_does(hermes_home
             h.ended.clear()
             assert await h.agent.retry()
             await asyncio.wait_for(h.ended.wait(), 60)
-        finally:
-            await h.agent.aclose()
-            await runtime.aclose()
-            store.close()
     results = json.loads([c for c in told_the_model(server) if '"results"' in c][-1])["results"]
     assert [(r["status"], r["summary"]) for r in results] == [("done", "child 0 final: 40"), ("done", "child 1 final: 41")]
     # Each child went on with its own conversation: its last request still holds the file it read.

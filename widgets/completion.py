@@ -69,23 +69,11 @@ def word_before(line: str) -> str | None:
 
 
 def open_string(line: str) -> bool:
-    """True when ``line`` ends inside a string literal (its quote not closed yet)."""
-    index, size = 0, len(line)
-    while index < size:
-        char = line[index]
-        if char == "#":
-            return False
-        if char in "'\"":
-            quote = char * 3 if line.startswith(char * 3, index) else char
-            index += len(quote)
-            while index < size and not line.startswith(quote, index):
-                index += 2 if line[index] == "\\" else 1
-            if index >= size:
-                return True
-            index += len(quote)
-            continue
-        index += 1
-    return False
+    """True when ``line`` ends inside a string literal (its quote not closed yet): the kernel's
+    own reading of it (the driver is plain standard-library code, safe to import here)."""
+    from hermes_tui.runtime.child.driver import open_string as string_at
+
+    return string_at(line) is not None
 
 
 def asks_kernel(line: str) -> bool:
