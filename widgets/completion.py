@@ -103,6 +103,15 @@ def name_candidates(prefix: str, names: list[dict[str, object]] | list[str] | No
             if name.isidentifier() and name.startswith(prefix) and (private or not name.startswith("_"))]
 
 
+def insertable(item: dict[str, object]) -> bool:
+    """True for a kernel's completion whose text may go into the input: printable, as typed.
+    The kernel runs the script's code (which can replace the driver's answers), and a file or
+    key name can hold an ESC, a bell or a bidi control: put in the input they would reach the
+    terminal raw, so such a candidate is never offered (the driver leaves them out too)."""
+    return all(isinstance(item.get(field, ""), str) and str(item.get(field, "")).isprintable()
+               for field in ("name", "type", "close"))
+
+
 def common_prefix(values: list[str]) -> str:
     """The longest start all ``values`` share."""
     if not values:

@@ -51,6 +51,7 @@ from hermes_tui.widgets.completion import (
     CompletionList,
     asks_kernel,
     common_prefix,
+    insertable,
     name_candidates,
     slash_candidates,
     slash_prefix,
@@ -452,7 +453,9 @@ class PromptInput(TextArea):
         if (self.text, self.cursor_location) != request.state or self._search is not None or not items:
             return
         found = [Candidate(str(item.get("name", "")), str(item.get("type", "")), str(item.get("close", "")))
-                 for item in items]
+                 for item in items if insertable(item)]
+        if not found:
+            return
         replace = items[0].get("replace", 0)
         row, column = self.cursor_location
         size = replace if isinstance(replace, int) and 0 <= replace <= column else 0

@@ -286,7 +286,8 @@ def _key_into(found, key, value, prefix, quote, want):
 
 def _paths(typed, quote, limit):
     """Files and folders (with a trailing ``/``) whose path starts with ``typed``, from this
-    process's working dir (``~/`` is the kernel's home); names needing escapes are left out."""
+    process's working dir (``~/`` is the kernel's home); names needing escapes, or holding a
+    character that is not printable (control, bidi), are left out."""
     real = os.path.expanduser(typed) if typed.startswith("~/") else typed
     folder, partial = os.path.split(real)
     shown = typed[:len(typed) - len(partial)]
@@ -299,8 +300,8 @@ def _paths(typed, quote, limit):
                 name = entry.name
                 if not name.startswith(partial) or (name.startswith(".") and not partial.startswith(".")):
                     continue
-                if quote[0] in name or "\\" in name or "\n" in name:
-                    continue
+                if quote[0] in name or "\\" in name or not name.isprintable():
+                    continue  # an ESC or a bidi control typed into the input would reach the terminal
                 try:
                     folder_entry = entry.is_dir()
                 except OSError:
