@@ -28,6 +28,61 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 DRIVER_NAME = "hermes_kernel_driver.py"
 
+# -- running in parallel (pytest-xdist: `-n 4 --dist loadgroup` in pyproject's addopts) -----------
+
+HEAVY_MODULES = (
+    "tests/attacks/test_secrets.py",  # one test of ~25 s: first, so it never ends the run
+    "tests/test_e2e_tmux.py",
+    "tests/test_shared_store.py",
+    "tests/attacks/test_sandbox_headless.py",
+    "tests/test_headless.py",
+)
+"""End-to-end modules that drive the installed app or CLI in real processes (a terminal, two
+apps on one store, headless runs and resumes): marked ``heavy`` and run first, so that the
+workers finish together. ``-m "not heavy"`` leaves them out of a quick local run; the README's
+command (and so `.ci/run`) runs them all."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A worker's temp dir is ``.../pytest-N/gw0``, not xdist's ``.../pytest-N/popen-gw0``: tests
+    put Unix sockets under ``tmp_path`` (at most 107 bytes), so it stays as short as it can."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    given = getattr(config.option, "basetemp", None)
+    if worker and given and Path(given).name == f"popen-{worker}":
+        config.option.basetemp = str(Path(given).with_name(worker))
+
+
+def _module_fixture_group(item: pytest.Item) -> str | None:
+    """The tests sharing a module-scoped fixture (a server, a venv, a folder for ``nobody``) run
+    on one worker, so that it is made once, not once per worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope in ("module", "class", "package"):
+            return f"{item.nodeid.split('::')[0]}::{name}"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the heavy modules' tests and put them first (in HEAVY_MODULES' order), and group the
+    tests that share a module-scoped fixture (xdist's loadgroup keeps a group on one worker).
+    Runs before xdist reads the groups; every worker sorts the same collection the same way."""
+    rank = {}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if path in HEAVY_MODULES:
+            item.add_marker(pytest.mark.heavy)
+            rank[item.nodeid] = HEAVY_MODULES.index(path)
+        group = _module_fixture_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: rank.get(item.nodeid, len(HEAVY_MODULES)))  # stable: the rest keep their order
+
+
 
 @pytest.fixture(autouse=True)
 def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -17,6 +17,13 @@ TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci/run installs it)")
 
 
+def without_size_variables() -> dict[str, str]:
+    """This environment less COLUMNS and LINES, for the tmux server that a test starts (its panes
+    inherit its environment). A pytest-xdist worker has COLUMNS=80 and LINES=24, and an app that
+    finds them draws at 80x24 whatever the size of its pane."""
+    return {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")}
+
+
 class Terminal:
     def __init__(self, home: Path, cwd: Path, *args: str, size: tuple[int, int] = (160, 48)) -> None:
         self.socket = f"hermes-e2e-{os.getpid()}-{time.monotonic_ns()}"
@@ -26,7 +33,7 @@ class Terminal:
             [TMUX, "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "app", "-x", width, "-y", height,
              "-e", "COLORTERM=truecolor", "-e", "LANG=C.UTF-8", "-e", f"HERMES_HOME={home}", "-c", str(cwd),
              " ".join(["exec", str(app), *args])],
-            check=True, timeout=30,
+            check=True, timeout=30, env=without_size_variables(),
         )
         self.tmux("resize-window", "-t", "app", "-x", width, "-y", height)
 

@@ -42,12 +42,19 @@ def squashed(text: str) -> str:
     return re.sub(r"[\s\u2500-\u259f]", "", text)  # box drawing and block elements (borders, bars)
 
 
+def left_pane(screen: str) -> str:
+    """The conversation alone: each line up to where it meets the pane beside it ("││"), so that
+    a line it wrapped reads whole wherever the wrap fell (the temp path's length moves it)."""
+    return "\n".join(line.split("││")[0] for line in screen.splitlines())
+
+
 def wait_for_words(terminal: Terminal, *texts: str, timeout: float = 45.0) -> str:
     """The screen once each of ``texts`` is on it, however the pane wrapped it."""
     deadline = time.monotonic() + timeout
     while True:
         screen = terminal.screen()
-        if all(squashed(text) in squashed(screen) for text in texts):
+        if all(squashed(text) in squashed(screen) or squashed(text) in squashed(left_pane(screen))
+               for text in texts):
             return screen
         assert time.monotonic() < deadline, f"{texts} never appeared; the screen was:\n{screen}"
         time.sleep(0.05)
