@@ -22,6 +22,7 @@ import asyncio
 import json
 import math
 import secrets
+import threading
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,10 @@ class _Turn:
     """How an interrupted script of this turn ends (why it was interrupted)."""
     task: asyncio.Future[Any] | None = None
     """The model's stream or a top-level tool call now running (cancelled on interrupt)."""
+
+
+_PREPARING = threading.Lock()
+"""Held while an agent imports and builds what it needs (:meth:`Agent._prepare`)."""
 
 
 def _content(result: dict[str, Any]) -> str:
@@ -189,12 +194,8 @@ class Agent:
 
     async def open(self) -> None:
         """Create the session row if new; start serving queued turns."""
-        if self.provider is not None and not self.tools:
-            # In a thread: building the schemas imports every tool (httpx, the HTML parser).
-            self.tools = await asyncio.to_thread(declarations, self.tool_names, self.web_off)
-        if self.settings is not None:  # the price table, read once off the loop
-            await asyncio.to_thread(warm_prices)
-            self.totals.context_window = await asyncio.to_thread(self._context_window, self.settings)
+        if self.settings is not None:
+            self.totals.context_window = await asyncio.to_thread(self._prepare, self.settings)
         await self.store.call(db.create_session, self.session_id, self.settings.name if self.settings else None,
                               self.settings.model if self.settings else None, self.cwd)
         if self.approvals is not None:
@@ -213,9 +214,19 @@ class Agent:
         for provider in [*self._retired, *([self.provider] if self.provider else [])]:
             await provider.aclose()
 
-    @staticmethod
-    def _context_window(settings: ProviderSettings) -> int | None:
-        return context_window(settings.model, settings.name, settings.base_url, settings.context_length)
+    def _prepare(self, settings: ProviderSettings) -> int | None:
+        """Off the loop, one agent at a time: import the provider's SDK, build the tools'
+        schemas (importing every tool: httpx, the HTML parser), read the price table; returns
+        the model's context window. Sub-agents opening at once would otherwise import the same
+        modules from several threads, and an import cycle across threads hands one of them a
+        half-made module ("partially initialized module 'httpx'")."""
+        with _PREPARING:
+            if self.provider is not None:
+                self.provider.load_sdk()
+                if not self.tools:
+                    self.tools = declarations(self.tool_names, self.web_off)
+            warm_prices()
+            return context_window(settings.model, settings.name, settings.base_url, settings.context_length)
 
     async def use_model(self, settings: ProviderSettings) -> None:
         """Talk to ``settings`` from the next model call on (``/model``); recorded in the session."""
@@ -223,10 +234,7 @@ class Agent:
             self._retired.append(self.provider)  # a running call finishes on it; closed with the agent
         self.settings = settings
         self.provider = make_provider(settings)
-        if not self.tools:
-            self.tools = await asyncio.to_thread(declarations, self.tool_names, self.web_off)
-        await asyncio.to_thread(warm_prices)
-        self.totals.context_window = await asyncio.to_thread(self._context_window, settings)
+        self.totals.context_window = await asyncio.to_thread(self._prepare, settings)
         await self.store.call(db.set_session_model, self.session_id, settings.name, settings.model)
         self.listener(UsageUpdated("", None, self.totals))
 
@@ -465,13 +473,15 @@ class Agent:
 
     def _callers(self) -> int:
         """Agents of this tree that may make a model call next and hold nothing now: each
-        running agent with no sub-agent running under it (a parent waits for its children)."""
+        running agent with no sub-agent running under it (a parent waits for its children). A
+        sub-agent counts from when its parent starts it, before its turn is under way: the
+        first of three children to call must not take the room of the two still starting."""
         count, stack = 0, [self]
         while stack:
             agent = stack.pop()
             if agent.children:
                 stack.extend(agent.children)
-            elif agent._current is not None and not agent.holding:
+            elif (agent._current is not None or agent.ledger is not None) and not agent.holding:
                 count += 1
         return max(count, 1)
 

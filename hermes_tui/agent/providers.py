@@ -134,6 +134,10 @@ class Provider:
                     on_text: TextSink, max_tokens: int | None) -> Reply:
         raise NotImplementedError
 
+    def load_sdk(self) -> None:
+        """Import this provider's SDK now (from a worker thread, before any call): the first
+        call then finds it imported instead of importing it on the event loop."""
+
     def _account(self, reply: Reply, latency: float, system: str, messages: list[dict[str, Any]],
                  tools: list[dict[str, Any]]) -> None:
         """Give the reply its usage: the server's counts, or an estimate marked as one; priced."""
@@ -229,6 +233,10 @@ class FallbackProvider(Provider):
         super().__init__(settings)
         self.chain = chain
 
+    def load_sdk(self) -> None:
+        for provider in self.chain:
+            provider.load_sdk()
+
     async def complete(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                        on_text: TextSink, max_tokens: int | None = None) -> Reply:
         failures: list[str] = []
@@ -276,6 +284,9 @@ def openai_itself(base_url: str | None) -> bool:
 
 class OpenAIProvider(Provider):
     """Chat completions through the ``openai`` SDK, streamed unless ``model.streaming: false``."""
+
+    def load_sdk(self) -> None:
+        import openai  # noqa: F401
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -396,6 +407,12 @@ def anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class AnthropicProvider(Provider):
     """Anthropic's Messages API (also MiniMax's and other ``/anthropic`` endpoints) through the
     ``anthropic`` SDK, streamed unless ``model.streaming: false``."""
+
+    def load_sdk(self) -> None:
+        try:
+            import anthropic  # noqa: F401
+        except ImportError:  # said when a call is made
+            pass
 
     def _get_client(self) -> Any:
         if self._client is None:
