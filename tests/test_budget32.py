@@ -218,6 +218,8 @@ def test_a_headless_run_stopped_at_the_ceiling_resumes_its_children(hermes_home:
 
         stopped = cli("run", "--max-cost", "0.05", "--session", "h1", "fan out")
         assert stopped.returncode == 4, stopped.stdout + stopped.stderr
+        # The trial: a shell user was told "/budget 1.00 ... then /retry", which only the app takes.
+        assert "hermes-tui resume h1 --max-cost" in stopped.stdout and "/budget" not in stopped.stdout
         resumed = cli("resume", "h1", "--max-cost", "5")
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "Both children answered." in resumed.stdout

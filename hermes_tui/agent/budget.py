@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import math
+import shlex
 
 from hermes_tui.agent.usage import dollars
 
@@ -47,6 +48,9 @@ class Budget:
     """Where the session ceiling came from, to name it in the notice."""
     turn_setting: str = "agent.max_turn_cost_usd"
     warned_unpriced: bool = False
+    resume: str | None = None
+    """The session of a headless ``run``/``resume`` (no person at a prompt): the notice says
+    how to go on from a shell (``hermes-tui resume ID --max-cost``), not ``/budget``, ``/retry``."""
 
     @property
     def active(self) -> bool:
@@ -57,16 +61,20 @@ class Budget:
         if self.max_cost_usd is not None and session_spent + estimate > self.max_cost_usd:
             return (f"Budget reached: this session has spent {dollars(session_spent)} of its "
                     f"{dollars(self.max_cost_usd)} ({self.session_setting}), and the next model call could cost up "
-                    f"to {dollars(estimate)}. The session is saved. To go on: /budget "
-                    f"{suggest(self.max_cost_usd, session_spent + estimate)} raises the ceiling for this session, "
-                    "then /retry.")
+                    f"to {dollars(estimate)}. The session is saved. To go on: "
+                    + (f"hermes-tui resume {shlex.quote(self.resume)} --max-cost "
+                       f"{suggest(self.max_cost_usd, session_spent + estimate)}." if self.resume else
+                       f"/budget {suggest(self.max_cost_usd, session_spent + estimate)} raises the ceiling for this "
+                       "session, then /retry."))
         if self.max_turn_cost_usd is not None and turn_spent + estimate > self.max_turn_cost_usd:
             retry = "/retry starts the turn's count again, or " if turn_spent > 0 and estimate <= self.max_turn_cost_usd \
                 else ""
+            go_on = (f"hermes-tui resume {shlex.quote(self.resume)} starts the turn's count again (or raise "
+                     f"{self.turn_setting} in config.yaml)." if self.resume else
+                     f"{retry}/budget turn {suggest(self.max_turn_cost_usd, estimate)} raises the ceiling, then /retry.")
             return (f"Budget reached: this turn has spent {dollars(turn_spent)} of its "
                     f"{dollars(self.max_turn_cost_usd)} ({self.turn_setting}), and the next model call could "
-                    f"cost up to {dollars(estimate)}. The session is saved. To go on: {retry}/budget turn "
-                    f"{suggest(self.max_turn_cost_usd, estimate)} raises the ceiling, then /retry.")
+                    f"cost up to {dollars(estimate)}. The session is saved. To go on: {go_on}")
         return None
 
     def room(self, session_spent: float, turn_spent: float) -> float:

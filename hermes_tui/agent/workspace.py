@@ -179,7 +179,7 @@ class Workspace:
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd, listener=listener,
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,
             system_prompt=self.config.agent.system_prompt, max_context_chars=self.config.agent.max_context_chars,
-            approvals=self.approvals, budget=self.budget(), max_context_tokens=self.config.agent.max_context_tokens,
+            approvals=self.approvals, budget=self.budget(session_id), max_context_tokens=self.config.agent.max_context_tokens,
             subagents=self.config.agent.subagents,
         )
         loaded = await agent.load()  # None for a new session
@@ -195,13 +195,15 @@ class Workspace:
             notes += provider_notes(self.settings)
         return OpenedSession(agent, loaded, notes, after)
 
-    def budget(self) -> Budget:
+    def budget(self, session_id: str) -> Budget:
         """The cost ceilings a session opens with: ``--max-cost``, else ``agent.max_cost_usd``
-        (a ceiling ``/budget`` stored with a session replaces the config's when it is loaded)."""
+        (a ceiling ``/budget`` stored with a session replaces the config's when it is loaded).
+        A headless run's notices say how to go on from a shell."""
         agent = self.config.agent
+        resume = session_id if self.program != "hermes-tui app" else None
         if self.max_cost is not None:
-            return Budget(self.max_cost, agent.max_turn_cost_usd, session_setting="--max-cost")
-        return Budget(agent.max_cost_usd, agent.max_turn_cost_usd)
+            return Budget(self.max_cost, agent.max_turn_cost_usd, session_setting="--max-cost", resume=resume)
+        return Budget(agent.max_cost_usd, agent.max_turn_cost_usd, resume=resume)
 
     async def listen_for_injected(self, agent: Agent, answer: Answerer | None = None) -> str | None:
         """Let ``hermes-tui inject`` reach ``agent`` (as injected turns), and ``hermes-tui
