@@ -226,3 +226,16 @@ def test_a_headless_run_stopped_at_the_ceiling_resumes_its_children(hermes_home:
     results = json.loads([c for c in told_the_model(server) if '"results"' in c][-1])["results"]
     assert [r["status"] for r in results] == ["done", "done"]
     assert all("Budget reached" not in text and "/budget" not in text for text in told_the_model(server))
+
+
+def test_a_delegate_block_whose_children_a_ceiling_stopped_does_not_say_done() -> None:
+    from hermes_tui.agent.subagents import COST_STOP
+    from hermes_tui.widgets.delegate import DelegateBlock
+
+    block = DelegateBlock({"tasks": [{"goal": "a"}, {"goal": "b"}]}, "call1")
+    block.set_tool_result({"results": [
+        {"name": "a", "goal": "a", "status": "budget", "summary": "", "stopped": COST_STOP, "session": "p::child::a"},
+        {"name": "b", "goal": "b", "status": "done", "summary": "ok", "session": "p::child::b"}]})
+    assert block.status == "stopped at a limit"
+    block.set_tool_result({"results": [{"name": "a", "goal": "a", "status": "done", "summary": "fine"}]})
+    assert block.status == "done"

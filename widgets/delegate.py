@@ -165,6 +165,8 @@ class DelegateBlock(Vertical):
             self.status = "interrupted"
         elif error:
             self.status = "error"
+        elif any(c.status == "budget" for c in self.children_state):
+            self.status = "stopped at a limit"  # /retry (or resume) lets the ceiling's go on
         else:
             self.status = "done"
         self.summary = str(error)[:300] if error else ""
