@@ -253,3 +253,141 @@ def test_random_pairs_of_stores_never_lose_a_message_in_a_migrate(scenarios, ren
 
 def contents_exist(conn: db.Database, sid: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is not None
+
+
+def test_a_renamed_copy_grows_when_the_source_grows_not_copied_again(
+        tmp_path: Path, target_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue-32 trial: ``--rename`` made ``dup-1-2``; the laptop's ``dup-1`` went on; the same
+    migrate again made ``dup-1-3``, a second copy of one session. The second run knows ``dup-1-2``
+    for the earlier copy (created at the same moment, its messages the start of the source's)
+    and grows it, with its sub-agent, and says so in one line."""
+    source_path = tmp_path / "laptop.db"
+    mine = db.connect(source_path)
+    work(mine, "dup-1", ["fix the parser"])
+    work(mine, "dup-1::child::helper", ["count the files"])
+    mine.close()
+    theirs = open_url(target_url)
+    work(theirs, "dup-1", ["write the docs", "check the links"])
+    before = contents(theirs, "dup-1")
+    theirs.close()
+    argv = ("store", "migrate", "--from", sqlite_url(source_path), "--to", target_url, "--rename")
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and "copied dup-1 as dup-1-2 (2 messages)" in out, (out, err)
+
+    mine = db.connect(source_path)  # the laptop's session goes on, its sub-agent too
+    for sid, text in (("dup-1", "add a test"), ("dup-1::child::helper", "count again")):
+        db.start_turn(mine, sid, f"{sid}-more", "user", text)
+        db.add_message(mine, sid, f"{sid}-more", "assistant", f"done: {text}")
+        db.end_turn(mine, f"{sid}-more", "done")
+    grown = {sid: contents(mine, sid) for sid in ("dup-1", "dup-1::child::helper")}
+    mine.close()
+
+    code, out, err = run(capsys, *argv, "--dry-run")
+    assert code == 0, err
+    assert "dup-1-3" not in out, out
+    lines = [line for line in out.splitlines() if line.startswith("would replace dup-1 as dup-1-2 ")]
+    assert len(lines) == 1 and "(4 messages)" in lines[0] and "earlier --rename" in lines[0], out
+    assert "would replace dup-1::child::helper as dup-1-2::child::helper (4 messages)" in out, out
+
+    code, out, err = run(capsys, *argv)
+    assert code == 0, (out, err)
+    assert "dup-1-3" not in out, out
+    assert "replaced 2" in out.splitlines()[0], out
+    lines = [line for line in out.splitlines() if line.startswith("replaced dup-1 as dup-1-2 ")]
+    assert len(lines) == 1 and "(4 messages)" in lines[0] and "grew" in lines[0], out
+    conn = open_url(target_url)
+    try:
+        ids = sorted(r[0] for r in conn.execute("SELECT id FROM sessions"))
+        assert ids == ["dup-1", "dup-1-2", "dup-1-2::child::helper"]  # grown, not copied again
+        assert contents(conn, "dup-1") == before  # the target's own session untouched
+        assert contents(conn, "dup-1-2") == grown["dup-1"]
+        assert contents(conn, "dup-1-2::child::helper") == grown["dup-1::child::helper"]
+        stored = db.load_session(conn, "dup-1-2")
+        assert stored is not None and len(stored.turns) == 2
+        inputs = sorted((r[0], r[1]) for r in conn.execute("SELECT session_id, text FROM input_history"))
+        assert inputs == [("dup-1", "write the docs"), ("dup-1-2", "fix the parser"),
+                          ("dup-1-2::child::helper", "count the files")]  # none filed under another's id
+    finally:
+        conn.close()
+
+    code, out, err = run(capsys, *argv, "--json")  # and once more: nothing to do
+    summary = json.loads(out)
+    assert (code, summary["copied"], summary["replaced"], summary["skipped"], summary["renamed"],
+            summary["inputs"]) == (0, 0, 0, 2, [], 0), out
+
+
+def _said(conn: db.Database, sid: str) -> list[tuple[str, float]]:
+    """A session's messages by text and time (times are unique here: a text alone may repeat)."""
+    return [(r[0], float(r[1])) for r in conn.execute(
+        "SELECT content, created_at FROM messages WHERE session_id = ? ORDER BY id", (sid,))]
+
+
+def _created(conn: db.Database) -> dict[str, float]:
+    return {r[0]: float(r[1]) for r in conn.execute("SELECT id, created_at FROM sessions")}
+
+
+def _grow(conn: db.Database, sid: str, messages: list[tuple[str, float]]) -> None:
+    for text, when in messages:
+        turn = f"{sid}-{when}"
+        conn.execute("INSERT INTO turns (id, session_id, origin, text, status, started_at) "
+                     "VALUES (?, ?, 'user', ?, 'done', ?)", (turn, sid, text, when))
+        conn.execute("INSERT INTO messages (session_id, turn_id, role, content, created_at) "
+                     "VALUES (?, ?, 'user', ?, ?)", (sid, turn, text, when))
+
+
+GROWTHS = st.lists(st.tuples(st.sampled_from(IDS), st.lists(st.text("abc", min_size=1, max_size=3), max_size=2)),
+                   min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios=st.lists(SCENARIO, min_size=len(IDS), max_size=len(IDS)), growths=GROWTHS)
+def test_random_grow_then_migrate_with_rename_never_duplicates_a_session_nor_loses_a_message(
+        scenarios, growths: list[tuple[str, list[str]]]) -> None:
+    """Migrate with --rename, then again and again as the source's sessions grow: each source
+    session is in the target exactly once (under its id or the one the first --rename gave it),
+    whole; what the target held of its own is never lost; no input is filed twice."""
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = db.connect(Path(folder) / "a.db"), db.connect(Path(folder) / "b.db")
+        clock = iter(range(1_000, 100_000))
+        try:
+            for sid, (kind, mine, common, theirs) in zip(IDS, scenarios):
+                created = float(next(clock)) + 0.123456
+                shared = [(text, float(next(clock))) for text in common]
+                if kind != "target only":
+                    _write(source, sid, created, shared + [(text, float(next(clock))) for text in mine])
+                if kind != "source only":
+                    _write(target, sid, created if kind == "shared" else created + 0.5,  # another moment
+                           shared + [(text, float(next(clock))) for text in theirs])
+            target_had = {sid: _said(target, sid) for sid in _created(target)}
+            home: dict[str, str] = {}  # each source session: where the target holds it
+            for step, (grown, texts) in enumerate([(None, [])] + growths):
+                if grown is not None and contents_exist(source, grown):
+                    _grow(source, grown, [(text, float(next(clock))) for text in texts])
+                report = copy.copy_sessions(source, target, copy.plan_copy(source, target, rename=True),
+                                            all_inputs=True)
+                assert not report.of(copy.FAILED) and not report.of(copy.REFUSED)
+                mine_created, theirs_created = _created(source), _created(target)
+                after = {sid: _said(target, sid) for sid in theirs_created}
+                for sid, created in sorted(mine_created.items()):  # parents before their sub-agents
+                    said = _said(source, sid)
+                    # Its copies: the target's sessions of the same creation that hold its messages.
+                    copies = [t for t, held in after.items()
+                              if abs(theirs_created[t] - created) < 1e-6 and _starts(said, held)]
+                    parent, child, name = sid.partition(copy.CHILD)
+                    if child and home.get(parent, parent) != parent:  # a sub-agent goes where its renamed
+                        home[sid] = home[parent] + child + name  # parent is (in both branches of a
+                        assert home[sid] in copies, (step, sid, said, home, copies)  # parent continued apart)
+                    else:  # never twice: one session of this creation holds its messages
+                        assert len(copies) == 1, (step, sid, said, {t: after[t] for t in copies})
+                        home[sid] = copies[0]  # (another than last time only when continued apart in both)
+                    if after[home[sid]] != said:  # the target's own, further on: kept as it was
+                        assert after[home[sid]] == target_had.get(home[sid]), (step, sid, said, after[home[sid]])
+                for sid, held in target_had.items():
+                    assert _starts(held, after[sid]), (step, sid, held, after[sid])
+                inputs = [tuple(r) for r in target.execute("SELECT session_id, text, created_at FROM input_history")]
+                assert len(inputs) == len(set(inputs)), inputs
+                for sid, text, when in source.execute("SELECT session_id, text, created_at FROM input_history"):
+                    assert (home[sid], text, when) in inputs, (sid, home, inputs)
+        finally:
+            source.close()
+            target.close()

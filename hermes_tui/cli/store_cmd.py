@@ -47,7 +47,8 @@ A session is more than its id: the target's session with the same id is the same
 it was created at the same moment and one side's messages are the start of the other's. Another
 session under that id (two machines that each ran --session dup-1), or one continued apart on
 both sides, is never overwritten: it is refused with one line naming both, or with --rename
-copied under a new id (ID-2, ...), which is printed.
+copied under a new id (ID-2, ...), which is printed. A later --rename knows that copy for the
+same session: it grows it when the session grew in the source, never copies it again.
 
 --from and --to default to the store in use (--store, HERMES_TUI_STORE_URL, store.url or
 $HERMES_HOME/tui/sessions.db): give at least one. Exit 0 when every session is there, 1 when
@@ -348,7 +349,10 @@ def _migrate(args: argparse.Namespace, source: Any, target: Any, source_url: Any
     if report.inputs:
         print(f"  and {plural(report.inputs, 'input')} of the history")
     for step in report.of(copy.KEPT):
-        print(f"kept {shown(step.id)}: {shown(step.why)}")
+        print(f"kept {_as(step)}: {shown(step.why)}")
+    for step in report.of(copy.REPLACED):
+        if step.new_id:  # an earlier --rename's copy, grown: said, as the rename was
+            print(f"replaced {_as(step)} ({plural(step.messages, 'message')}): {shown(step.why)}")
     for step in report.of(copy.RENAMED):
         print(f"copied {shown(step.id)} as {shown(step.new_id)} ({plural(step.messages, 'message')}): "
               f"{shown(step.why)}")
@@ -362,6 +366,11 @@ def _migrate(args: argparse.Namespace, source: Any, target: Any, source_url: Any
         print(f"note: {plural(len(in_use), 'session')} in use in the source while copied ({shown(', '.join(in_use))}):"
               " run this again once they stop to copy what they add")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _as(step: Any) -> str:
+    """``ID``, or ``ID as NEW`` for a session that is in the target under another id."""
+    return shown(step.id) + (f" as {shown(step.new_id)}" if step.new_id else "")
 
 
 def _summary(report: Any, seconds: float) -> str:

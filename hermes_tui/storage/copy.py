@@ -16,6 +16,10 @@ session is a fact about the store it runs on, not part of the session.
   are the start of the other's (each message by its role, turn and time). Anything else with the
   same id — another session, or one session continued apart on both sides — is refused
   (:data:`REFUSE`), or copied under a new id with ``rename`` (:data:`RENAME`): never replaced.
+  The next ``rename`` knows that copy (``ID-2``: the same creation, one side's messages the start
+  of the other's) and does to it what it does to a session under its own id: skips it, replaces
+  it when the session grew in the source, keeps it when it went on in the target. It never
+  copies the session a second time.
 * **Idempotent.** A session already in the target with as many messages and the same state
   is skipped; one with fewer messages (it grew in the source since) is replaced; one with more
   is kept (it was continued in the target). Each session is copied in one transaction on the
@@ -251,7 +255,8 @@ class Planned:
     """Its messages in the source."""
     why: str = ""
     new_id: str = ""
-    """The id it is copied under in the target (:data:`RENAME`)."""
+    """The id it is copied under in the target (:data:`RENAME`), or that an earlier ``--rename``
+    copied it under (then :data:`SKIP`, :data:`REPLACE` or :data:`KEEP` are done to that copy)."""
 
 
 def with_children(wanted: Iterable[str], known: Iterable[str]) -> set[str]:
@@ -314,9 +319,9 @@ def plan_copy(source: Database, target: Database, only: Iterable[str] | None = N
             if new_id in theirs:
                 with reading(target):
                     copied = facts(target, new_id)
-                if _same_copy(mine[s], copied):  # an earlier --rename copied it there
+                if _copy_of(mine[s], copied):  # an earlier --rename copied it there: it grows there
                     renamed[s] = new_id
-                    plan.append(Planned(s, SKIP, have[s].messages, f"already copied as {new_id}"))
+                    plan.append(_into_copy(s, new_id, have[s], theirs[new_id], drivers.get(new_id)))
                     continue
             new_id = new_id if new_id not in taken else _fresh_id(new_id, taken)
             taken.add(new_id)
@@ -328,7 +333,7 @@ def plan_copy(source: Database, target: Database, only: Iterable[str] | None = N
             plan.append(decide(s, have[s], theirs.get(s), drivers.get(s)))
         elif rename and (earlier := _earlier_copy(s, mine[s], theirs, target)) is not None:
             renamed[s] = earlier  # its sub-agents follow it there
-            plan.append(Planned(s, SKIP, have[s].messages, f"already copied as {earlier}"))
+            plan.append(_into_copy(s, earlier, have[s], theirs[earlier], drivers.get(earlier)))
         elif rename:
             new_id = _fresh_id(s, taken)
             taken.add(new_id)
@@ -356,25 +361,43 @@ def _renamed_parent(session_id: str, renamed: dict[str, str],
     return None
 
 
+def _into_copy(session_id: str, copy_id: str, source: Progress, target: Progress,
+               driver: str | None) -> Planned:
+    """What to do with a session an earlier ``--rename`` copied as ``copy_id``: what
+    :func:`decide` does with a session the target holds under its own id (skipped when it is
+    there already, replaced when it grew in the source, kept when the target has more), done to
+    that copy (:attr:`Planned.new_id`)."""
+    planned = decide(copy_id, source, target, driver)
+    return Planned(session_id, planned.action, source.messages, f"its copy from an earlier --rename; {planned.why}",
+                   copy_id)
+
+
 def _earlier_copy(session_id: str, mine: Facts, theirs: dict[str, Progress], target: Database) -> str | None:
     """The id an earlier ``--rename`` copied this very session under (``ID-2``, ...: created at
-    the same moment, the same messages), if any: a second run does not copy it again."""
-    for other in sorted(theirs):
+    the same moment, one side's messages the start of the other's: it may have grown in the
+    source since), if any: a second run grows that copy, it does not copy the session again.
+    Of several (a copy made twice by an older hermes-tui), the one that has got furthest."""
+    found: list[tuple[int, int, str]] = []
+    for other in theirs:
         tail = other[len(session_id) + 1:]
         if not (other.startswith(session_id + "-") and tail.isdigit()):
             continue
         with reading(target):
             copied = facts(target, other)
-        if _same_copy(mine, copied):
-            return other
-    return None
+        if _copy_of(mine, copied):
+            found.append((-len(copied.keys), int(tail), other))
+    return min(found)[2] if found else None
 
 
-def _same_copy(mine: Facts, copied: Facts) -> bool:
-    """True when ``copied`` is a renamed copy of ``mine`` as it is now (turn ids may have been
-    made new by the rename: each message's role and time say it)."""
-    return (_same_time(mine.created_at, copied.created_at) and len(mine.keys) == len(copied.keys)
-            and all(a[0] == b[0] and _same_time(a[2], b[2]) for a, b in zip(mine.keys, copied.keys)))
+def _copy_of(mine: Facts, copied: Facts) -> bool:
+    """True when ``copied`` is a renamed copy of ``mine``, as it is now or from before it grew
+    (or continued in the target since): created at the same moment, and one side's messages the
+    start of the other's, each by its role and time (the rename may have made turn ids new)."""
+    def loose(keys: tuple[tuple[Any, ...], ...]) -> tuple[tuple[Any, ...], ...]:
+        return tuple((k[0], None, k[2]) for k in keys)
+
+    return _same_time(mine.created_at, copied.created_at) and (
+        _starts(loose(copied.keys), loose(mine.keys)) or _starts(loose(mine.keys), loose(copied.keys)))
 
 
 def _fresh_id(session_id: str, taken: set[str]) -> str:
@@ -505,12 +528,15 @@ class CopyReport:
         return {
             "copied": self.count(COPIED), "copied_messages": self.messages(COPIED),
             "replaced": self.count(REPLACED), "replaced_messages": self.messages(REPLACED),
-            "skipped": self.count(SKIPPED), "kept": [{"id": s.id, "why": s.why} for s in self.of(KEPT)],
+            "skipped": self.count(SKIPPED),
+            "kept": [{"id": s.id, "why": s.why, **({"new_id": s.new_id} if s.new_id else {})} for s in self.of(KEPT)],
             "failed": [{"id": s.id, "why": s.why} for s in self.of(FAILED)],
             "gone": [s.id for s in self.of(GONE)], "inputs": self.inputs, "seconds": round(self.seconds, 3),
             "refused": [{"id": s.id, "why": s.why} for s in self.of(REFUSED)],
             "renamed": [{"id": s.id, "new_id": s.new_id, "messages": s.messages, "why": s.why}
                         for s in self.of(RENAMED)],
+            "replaced_copies": [{"id": s.id, "new_id": s.new_id, "messages": s.messages, "why": s.why}
+                                for s in self.of(REPLACED) if s.new_id],
         }
 
 
@@ -537,7 +563,7 @@ def copy_sessions(source: Database, target: Database, plan: Sequence[Planned], *
         step = _carry_out(source, target, item, shared)
         if step.outcome in (FAILED, REFUSED):  # its history is not written under another's id
             failed.add(item.id)
-        if step.outcome == RENAMED:
+        if step.new_id and step.outcome not in (FAILED, REFUSED, GONE):  # its history goes with it
             renamed[item.id] = step.new_id
         report.steps.append(step)
         report.seconds = time.monotonic() - started
@@ -559,16 +585,16 @@ def _shared_columns(source: Database, target: Database, table: str) -> list[str]
 
 def _carry_out(source: Database, target: Database, item: Planned, shared: dict[str, list[str]]) -> Step:
     if item.action == SKIP:
-        return Step(item.id, SKIPPED, item.messages, item.why)
+        return Step(item.id, SKIPPED, item.messages, item.why, item.new_id)
     if item.action == KEEP:
-        return Step(item.id, KEPT, item.messages, item.why)
+        return Step(item.id, KEPT, item.messages, item.why, item.new_id)
     if item.action == REFUSE:
         return Step(item.id, REFUSED, item.messages, item.why)
     try:
         rows = _read_session(source, item.id, shared)
         if rows is None:
             return Step(item.id, GONE, 0, "deleted from the source meanwhile")
-        if item.action == RENAME:
+        if item.new_id:  # copied as new_id, or an earlier copy there replaced
             rows = _renamed(target, rows, item.new_id)
         written = _write_session(target, item.new_id or item.id, rows, shared, replace=item.action == REPLACE)
     except StoreUnavailable:
@@ -577,7 +603,7 @@ def _carry_out(source: Database, target: Database, item: Planned, shared: dict[s
         return Step(item.id, FAILED, 0, " ".join(str(exc).split()) or type(exc).__name__)
     if item.action == RENAME:
         return Step(item.id, RENAMED, written, item.why, item.new_id)
-    return Step(item.id, REPLACED if item.action == REPLACE else COPIED, written, item.why)
+    return Step(item.id, REPLACED if item.action == REPLACE else COPIED, written, item.why, item.new_id)
 
 
 def _renamed(target: Database, rows: dict[str, list[dict[str, Any]]], new_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -587,7 +613,9 @@ def _renamed(target: Database, rows: dict[str, list[dict[str, Any]]], new_id: st
         if not ids:
             return {}
         holes = ", ".join("?" * len(ids))
-        have = {r[0] for r in target.execute(f"SELECT {column} FROM {table} WHERE {column} IN ({holes})", tuple(ids))}
+        # The rows of an earlier copy under new_id that is being replaced are not a clash: they go first.
+        have = {r[0] for r in target.execute(
+            f"SELECT {column} FROM {table} WHERE {column} IN ({holes}) AND session_id <> ?", (*ids, new_id))}
         return {old: f"{old}-{secrets.token_hex(3)}" for old in have}
 
     turns = fresh("turns", "id", {r["id"] for r in rows.get("turns", ())})
