@@ -10,7 +10,9 @@ from pathlib import Path
 from hermes_tui.runtime.child import driver
 from hermes_tui.widgets.completion import asks_kernel
 
+from fake_models import FakeModelServer
 from test_app import SIZE, blocks, make_app, wait_until
+from test_conversation_app import model_app
 from test_input import popup, ready, run, type_text
 
 # A class whose dynamic attributes are the script's code: each writes a file and prints.
@@ -298,3 +300,72 @@ async def test_spaces_typed_after_an_auto_indent_do_not_double_it(hermes_home: P
         prompt.clear()
         await type_text(pilot, "if True:\n    total = 41 + 1\n    print('total', total)\n\n")
         await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
+
+
+# -- with a model: `>>>` Python completes and indents as Python mode does -------------------
+
+
+async def test_tab_after_the_python_prompt_completes_with_a_model_set(hermes_home: Path, tmp_path: Path) -> None:
+    """Tab after ``>>>`` completed nothing with a model configured (the input returned early in
+    chat mode): names, attributes, dict keys and paths complete as in Python mode, the kernel
+    reading the line without its ``>>>``; a message to the model is left as it was."""
+    (tmp_path / "notes_for_tab.txt").write_text("")
+    with FakeModelServer([]) as server:
+        app = model_app(hermes_home, tmp_path, server)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = await ready(pilot, app)
+            await run(pilot, app, ">>> import os\ndataset = {'alpha': 1, 'beta': [2]}")
+            assert blocks(app)[-1].status == "success"
+            prompt.focus()
+            await type_text(pilot, ">>> os.pat")
+            await pilot.press("tab")
+            await wait_until(pilot, lambda: popup(app).display)
+            assert prompt.text == ">>> os.path" and values(app) == ["path", "pathconf", "pathconf_names", "pathsep"]
+            await type_text(pilot, ".jo")
+            await pilot.press("tab")
+            await wait_until(pilot, lambda: prompt.text == ">>> os.path.join")
+            for typed, done in ((">>> print(datas", ">>> print(dataset"),  # a name of the kernel's
+                                (">>> dataset['al", ">>> dataset['alpha']"),  # a key, closed
+                                (">>>open('./notes_f", ">>>open('./notes_for_tab.txt")):  # a path; no space
+                prompt.clear()
+                await type_text(pilot, typed)
+                await pilot.press("tab")
+                await wait_until(pilot, lambda: prompt.text == done)
+            prompt.clear()
+            await type_text(pilot, ">>> x = 1")
+            await pilot.press("home")  # in the prompt itself: nothing to complete, nothing added
+            await pilot.press("right", "tab")
+            await pilot.pause(0.2)
+            assert prompt.text == ">>> x = 1"
+            # A message to the model: Tab completes nothing (as before).
+            prompt.clear()
+            await type_text(pilot, "os.pat")
+            await pilot.press("tab")
+            await pilot.pause(0.3)
+            assert not prompt.text.startswith("os.path") and not popup(app).display
+            assert server.requests == []
+
+
+async def test_ctrl_j_after_the_python_prompt_indents_as_python_mode(hermes_home: Path, tmp_path: Path) -> None:
+    with FakeModelServer([]) as server:
+        app = model_app(hermes_home, tmp_path, server)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = await ready(pilot, app)
+            await type_text(pilot, ">>> if True:")
+            await pilot.press("ctrl+j")
+            assert prompt.text == ">>> if True:\n    "
+            await type_text(pilot, "    for i in range(2):")  # the indent typed by habit: 4, not 8
+            await pilot.press("ctrl+j")
+            assert prompt.text == ">>> if True:\n    for i in range(2):\n        "
+            await type_text(pilot, "total = i * 21")
+            await pilot.press("ctrl+j")
+            assert prompt.text.endswith("total = i * 21\n        ")
+            await pilot.press("backspace")  # back one level, as in Python mode
+            await type_text(pilot, "print(total + total)")
+            await pilot.press("enter")  # Enter sends, as always with a model
+            await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
+            assert "42" in blocks(app)[-1].result.output and server.requests == []
+            # A message: Ctrl+J is a plain new line.
+            await type_text(pilot, "why is it so:")
+            await pilot.press("ctrl+j")
+            assert prompt.text == "why is it so:\n"

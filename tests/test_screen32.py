@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
+from textual import events
 
 from hermes_tui.app import HermesApp
 from hermes_tui.cache import CacheEntry
@@ -18,7 +19,9 @@ from hermes_tui.runtime.approvals import ApprovalRequest, FileChange
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.widgets.approval import ApprovalScreen
 from hermes_tui.widgets.cache_browser import EntryScreen
+from hermes_tui.widgets.child_transcript import ChildTranscriptScreen
 from hermes_tui.widgets.conversation import ConversationPane, PromptInput, ReplyBlock, RunBlock, Transcript
+from hermes_tui.widgets.delegate import ChildRow
 from hermes_tui.widgets.footer import KeysFooter
 from hermes_tui.widgets.kernels import KernelsPane
 from hermes_tui.widgets.pager import Pager
@@ -26,6 +29,7 @@ from hermes_tui.widgets.pager import Pager
 from fake_models import FakeModelServer
 from test_app import make_app, submit, wait_until
 from test_conversation_app import model_app
+from test_papercuts15 import burst
 
 SMALL = (80, 24)
 PARENT = "working in the user's terminal"
@@ -289,3 +293,54 @@ async def test_a_real_sub_agents_kernel_shows_under_its_parents_at_80x24(hermes_
                 flag.write_text("go")
             await wait_until(pilot, lambda: any("All done." in b.text for b in app.query(ReplyBlock)), 60)
             await wait_until(pilot, lambda: table.row_count == 1)  # its kernel ends with the sub-agent
+
+
+# -- the trial: the first Enter after a sub-agent's transcript closes ------------------------
+
+
+def typed_at_once(app: HermesApp, text: str) -> None:
+    """``text`` and Enter as a terminal hands them to the app, in one read: all queued at once,
+    sent to the widget focused then (``pilot.press`` waits for each key, which hides the race)."""
+    burst(app, text)
+    enter = events.Key("enter", "\r")
+    enter.set_sender(app)
+    app._driver.send_message(enter)
+
+
+async def test_the_first_enter_after_a_sub_agents_transcript_closes_sends(hermes_home: Path, tmp_path: Path) -> None:
+    """Esc on a sub-agent's transcript gives the focus back to its row; ``plain words`` and Enter
+    typed then went to the row: the first key moved the focus to the input, the words followed,
+    and Enter, checked against the input's bindings by then, was lost (a second Enter sent)."""
+    tasks = [{"goal": "find the ALPHA number", "name": "alpha"}]
+    with FakeModelServer([
+        {"match": PARENT, "text": "", "tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]},
+        {"match": "ALPHA", "text": "ALPHA is 42."},
+        {"match": PARENT, "text": "Found it."},
+        {"match": "plain words", "text": "Heard the plain words."},
+        {"match": "more words", "text": "Heard more words."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-enter")
+        async with app.run_test(size=SMALL) as pilot:
+            await wait_until(pilot, lambda: app.agent is not None)
+            await submit(pilot, app, "fan out please")
+            await wait_until(pilot, lambda: any("Found it." in b.text for b in app.main.query(ReplyBlock)), 60)
+            prompt = app.main.query_one(PromptInput)
+            row = app.main.query_one(ChildRow)
+            await pilot.click(ChildRow)
+            await wait_until(pilot, lambda: isinstance(app.screen, ChildTranscriptScreen) and app.screen.drawn)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.main)
+            assert app.focused is row  # Textual gives the focus back to the row
+            typed_at_once(app, "plain words")
+            await wait_until(pilot, lambda: prompt.text == "")  # the first Enter sent it
+            await wait_until(pilot, lambda: any("Heard the plain words." in b.text for b in app.main.query(ReplyBlock)))
+            assert prompt.text == "" and app.focused is prompt and app.screen is app.main
+            # Enter on the row (the keyboard's way in), then keys typed one by one: the same.
+            row.focus()
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ChildTranscriptScreen) and app.screen.drawn)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.main)
+            await pilot.press(*"more words", "enter")
+            await wait_until(pilot, lambda: any("Heard more words." in b.text for b in app.main.query(ReplyBlock)))
+            assert prompt.text == "" and app.screen is app.main

@@ -45,6 +45,7 @@ from hermes_tui.agent.events import (
     TurnQueued,
     TurnStarted,
 )
+from hermes_tui.commands import PYTHON_PREFIX
 from hermes_tui.units import human_size, plural
 from hermes_tui.widgets.completion import (
     Candidate,
@@ -221,7 +222,26 @@ class PromptInput(TextArea):
         event.stop()
         event.prevent_default()
 
+    _key_seen: events.Key | None = None
+    """The last key this input was sent (:meth:`saw`)."""
+
+    def saw(self, event: events.Key) -> bool:
+        """True when ``event`` was sent to this input (not to a pane it bubbled up from)."""
+        return event is self._key_seen
+
+    def take_key(self, event: events.Key) -> None:
+        """A key sent to another pane that reached the screen once an earlier key of the same
+        burst had moved the focus here (:meth:`MainScreen.on_key`): handled as if typed here
+        (Enter sends, Tab completes, a key this input binds reaches its binding). Sent again,
+        from the app as the terminal's keys are, to this input's own queue: the keys after it
+        follow it there, in order, and what the input posts on it (:class:`Submitted`) is its
+        own and bubbles up to the app."""
+        key = events.Key(event.key, event.character)
+        key.set_sender(self.app)
+        self.post_message(key)
+
     async def _on_key(self, event: events.Key) -> None:
+        self._key_seen = event
         self.last_key_at = time.monotonic()
         if self._search is not None and self._search_key(event):
             return
@@ -259,9 +279,13 @@ class PromptInput(TextArea):
             self._handled(event)
             return
         if event.key == "ctrl+j" and self.chat:
+            # A new line; in a ``>>>`` input indented as Python mode's Enter does (``if x:``: 4 more).
             event.stop()
             event.prevent_default()
-            self.insert("\n")
+            code = self._code_before_cursor() if self.python_prefixed else None
+            indent = next_indent(code) if code else ""
+            self.insert("\n" + indent)
+            self._indent_credit = (self.cursor_location, len(indent)) if indent else None
             return
         if event.key == "enter":
             end = (self.document.line_count - 1, len(self.document[self.document.line_count - 1]))
@@ -407,6 +431,37 @@ class PromptInput(TextArea):
 
     # -- completion -----------------------------------------------------------------------
 
+    @property
+    def python_prefixed(self) -> bool:
+        """A model answers and the input starts with ``>>>``: the rest is Python for the session
+        kernel (:func:`hermes_tui.commands.python_of`)."""
+        return self.chat and self.text.lstrip().startswith(PYTHON_PREFIX)
+
+    @property
+    def python(self) -> bool:
+        """What is typed is Python: all input without a model, a ``>>>`` input with one. Tab
+        completes and new lines are indented as Python only then."""
+        return not self.chat or self.python_prefixed
+
+    def _code_before_cursor(self) -> str | None:
+        """The cursor's line left of the cursor as the kernel will read it: in a ``>>>`` input
+        without its prompt (``>>>`` and one space on its first line, a pasted REPL prompt
+        ``>>> ``/``... `` starting a later one, as :func:`~hermes_tui.commands.python_of` takes
+        them off). Only the start is cut, so offsets counted back from the cursor hold in the
+        input too. None when the cursor is in the prompt itself."""
+        row, column = self.cursor_location
+        line = self.document[row][:column]
+        if not self.python_prefixed:
+            return line
+        full = self.document[row]
+        first = next(index for index in range(self.document.line_count) if self.document[index].strip())
+        if row == first:
+            prompt = len(full) - len(full.lstrip()) + len(PYTHON_PREFIX)
+            prompt += full[prompt:prompt + 1] == " "
+        else:
+            prompt = next((len(p) for p in (">>> ", "... ", ">>>", "...") if full.startswith(p)), 0)
+        return line[prompt:] if column >= prompt else None
+
     def _tab(self) -> bool:
         """Tab: complete a command or a Python name; False where Tab indents as before. In an
         empty input it does nothing (it used to put in spaces nobody sees)."""
@@ -424,10 +479,11 @@ class PromptInput(TextArea):
             elif found and (popup := self._mount_popups()) is not None:
                 popup.offer("slash", found)
             return True
-        if self.chat or self.text.lstrip().startswith(("!", "/")):
-            return False
-        row, column = self.cursor_location
-        line = self.document[row][:column]
+        if not self.python or self.text.lstrip().startswith(("!", "/")):
+            return False  # a message to the model: Tab indents as before
+        line = self._code_before_cursor()
+        if line is None:
+            return True  # in the ``>>>`` itself: nothing to complete
         if asks_kernel(line):  # an attribute, a dict key, a path in a string
             self.post_message(self.CompletionsWanted(self, line))
             return True
@@ -556,7 +612,7 @@ class PromptInput(TextArea):
         cursor stays): a user who types the indent out of habit ends with 4 spaces, not 8.
         More spaces than that indent deeper; any other key ends this."""
         credit, self._indent_credit = self._indent_credit, None
-        if credit is None or event.key != "space" or self.chat or not self.selection.is_empty:
+        if credit is None or event.key != "space" or not self.python or not self.selection.is_empty:
             return False
         at, left = credit
         if left <= 0 or self.cursor_location != at:
@@ -574,7 +630,7 @@ class PromptInput(TextArea):
         if token:
             self.delete((row, column - len(token)), (row, column), maintain_selection_offset=False)
             self.move_cursor((row, column - len(token)))
-        elif self.selection.is_empty and not self.chat and not self.read_only and before and not before.strip(" "):
+        elif self.selection.is_empty and self.python and not self.read_only and before and not before.strip(" "):
             level = column - (column % INDENT or INDENT)
             self.delete((row, level), (row, column), maintain_selection_offset=False)
             self.move_cursor((row, level))

@@ -420,16 +420,21 @@ class MainScreen(Screen[None]):
 
         The rule for a burst (fast typing): the first key that is forwarded moves the focus to
         the input at once, so every key after it goes to the input too, pane keys included
-        (``print("wow")`` typed into the output pane keeps its ``w`` and ``o``). A pane key
-        pressed first, or on its own, is the pane's."""
+        (``print("wow")`` typed into the output pane keeps its ``w`` and ``o``), and so do
+        Enter, Tab and the other keys the input handles itself: a terminal hands the app
+        ``plain words`` and Enter in one read, all sent to the pane focused then (a sub-agent's
+        row, focused again when its transcript closes), and that Enter, checked against the
+        input's bindings by then, was lost. A pane key pressed first, or on its own, is the pane's."""
         focused = self.focused
-        if not event.is_printable or not event.character:
-            return
         prompt = self.query_one(PromptInput)
-        if focused is prompt and not prompt.read_only:
-            # The input takes every printable key it is sent: this one was sent to the pane
-            # that had the focus before an earlier key of the same burst moved it here.
-            self._forward(event, prompt)
+        if focused is prompt and not prompt.read_only and not prompt.saw(event):
+            # Sent to the pane that had the focus before an earlier key of the same burst moved
+            # it here: the input takes it, as typed there.
+            event.stop()
+            event.prevent_default()
+            prompt.take_key(event)
+            return
+        if not event.is_printable or not event.character:
             return
         if isinstance(focused, (TextArea, Input)):
             return
