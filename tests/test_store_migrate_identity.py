@@ -202,6 +202,20 @@ def _write(conn: db.Database, sid: str, created: float, messages: list[tuple[str
                      (sid, messages[0][0], created))
 
 
+def _fill(source, target, scenarios, clock) -> None:
+    """Write each scenario's session (``IDS`` in order) into one store or both: the same session
+    (created at the same moment, sharing its first messages) or another one with the same id."""
+    for sid, (kind, mine, common, theirs) in zip(IDS, scenarios):
+        created = float(next(clock)) + 0.123456
+        shared = [(text, float(next(clock))) for text in common]
+        ours = shared + [(text, float(next(clock))) for text in mine]
+        others = shared + [(text, float(next(clock))) for text in theirs]
+        if kind != "target only":
+            _write(source, sid, created, ours)
+        if kind != "source only":
+            _write(target, sid, created if kind == "shared" else created + 0.5, others)  # another moment
+
+
 def _starts(shorter: list[str], longer: list[str]) -> bool:
     return longer[:len(shorter)] == shorter
 
@@ -214,15 +228,7 @@ def test_random_pairs_of_stores_never_lose_a_message_in_a_migrate(scenarios, ren
         source, target = db.connect(Path(folder) / "a.db"), db.connect(Path(folder) / "b.db")
         clock = iter(range(1_000, 10_000))
         try:
-            for sid, (kind, mine, common, theirs) in zip(IDS, scenarios):
-                created = float(next(clock)) + 0.123456
-                shared = [(text, float(next(clock))) for text in common]
-                ours = shared + [(text, float(next(clock))) for text in mine]
-                others = shared + [(text, float(next(clock))) for text in theirs]
-                if kind != "target only":
-                    _write(source, sid, created, ours)
-                if kind != "source only":
-                    _write(target, sid, created if kind == "shared" else created + 1, others)
+            _fill(source, target, scenarios, clock)
             source_had = {sid: contents(source, sid) for sid in IDS if contents_exist(source, sid)}
             target_had = {sid: contents(target, sid) for sid in IDS if contents_exist(target, sid)}
             for _ in range(2 if twice else 1):
@@ -350,14 +356,7 @@ def test_random_grow_then_migrate_with_rename_never_duplicates_a_session_nor_los
         source, target = db.connect(Path(folder) / "a.db"), db.connect(Path(folder) / "b.db")
         clock = iter(range(1_000, 100_000))
         try:
-            for sid, (kind, mine, common, theirs) in zip(IDS, scenarios):
-                created = float(next(clock)) + 0.123456
-                shared = [(text, float(next(clock))) for text in common]
-                if kind != "target only":
-                    _write(source, sid, created, shared + [(text, float(next(clock))) for text in mine])
-                if kind != "source only":
-                    _write(target, sid, created if kind == "shared" else created + 0.5,  # another moment
-                           shared + [(text, float(next(clock))) for text in theirs])
+            _fill(source, target, scenarios, clock)
             target_had = {sid: _said(target, sid) for sid in _created(target)}
             home: dict[str, str] = {}  # each source session: where the target holds it
             for step, (grown, texts) in enumerate([(None, [])] + growths):
