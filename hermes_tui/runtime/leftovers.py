@@ -33,8 +33,13 @@ _STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + r"[a-z0-9_]{8}")
 def make_staging_dir() -> tuple[Path, int]:
     """A new private staging dir under ``$TMPDIR``, marked and held: (path, lock fd)."""
     root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX))
-    (root / MARKER).touch(mode=0o600)
-    return root, hold(root)
+    fd = hold(root)  # held before marked: another host's sweep never takes a dir that is starting
+    try:
+        (root / MARKER).touch(mode=0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    return root, fd
 
 
 def hold(path: Path) -> int:
