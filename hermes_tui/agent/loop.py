@@ -195,6 +195,10 @@ class Agent:
     async def open(self) -> None:
         """Create the session row if new; start serving queued turns."""
         if self.settings is not None:
+            # The runtime's start imports what the tools and httpx's transport need, in a thread:
+            # it ends before this agent imports anything (two threads importing the same modules
+            # at once hand one of them a half-made module: "partially initialized module 'httpx'").
+            await self.runtime.start()
             self.totals.context_window = await asyncio.to_thread(self._prepare, self.settings)
         await self.store.call(db.create_session, self.session_id, self.settings.name if self.settings else None,
                               self.settings.model if self.settings else None, self.cwd)
