@@ -191,12 +191,7 @@ def _write(conn: db.Database, sid: str, created: float, messages: list[tuple[str
     """A session with these messages, every time given (so two stores can hold the very same)."""
     conn.execute("INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, '', ?, ?)",
                  (sid, created, created))
-    for text, when in messages:
-        turn = f"{sid}-{when}"
-        conn.execute("INSERT INTO turns (id, session_id, origin, text, status, started_at) "
-                     "VALUES (?, ?, 'user', ?, 'done', ?)", (turn, sid, text, when))
-        conn.execute("INSERT INTO messages (session_id, turn_id, role, content, created_at) "
-                     "VALUES (?, ?, 'user', ?, ?)", (sid, turn, text, when))
+    _grow(conn, sid, messages)
     if messages:
         conn.execute("INSERT INTO input_history (session_id, text, created_at) VALUES (?, ?, ?)",
                      (sid, messages[0][0], created))

@@ -453,8 +453,8 @@ class Agent:
             return refused, None
         room = owner.budget.room(session_spent, turn_spent)
         granted = grant(room, room / owner._callers(), input_cost, output_price, cap)
-        if granted is None:  # refuse() and grant() agree up to a float's rounding
-            return owner.budget.refuse(session_spent, turn_spent, float("inf")), None
+        if granted is None:  # refuse() and grant() agree up to a float's rounding: refused with the room's figure
+            return owner.budget.refuse(session_spent, turn_spent, max(minimum, room) + 1e-9), None
         return None, granted
 
     def _prices(self, input_tokens: int) -> tuple[float, float] | None:
