@@ -455,6 +455,9 @@ class HermesApp(App[None]):
             # would be an IndentationError: the block is run dedented.
             text = textwrap.dedent(text).lstrip("\n")
         if text.startswith("/"):
+            # Its answer is a note at the end: scrolled up (PageUp), the view follows the end again,
+            # as it does for a message sent (/find then scrolls to what it found).
+            self.main.conversation.scroll_transcript("end")
             command = parse_command(text[1:])
             if isinstance(command, str):
                 self.main.conversation.add_note(command)

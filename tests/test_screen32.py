@@ -344,3 +344,20 @@ async def test_the_first_enter_after_a_sub_agents_transcript_closes_sends(hermes
             await pilot.press(*"more words", "enter")
             await wait_until(pilot, lambda: any("Heard more words." in b.text for b in app.main.query(ReplyBlock)))
             assert prompt.text == "" and app.screen is app.main
+
+
+async def test_a_command_typed_while_scrolled_up_shows_its_answer(hermes_home: Path, tmp_path: Path) -> None:
+    """Final trial: PageUp, then /budget: its note was added out of sight until Ctrl+End."""
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        view = await filled(pilot, app)
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < view.max_scroll_y
+        prompt.insert("/budget")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "no budget to set" in str(list(app.query("#transcript > *"))[-1].render()))
+        await pilot.pause(0.3)
+        assert view.scroll_y == view.max_scroll_y  # the answer is in sight
