@@ -30,9 +30,9 @@ FLAGGED = "from hermes_tools import terminal\nr = terminal('rm -rf ./build && gi
 
 
 async def shoot(out: Path) -> list[Path]:
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.approval import ApprovalScreen
-    from hermes_tui.widgets.conversation import PromptInput, RunBlock
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.screens.approval import ApprovalScreen
+    from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock
 
     shots: list[Path] = []
     project = Path(tempfile.mkdtemp(prefix="demo-project-"))
@@ -115,7 +115,7 @@ def demo_config(url: str, cache_read: bool = False) -> object:
 
 async def ask(app: object, pilot: object, text: str, until: str, tries: int = 200) -> None:
     """Send ``text`` and wait until a reply holds ``until`` (and the screen settles)."""
-    from hermes_tui.widgets.conversation import PromptInput, ReplyBlock
+    from hermes_tui.tui.widgets.conversation import PromptInput, ReplyBlock
 
     prompt = app.query_one(PromptInput)  # type: ignore[attr-defined]
     prompt.insert(text)
@@ -136,8 +136,8 @@ async def shoot_conversation(out: Path) -> list[Path]:
     sys.path.insert(0, str(ROOT / "tests"))
     from fake_models import FakeModelServer
 
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.widgets.conversation import PromptInput
 
     project = Path(tempfile.mkdtemp(prefix="demo-project-"))
     (project / "app.py").write_text("import os\n\n# TODO: cache the config\n\n\ndef run():\n    # TODO: retry on timeout\n")
@@ -169,7 +169,7 @@ async def shoot_subagents(out: Path) -> Path:
     sys.path.insert(0, str(ROOT / "tests"))
     from fake_models import FakeModelServer
 
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     project = Path(tempfile.mkdtemp(prefix="demo-project-"))
     parent = "working in the user's terminal"

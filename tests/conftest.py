@@ -235,7 +235,7 @@ def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path):
     """Run the test on each backend: ``postgresql`` points ``HERMES_TUI_STORE_URL`` (which every
     store this process and its children open without naming one reads) at a fresh database, and
     checks at the end that nothing fell back to the SQLite file."""
-    from hermes_tui import store
+    from hermes_tui.storage import sessions as store
     from hermes_tui.storage import choice
 
     monkeypatch.setattr(choice, "_chosen", None)
@@ -251,8 +251,7 @@ def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path):
 
 def open_store_db(home: Path | None = None):
     """The store the test's backend uses, opened directly (a :class:`Database`; close it)."""
-    from hermes_tui import store
-
+    from hermes_tui.storage import sessions as store
     return store.open_database(store.store_url(None, home))
 
 
@@ -260,6 +259,5 @@ def open_store_db(home: Path | None = None):
 def _store_choice_reset():
     """``hermes_tui.cli.main`` chooses the store for its process; in-process tests run many."""
     yield
-    from hermes_tui import store
-
+    from hermes_tui.storage import sessions as store
     store.choose_store(None)

@@ -18,9 +18,9 @@ from hermes_tui.agent.loop import (
     TurnEnded,
     TurnQueued,
 )
-from hermes_tui.agent.providers import ProviderError, resolve_provider
+from hermes_tui.agent.models.providers import ProviderError, resolve_provider
 from hermes_tui.runtime.approvals import ApprovalDecision
-from hermes_tui.store import SessionStore, load_session
+from hermes_tui.storage.sessions import SessionStore, load_session
 from conftest import make_config
 from fake_models import FakeModelServer
 

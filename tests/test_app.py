@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.app import HermesApp
-from hermes_tui.widgets.approval import ApprovalScreen
-from hermes_tui.widgets.conversation import PromptInput, RunBlock, is_complete
-from hermes_tui.widgets.dialogs import ConfirmScreen, HelpScreen, VariablesScreen
-from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.screens.approval import ApprovalScreen
+from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock, is_complete
+from hermes_tui.tui.screens.dialogs import ConfirmScreen, HelpScreen, VariablesScreen
+from hermes_tui.tui.widgets.kernels import KernelsPane
 
 from conftest import pid_running, strict_config
 
@@ -199,7 +199,7 @@ async def test_input_typed_while_a_script_runs_waits_its_turn(hermes_home: Path,
         await wait_until(pilot, lambda: blocks(app) and app.runtime.kernels() and
                          app.runtime.kernels()[0].state == "busy")
         await submit(pilot, app, "print(first)")
-        from hermes_tui.widgets.conversation import PendingBlock
+        from hermes_tui.tui.widgets.conversation import PendingBlock
 
         await wait_until(pilot, lambda: bool(app.query(PendingBlock)))
         await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success", timeout=15)
@@ -291,7 +291,7 @@ async def test_the_input_behaves_like_the_python_repl(hermes_home: Path, tmp_pat
 
 
 async def test_a_queued_input_shows_as_pending_and_esc_on_it_removes_it(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.widgets.conversation import PendingBlock
+    from hermes_tui.tui.widgets.conversation import PendingBlock
 
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SIZE) as pilot:

@@ -17,15 +17,15 @@ import pytest
 from rich.console import Console
 from textual.widgets import TextArea
 
-from hermes_tui.app import HermesApp
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.cli import tty_approver
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange
 from hermes_tui.runtime.models import KernelInfo
-from hermes_tui.widgets.approval import TYPING_NOTE, ApprovalScreen
-from hermes_tui.widgets.conversation import PromptInput, RunBlock
-from hermes_tui.widgets.dialogs import VariablesScreen
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.main_screen import MainScreen
+from hermes_tui.tui.screens.approval import TYPING_NOTE, ApprovalScreen
+from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock
+from hermes_tui.tui.screens.dialogs import VariablesScreen
+from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.screens.main import MainScreen
 
 from fake_models import FakeModelServer
 from test_app import SIZE, dialog_ready, log_text, make_app, submit, wait_until

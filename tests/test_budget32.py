@@ -21,12 +21,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.budget import MIN_REPLY_TOKENS, Budget, grant
 from hermes_tui.agent.loop import Agent
-from hermes_tui.agent.providers import resolve_provider
-from hermes_tui.app import HermesApp
-from hermes_tui.store import SessionStore
+from hermes_tui.agent.models.providers import resolve_provider
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.storage.sessions import SessionStore
 from conftest import make_config, open_store_db
 from fake_models import FakeModelServer
 from test_agent import Harness
@@ -119,7 +119,7 @@ def test_the_same_fan_out_headless_stays_under_the_ceiling(hermes_home: Path, tm
 
 
 async def test_the_same_fan_out_in_the_app_stays_under_the_ceiling(hermes_home: Path) -> None:
-    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.widgets.conversation import PromptInput
     from test_usage_app import topbar, wait_until
 
     with FakeModelServer(fan_out(3)) as server:
@@ -230,7 +230,7 @@ def test_a_headless_run_stopped_at_the_ceiling_resumes_its_children(hermes_home:
 
 def test_a_delegate_block_whose_children_a_ceiling_stopped_does_not_say_done() -> None:
     from hermes_tui.agent.subagents import COST_STOP
-    from hermes_tui.widgets.delegate import DelegateBlock
+    from hermes_tui.tui.widgets.delegate import DelegateBlock
 
     block = DelegateBlock({"tasks": [{"goal": "a"}, {"goal": "b"}]}, "call1")
     block.set_tool_result({"results": [

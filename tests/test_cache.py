@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from cache_trees import make_tree
 
-from hermes_tui.cache import find, plan_prune, scan
-from hermes_tui.units import parse_duration, parse_size
-from hermes_tui.widgets.pager import find_in_file, offset_of_line, read_block
+from hermes_tui.runtime.cache import find, plan_prune, scan
+from hermes_tui.base.units import parse_duration, parse_size
+from hermes_tui.tui.widgets.pager import find_in_file, offset_of_line, read_block
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 
@@ -124,9 +124,9 @@ def test_pager_reads_a_huge_sparse_file_by_offset(tmp_path: Path) -> None:
 
 
 async def test_browser_lists_live_opens_and_survives_vanished_files(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.cache_browser import CacheBrowser, EntryScreen
-    from hermes_tui.widgets.pager import Pager
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.screens.cache_browser import CacheBrowser, EntryScreen
+    from hermes_tui.tui.widgets.pager import Pager
 
     cache_dir = hermes_home / "cache" / "exec"
     make_tree(cache_dir, records=50, hermes_files=5)
@@ -173,9 +173,9 @@ async def test_browser_lists_live_opens_and_survives_vanished_files(hermes_home:
 async def test_unreadable_and_half_written_entries_show_a_clear_state(hermes_home: Path, tmp_path: Path) -> None:
     from textual.app import App, ComposeResult
 
-    from hermes_tui.cache import CacheEntry
-    from hermes_tui.widgets.cache_browser import EntryScreen
-    from hermes_tui.widgets.pager import Pager
+    from hermes_tui.runtime.cache import CacheEntry
+    from hermes_tui.tui.screens.cache_browser import EntryScreen
+    from hermes_tui.tui.widgets.pager import Pager
 
     not_a_file = tmp_path / "a-directory"  # unreadable as a file, even for root
     not_a_file.mkdir()

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from hermes_tui.runtime.child import driver
-from hermes_tui.widgets.completion import asks_kernel
+from hermes_tui.tui.widgets.completion import asks_kernel
 
 from fake_models import FakeModelServer
 from test_app import SIZE, blocks, make_app, wait_until

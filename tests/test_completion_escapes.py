@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hermes_tui.runtime.child import driver
-from hermes_tui.widgets.completion import insertable
+from hermes_tui.tui.widgets.completion import insertable
 
 from test_app import make_app
 from test_input import popup, ready, run, type_text

@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hermes_tui import store as db
-from hermes_tui.app import HermesApp
-from hermes_tui.export import to_sharegpt
-from hermes_tui.widgets.conversation import MessageBlock, ReplyBlock, RunBlock
+from hermes_tui.storage import sessions as db
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.agent.export import to_sharegpt
+from hermes_tui.tui.widgets.conversation import MessageBlock, ReplyBlock, RunBlock
 
 from conftest import make_config, strict_config
 from fake_models import FakeModelServer
@@ -189,7 +189,7 @@ async def test_sessions_picker_switches_session(hermes_home: Path, tmp_path: Pat
                              and app.agent.session_id == app.session)
             assert not list(app.query(MessageBlock))
             await pilot.press("ctrl+o")
-            from hermes_tui.widgets.sessions import SessionsScreen
+            from hermes_tui.tui.screens.sessions import SessionsScreen
 
             await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
             await pilot.press("enter")  # the newest stored session: s-a
@@ -208,7 +208,7 @@ async def test_unusable_database_is_said_and_the_app_still_works(hermes_home: Pa
 
 
 async def test_inject_without_a_model_runs_python_after_approval(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.inject import inject
+    from hermes_tui.agent.inject import inject
 
     app = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-py-inject")
     async with app.run_test(size=SIZE) as pilot:
@@ -308,7 +308,7 @@ async def test_a_bang_command_typed_during_a_model_call_waits_and_keeps_its_own_
             await submit(pilot, app, "run the slow check")
             await wait_until(pilot, lambda: app.query(RunBlock) and app.query(RunBlock).last().status == "running")
             await submit(pilot, app, "!" + MEANWHILE)
-            from hermes_tui.widgets.conversation import PendingBlock
+            from hermes_tui.tui.widgets.conversation import PendingBlock
 
             await wait_until(pilot, lambda: any("pending command" in str(b.render()) for b in app.query(PendingBlock)))
             await wait_until(pilot, lambda: dialog_ready(app))

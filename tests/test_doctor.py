@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hermes_tui import doctor_checks
+from hermes_tui.cli.doctor import checks as doctor_checks
 from hermes_tui.config import parse_config
 
 from fake_models import FakeModelServer
@@ -108,8 +108,7 @@ def test_offline_asks_no_server_and_finishes_quickly(hermes_home: Path, outside:
 
 
 def test_a_missing_database_and_a_good_one_are_fine_and_left_unchanged(hermes_home: Path, outside: Path) -> None:
-    from hermes_tui import store
-
+    from hermes_tui.storage import sessions as store
     path = store.sessions_db_path(hermes_home)
     store.connect(path).close()
     before = sorted(os.listdir(path.parent)), path.stat().st_mtime_ns, path.read_bytes()
@@ -228,8 +227,7 @@ def test_a_corrupt_database_fails_and_is_not_touched(hermes_home: Path, outside:
 def test_a_newer_schema_fails_it_would_be_refused(hermes_home: Path, outside: Path) -> None:
     import sqlite3
 
-    from hermes_tui import store
-
+    from hermes_tui.storage import sessions as store
     path = store.sessions_db_path(hermes_home)
     store.connect(path).close()
     with sqlite3.connect(path) as db:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.loop import SYSTEM_PROMPT
 from hermes_tui.agent.tools import declarations
-from hermes_tui.export import to_sharegpt
-from hermes_tui.store import SessionInfo, StoredSession
+from hermes_tui.agent.export import to_sharegpt
+from hermes_tui.storage.sessions import SessionInfo, StoredSession
 
 FIXTURE = Path(__file__).parent / "data" / "hermes_trajectory.json"
 SESSION = "20260528-202640-beef"

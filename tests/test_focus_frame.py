@@ -9,11 +9,11 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.widgets import Input
 
-from hermes_tui.app import HermesApp
-from hermes_tui.widgets.conversation import ConversationPane
-from hermes_tui.widgets.focus_frame import FocusFrame
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.main_screen import MainScreen
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.widgets.conversation import ConversationPane
+from hermes_tui.tui.widgets.focus_frame import FocusFrame
+from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.screens.main import MainScreen
 
 
 class Pane(FocusFrame):

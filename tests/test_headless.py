@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from conftest import open_store_db
 from fake_models import FakeModelServer
 
@@ -164,7 +164,7 @@ def test_run_and_resume_refuse_a_session_open_in_the_app(
         store_backend: str, hermes_home: Path, workdir: Path) -> None:
     import asyncio
 
-    from hermes_tui.inject import InjectServer
+    from hermes_tui.agent.inject import InjectServer
 
     async def deliver(text: str) -> int:
         return 0

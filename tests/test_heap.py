@@ -1,4 +1,4 @@
-"""Full collections of the heap wait for idle moments (hermes_tui/heap.py, issue 20): in a long
+"""Full collections of the heap wait for idle moments (hermes_tui/tui/heap.py, issue 20): in a long
 session they walked the whole transcript (up to 109 ms) while a run's output was shown, and a key
 pressed then waited for them. Memory stays bounded: what froze is collected in full later."""
 
@@ -10,8 +10,8 @@ import weakref
 
 import pytest
 
-from hermes_tui import heap as heap_module
-from hermes_tui.heap import HeapKeeper
+from hermes_tui.tui import heap as heap_module
+from hermes_tui.tui.heap import HeapKeeper
 
 
 class Cycle:

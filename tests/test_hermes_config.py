@@ -15,10 +15,10 @@ import msgspec
 import pytest
 
 from hermes_tui.agent.loop import TurnEnded
-from hermes_tui.agent.providers import resolve_provider
+from hermes_tui.agent.models.providers import resolve_provider
 from hermes_tui.agent.workspace import Workspace
 from hermes_tui.config import load_config, parse_config
-from hermes_tui.hermes_keys import TURN_LIMIT_UNLIMITED, turn_limit
+from hermes_tui.config.hermes_keys import TURN_LIMIT_UNLIMITED, turn_limit
 
 from conftest import Approver, kernel_pids, pid_running
 from fake_models import FakeModelServer
@@ -379,7 +379,7 @@ def test_doctor_says_which_provider_auto_chose_and_why_and_what_allows_nothing(h
 
 async def test_the_app_starts_with_the_hermes_example_and_shows_no_error(home_with_fixture: Path,
                                                                          tmp_path: Path) -> None:
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     app = HermesApp(load_config(), cwd=str(tmp_path), home=home_with_fixture, host_env={**os.environ, **KEYS})
     async with app.run_test(size=(160, 40)) as pilot:  # room for the model's whole label beside the sandbox's
@@ -392,7 +392,7 @@ async def test_the_app_starts_with_the_hermes_example_and_shows_no_error(home_wi
 
 async def test_the_app_says_the_notices_and_the_models_choice_once(hermes_home: Path, tmp_path: Path) -> None:
     """Shown when the first session opens (the conversation exists then), once each."""
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     config = parse_config("model:\n  default: m\n  provider: auto\ncode_execution:\n  timout: 3\n")
     for _ in range(3):  # it used to fail now and then: notes were added before the pane was built
@@ -412,8 +412,8 @@ async def test_the_app_says_the_notices_and_the_models_choice_once(hermes_home: 
 
 
 async def test_the_app_shows_the_refusal_once_and_runs_nothing(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.widgets.conversation import PromptInput
 
     config = parse_config("terminal:\n  backend: ssh\ncode_execution:\n  timout: 3\n")
     app = HermesApp(config, cwd=str(tmp_path), home=hermes_home)

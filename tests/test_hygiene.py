@@ -17,7 +17,7 @@ RUNTIME = Path(hermes_tui.runtime.__file__).parent
 def test_importing_the_runtime_loads_no_textual() -> None:
     code = (
         "import sys, hermes_tui.runtime, hermes_tui.runtime.executor, hermes_tui.runtime.pool,"
-        " hermes_tui.agent, hermes_tui.agent.loop, hermes_tui.store, hermes_tui.inject, hermes_tui.export;"
+        " hermes_tui.agent, hermes_tui.agent.loop, hermes_tui.storage.sessions, hermes_tui.agent.inject, hermes_tui.agent.export;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -51,11 +51,11 @@ def test_child_files_are_stdlib_only_and_python38_syntax(name: str) -> None:
 def test_widgets_and_themes_install_inside_the_package() -> None:
     import importlib.util
 
-    import hermes_tui.themes
-    import hermes_tui.widgets
+    import hermes_tui.tui.themes
+    import hermes_tui.tui.widgets
 
-    assert Path(hermes_tui.widgets.__file__).parent.name == "widgets"
-    assert Path(hermes_tui.themes.__file__).parent.name == "themes"
+    assert Path(hermes_tui.tui.widgets.__file__).parent.name == "widgets"
+    assert Path(hermes_tui.tui.themes.__file__).parent.name == "themes"
     # Nothing generic lands at the top level of site-packages.
     assert importlib.util.find_spec("widgets") is None
     assert importlib.util.find_spec("themes") is None
@@ -76,9 +76,9 @@ def test_every_package_is_installed() -> None:
 
 
 def test_widgets_touch_no_processes_or_sockets() -> None:
-    import hermes_tui.widgets
+    import hermes_tui.tui.widgets
 
-    folder = Path(hermes_tui.widgets.__file__).parent
+    folder = Path(hermes_tui.tui.widgets.__file__).parent
     offenders = [
         path.name for path in folder.glob("*.py")
         if re.search(r"^\s*(import|from)\s+(subprocess|socket|multiprocessing)\b", path.read_text(), re.MULTILINE)
@@ -92,9 +92,9 @@ def _import_graph() -> dict[str, set[str]]:
     import ast
 
     package = RUNTIME.parent
-    widgets = Path(__import__("hermes_tui.widgets", fromlist=["_"]).__file__).parent
+    widgets = Path(__import__("hermes_tui.tui.widgets", fromlist=["_"]).__file__).parent
     files: dict[str, Path] = {}
-    for folder, prefix in ((package, "hermes_tui"), (widgets, "hermes_tui.widgets")):
+    for folder, prefix in ((package, "hermes_tui"), (widgets, "hermes_tui.tui.widgets")):
         for path in folder.rglob("*.py"):
             parts = path.relative_to(folder).with_suffix("").parts
             if parts[0] == "widgets" and folder == package:
@@ -148,5 +148,5 @@ def test_no_import_circles() -> None:
 def test_widgets_import_event_types_not_the_agent_loop() -> None:
     graph = _import_graph()
     offenders = {m: sorted(t for t in targets if t == "hermes_tui.agent.loop")
-                 for m, targets in graph.items() if m.startswith("hermes_tui.widgets")}
+                 for m, targets in graph.items() if m.startswith("hermes_tui.tui.widgets")}
     assert {m: t for m, t in offenders.items() if t} == {}

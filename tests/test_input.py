@@ -9,13 +9,13 @@ from pathlib import Path
 
 from textual import events
 
-from hermes_tui import store as db
-from hermes_tui.app import HermesApp
-from hermes_tui.commands import COMMANDS
-from hermes_tui.widgets.completion import CompletionList
-from hermes_tui.widgets.conversation import MessageBlock, PastedRunBlock, PromptInput, RunBlock
-from hermes_tui.widgets.dialogs import HelpScreen
-from hermes_tui.widgets.history_search import HistorySearchBar, InputHistory
+from hermes_tui.storage import sessions as db
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.commands import COMMANDS
+from hermes_tui.tui.widgets.completion import CompletionList
+from hermes_tui.tui.widgets.conversation import MessageBlock, PastedRunBlock, PromptInput, RunBlock
+from hermes_tui.tui.screens.dialogs import HelpScreen
+from hermes_tui.tui.widgets.history_search import HistorySearchBar, InputHistory
 
 from conftest import open_store_db, strict_config
 from fake_models import FakeModelServer

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from textual.app import App, ComposeResult
 
 from hermes_tui.runtime.models import KernelInfo
-from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.widgets.kernels import KernelsPane
 
 NOW = datetime(2026, 11, 30, 12, 0, 0)
 

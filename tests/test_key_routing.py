@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from hermes_tui.agent.catalog import PROVIDERS, find, markdown
-from hermes_tui.agent.keys import conventional_key_allowed, usable
-from hermes_tui.agent.providers import ProviderError, make_provider, resolve_provider
+from hermes_tui.agent.models.catalog import PROVIDERS, find, markdown
+from hermes_tui.agent.models.keys import conventional_key_allowed, usable
+from hermes_tui.agent.models.providers import ProviderError, make_provider, resolve_provider
 from conftest import make_config
 from fake_models import FakeModelServer
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.app import App, ComposeResult
 
-from hermes_tui.widgets.output import OutputLog
+from hermes_tui.tui.widgets.output import OutputLog
 
 HOSTILE = "a\x1b]0;owned\x07 b \x1b[2J c \x9b31m d \x7f e\tf\n"
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from hermes_tui.app import HermesApp
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.config import parse_config
 from hermes_tui.runtime.models import ExecResult, KernelRef
-from hermes_tui.widgets.conversation import MAX_BLOCKS, MessageBlock, ReplyBlock, RunBlock, output_preview
-from hermes_tui.widgets.output import OutputLog, OutputPane, header_line
+from hermes_tui.tui.widgets.conversation import MAX_BLOCKS, MessageBlock, ReplyBlock, RunBlock, output_preview
+from hermes_tui.tui.widgets.output import OutputLog, OutputPane, header_line
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
 
@@ -270,13 +270,13 @@ async def test_a_stored_session_shorter_than_the_view_draws_all_of_it(tmp_path: 
 # -- the footer ------------------------------------------------------------------------------
 
 def footer_text(app: HermesApp) -> str:
-    from hermes_tui.widgets.footer import KeysFooter
+    from hermes_tui.tui.widgets.footer import KeysFooter
 
     return str(app.query_one(KeysFooter).render())
 
 
 async def test_footer_shows_the_keys_of_the_focused_pane_and_a_click_presses_one() -> None:
-    from hermes_tui.widgets.footer import KeysFooter
+    from hermes_tui.tui.widgets.footer import KeysFooter
 
     app = HermesApp(cwd=str(Path.cwd()))
     async with app.run_test(size=(140, 40)) as pilot:

@@ -14,11 +14,11 @@ from test_app import wait_until
 from textual.app import App, ComposeResult
 from textual.widgets import Label, Static
 
-from hermes_tui.cache import CacheEntry
-from hermes_tui.editor import editor_argv
-from hermes_tui.widgets.cache_browser import EntryScreen
-from hermes_tui.widgets.messages import OpenInEditor
-from hermes_tui.widgets.pager import BLOCK, Pager, line_at
+from hermes_tui.runtime.cache import CacheEntry
+from hermes_tui.tui.editor import editor_argv
+from hermes_tui.tui.screens.cache_browser import EntryScreen
+from hermes_tui.tui.widgets.messages import OpenInEditor
+from hermes_tui.tui.widgets.pager import BLOCK, Pager, line_at
 
 LINES = 50_000  # ~2.3 MB: far jumps leave the block the pager holds, so the number is counted
 
@@ -146,7 +146,7 @@ def fake_editor(folder: Path, name: str) -> tuple[Path, Path]:
 async def test_e_opens_the_editor_at_the_line_on_screen(hermes_home: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch, name: str, extra: str,
                                                         expected: list[str]) -> None:
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     # A name with a space and a semicolon: it is one argument, never read by a shell.
     path = numbered_file(tmp_path / "out; echo x.txt")

@@ -8,10 +8,10 @@ from pathlib import Path
 from textual.app import App
 from textual.widgets import Static
 
-from hermes_tui.cache import CacheEntry
-from hermes_tui.widgets.cache_browser import CacheBrowser, EntryScreen
-from hermes_tui.widgets.dialogs import HelpScreen
-from hermes_tui.widgets.pager import BLOCK, Pager, read_block
+from hermes_tui.runtime.cache import CacheEntry
+from hermes_tui.tui.screens.cache_browser import CacheBrowser, EntryScreen
+from hermes_tui.tui.screens.dialogs import HelpScreen
+from hermes_tui.tui.widgets.pager import BLOCK, Pager, read_block
 
 from test_app import make_app, wait_until
 
@@ -120,7 +120,7 @@ def burst(app: App, text: str) -> None:
 
 
 async def test_a_burst_typed_into_a_pane_goes_whole_to_the_input(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.widgets.conversation import PromptInput
 
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
@@ -199,13 +199,13 @@ async def test_the_pager_redraws_its_whole_body_after_a_prompt(tmp_path: Path) -
 
 class ConversationApp(App[None]):
     def compose(self):
-        from hermes_tui.widgets.conversation import ConversationPane
+        from hermes_tui.tui.widgets.conversation import ConversationPane
 
         yield ConversationPane("hint", id="conversation")
 
 
 async def test_the_conversation_follows_a_growing_last_block() -> None:
-    from hermes_tui.widgets.conversation import ConversationPane
+    from hermes_tui.tui.widgets.conversation import ConversationPane
 
     app = ConversationApp()
     async with app.run_test(size=SMALL) as pilot:
@@ -253,8 +253,8 @@ async def test_the_preview_of_a_cut_output_points_to_the_saved_file(hermes_home:
 # -- 7. The no-model hint shortens at 80x24 instead of being cut mid-sentence -------------------
 
 async def test_the_no_model_hint_shortens_without_cutting_a_word(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.widgets.conversation import wrapped_rows
-    from hermes_tui.widgets.main_screen import INPUT_HINT
+    from hermes_tui.tui.widgets.conversation import wrapped_rows
+    from hermes_tui.tui.screens.main import INPUT_HINT
 
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=(64, 24)) as pilot:  # (at 80 columns the pane has room for it: issue 32)
@@ -277,7 +277,7 @@ async def test_the_no_model_hint_shortens_without_cutting_a_word(hermes_home: Pa
 # -- 8. Backspace in an indent removes a whole indent level ------------------------------------
 
 async def test_backspace_in_an_indent_removes_a_level(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.widgets.conversation import PromptInput
 
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
@@ -306,7 +306,7 @@ async def test_backspace_in_an_indent_removes_a_level(hermes_home: Path, tmp_pat
 async def test_e_on_an_uncut_record_opens_its_output_at_the_line_on_screen(hermes_home: Path, tmp_path: Path) -> None:
     from test_app import blocks, submit
 
-    from hermes_tui.widgets.messages import OpenInEditor
+    from hermes_tui.tui.widgets.messages import OpenInEditor
 
     asked: list[OpenInEditor] = []
     app = make_app(hermes_home, tmp_path)
@@ -339,7 +339,7 @@ async def test_e_on_an_uncut_record_opens_its_output_at_the_line_on_screen(herme
 
 def transcript_rows(app) -> list[tuple[str, str]]:
     """(kind, text) of each block in the transcript (the resumed session's head line left out)."""
-    from hermes_tui.widgets.conversation import MessageBlock, RunBlock
+    from hermes_tui.tui.widgets.conversation import MessageBlock, RunBlock
 
     rows = []
     for widget in app.query_one("#transcript").children:
@@ -356,7 +356,7 @@ async def test_a_resumed_session_draws_a_typed_command_as_it_was_drawn_live(herm
     from conftest import make_config
     from test_app import blocks, submit
 
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     app = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-bang")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -378,8 +378,8 @@ async def test_a_resumed_session_draws_a_typed_command_as_it_was_drawn_live(herm
 # -- 11. The / popup keeps each command to one row at 80x24 ------------------------------------
 
 async def test_the_slash_popup_keeps_each_command_to_one_row(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.widgets.completion import MAX_ITEMS, CompletionList, slash_candidates
-    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.widgets.completion import MAX_ITEMS, CompletionList, slash_candidates
+    from hermes_tui.tui.widgets.conversation import PromptInput
 
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SMALL) as pilot:

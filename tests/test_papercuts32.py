@@ -55,7 +55,7 @@ async def test_web_tools_without_a_backend_are_not_offered_to_the_model(harness_
 
 
 def test_sizes_say_mib_beside_byte_counts(hermes_home: Path) -> None:
-    from hermes_tui.units import human_size
+    from hermes_tui.base.units import human_size
 
     assert human_size(8 << 20, " ") == "8.0 MiB" and human_size(195.3 * 1024) == "195.3KiB" and human_size(12) == "12B"
     folder = hermes_home / "cache" / "exec"
@@ -86,7 +86,7 @@ def _records(folder: Path, sessions: tuple[str, ...]) -> None:
 
 
 def test_cache_ls_shows_session_ids_as_unique_prefixes(hermes_home: Path) -> None:
-    from hermes_tui.units import unique_prefixes
+    from hermes_tui.base.units import unique_prefixes
 
     long = ("delegate::parent-20261129::child-a", "delegate::parent-20261129::child-b")
     _records(hermes_home / "cache" / "exec", SAME_SECOND + long)
@@ -101,9 +101,9 @@ def test_cache_ls_shows_session_ids_as_unique_prefixes(hermes_home: Path) -> Non
 
 
 async def test_f9_list_shows_session_ids_as_unique_prefixes(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.cache_browser import CacheBrowser
-    from hermes_tui.widgets.entry_list import EntryList
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.screens.cache_browser import CacheBrowser
+    from hermes_tui.tui.widgets.entry_list import EntryList
 
     long = ("delegate::parent-20261129::child-a", "delegate::parent-20261129::child-b")
     _records(hermes_home / "cache" / "exec", SAME_SECOND + long)
@@ -202,9 +202,9 @@ def test_cache_show_pages_escaped_text_on_a_terminal_and_never_on_a_pipe(hermes_
 
 async def test_model_with_no_model_configured_says_how_instead_of_an_empty_picker(
         hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.conversation import PromptInput
-    from hermes_tui.widgets.model_picker import ModelPicker
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.screens.model_picker import ModelPicker
 
     app = HermesApp(cwd=str(tmp_path), home=hermes_home)
     async with app.run_test(size=(120, 40)) as pilot:

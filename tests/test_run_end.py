@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from hermes_tui.widgets.output import OutputPane
+from hermes_tui.tui.widgets.output import OutputPane
 
 from test_app import blocks, make_app, submit, wait_until
 from test_screens import run

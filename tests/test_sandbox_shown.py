@@ -19,16 +19,16 @@ import pytest
 from rich.style import Style
 from textual.app import App, ComposeResult
 
-from hermes_tui import doctor_checks
-from hermes_tui.app import HermesApp
+from hermes_tui.cli.doctor import checks as doctor_checks
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.config import parse_config
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.runtime.sandbox import FORCE_ENV
-from hermes_tui.widgets.conversation import PromptInput
-from hermes_tui.widgets.dialogs import HelpScreen
-from hermes_tui.widgets.kernel_table import KernelTable
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.main_screen import TopBar, topbar_line
+from hermes_tui.tui.widgets.conversation import PromptInput
+from hermes_tui.tui.screens.dialogs import HelpScreen
+from hermes_tui.tui.widgets.kernel_table import KernelTable
+from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.screens.main import TopBar, topbar_line
 
 from test_app import blocks, make_app, submit, wait_until
 

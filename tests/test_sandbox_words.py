@@ -11,7 +11,7 @@ import pytest
 from conftest import make_config
 
 from hermes_tui.config import CodeExecutionConfig
-from hermes_tui.doctor_checks import probe_sandbox
+from hermes_tui.cli.doctor.checks import probe_sandbox
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.sandbox import FORCE_ENV
 from hermes_tui.runtime.sandbox.denials import explain

@@ -13,18 +13,18 @@ import pytest
 from rich.cells import cell_len
 from textual import events
 
-from hermes_tui.app import HermesApp
-from hermes_tui.cache import CacheEntry
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.runtime.cache import CacheEntry
 from hermes_tui.runtime.approvals import ApprovalRequest, FileChange
 from hermes_tui.runtime.models import KernelInfo
-from hermes_tui.widgets.approval import ApprovalScreen
-from hermes_tui.widgets.cache_browser import EntryScreen
-from hermes_tui.widgets.child_transcript import ChildTranscriptScreen
-from hermes_tui.widgets.conversation import ConversationPane, PromptInput, ReplyBlock, RunBlock, Transcript
-from hermes_tui.widgets.delegate import ChildRow
-from hermes_tui.widgets.footer import KeysFooter
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.pager import Pager
+from hermes_tui.tui.screens.approval import ApprovalScreen
+from hermes_tui.tui.screens.cache_browser import EntryScreen
+from hermes_tui.tui.screens.child_transcript import ChildTranscriptScreen
+from hermes_tui.tui.widgets.conversation import ConversationPane, PromptInput, ReplyBlock, RunBlock, Transcript
+from hermes_tui.tui.widgets.delegate import ChildRow
+from hermes_tui.tui.widgets.footer import KeysFooter
+from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.widgets.pager import Pager
 
 from fake_models import FakeModelServer
 from test_app import make_app, submit, wait_until

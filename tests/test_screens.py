@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hermes_tui.widgets.kernel_table import KernelTable
+from hermes_tui.tui.widgets.kernel_table import KernelTable
 
-from hermes_tui.agent.resolve import ProviderSettings
-from hermes_tui.app import HermesApp
-from hermes_tui.widgets.conversation import PromptInput, RunBlock
-from hermes_tui.widgets.dialogs import ConfirmScreen, HelpScreen, loss_question
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.main_screen import topbar_line
+from hermes_tui.agent.models.resolve import ProviderSettings
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock
+from hermes_tui.tui.screens.dialogs import ConfirmScreen, HelpScreen, loss_question
+from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.screens.main import topbar_line
 
 from conftest import pid_running
 from test_app import blocks, make_app, submit, wait_until

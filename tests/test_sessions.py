@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_tui import store as db
-from hermes_tui.agent.hermes_format import HermesStreamParser
+from hermes_tui.storage import sessions as db
+from hermes_tui.agent.models.hermes_format import HermesStreamParser
 from hermes_tui.agent.tools import InvalidCall, ToolCall, validate_call
 
 from conftest import open_store_db

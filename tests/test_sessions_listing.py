@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui import store as db
-from hermes_tui.app import HermesApp
-from hermes_tui.units import noun, plural
-from hermes_tui.widgets.conversation import RunBlock
+from hermes_tui.storage import sessions as db
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.base.units import noun, plural
+from hermes_tui.tui.widgets.conversation import RunBlock
 
 from conftest import make_config, open_store_db
 from test_app import SIZE, submit, wait_until
@@ -122,7 +122,7 @@ def test_sessions_command_skips_sessions_without_messages(used_and_empty: Path) 
 # recorder and a terminal pretended: it prints the session the app would open.
 RESUME_PROBE = """
 import sys
-import hermes_tui.app
+import hermes_tui.tui.app
 
 
 class Recorder:
@@ -133,7 +133,7 @@ class Recorder:
         print("OPENS", self.session)
 
 
-hermes_tui.app.HermesApp = Recorder
+hermes_tui.tui.app.HermesApp = Recorder
 sys.stdin.isatty = sys.stdout.isatty = lambda: True
 from hermes_tui.cli import main
 
@@ -143,8 +143,7 @@ sys.exit(main(sys.argv[1:]))
 
 def resume(*argv: str) -> subprocess.CompletedProcess[str]:
     # Run from a folder outside the checkout: `python -c` puts the working directory first on
-    # sys.path, and the checkout's hermes_tui/ is not the installed package (widgets/ and
-    # themes/ are installed inside it).
+    # sys.path; the probe is for the installed package.
     return subprocess.run([sys.executable, "-c", RESUME_PROBE, *argv], capture_output=True, text=True, timeout=60,
                           cwd=tempfile.gettempdir())
 
@@ -230,7 +229,7 @@ async def test_a_pending_approval_keeps_the_session(store_backend: str, hermes_h
 
 async def test_the_picker_lists_sessions_with_messages_and_switching_away_removes_an_empty_one(
         store_backend: str, hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.widgets.sessions import SessionsScreen
+    from hermes_tui.tui.screens.sessions import SessionsScreen
 
     add_session(hermes_home, "z-stored-empty", updated_at=time.time() + 3600)  # the newest row, and empty
     app = no_model_app(hermes_home, tmp_path, session="s-a")
@@ -254,7 +253,7 @@ async def test_the_picker_lists_sessions_with_messages_and_switching_away_remove
 
 
 def test_the_picker_says_msg_for_one_message() -> None:
-    from hermes_tui.widgets.sessions import SessionsScreen
+    from hermes_tui.tui.screens.sessions import SessionsScreen
 
     def info(messages: int) -> db.SessionInfo:
         return db.SessionInfo(id="s1", title="t", created_at=0, updated_at=0, provider=None, model=None, cwd=None,
@@ -299,7 +298,7 @@ def test_plural(count: int, word: str, irregular: str | None, said: str) -> None
 
 
 def test_sizes_and_files_are_counted_in_words(tmp_path: Path) -> None:
-    from hermes_tui.runtime.fsutil import size_text
+    from hermes_tui.base.fsutil import size_text
     from hermes_tui.runtime.runtime import Runtime
     from hermes_tui.runtime.tools.changes import DIFF_SHOWN, capped
     from hermes_tui.runtime.tools.files import _read

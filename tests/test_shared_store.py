@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fake_models import FakeModelServer
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.storage import leases
 from hermes_tui.storage.url import parse_store_url
 

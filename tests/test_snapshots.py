@@ -8,14 +8,14 @@ from datetime import datetime, timedelta
 
 from textual.app import App, ComposeResult
 
-from hermes_tui.app import HermesApp
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.runtime.approvals import ApprovalRequest, FileChange
 from hermes_tui.runtime.models import KernelInfo
-from hermes_tui.themes import THEMES
-from hermes_tui.widgets.approval import ApprovalScreen
-from hermes_tui.widgets.conversation import PromptInput
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.main_screen import TopBar
+from hermes_tui.tui.themes import THEMES
+from hermes_tui.tui.screens.approval import ApprovalScreen
+from hermes_tui.tui.widgets.conversation import PromptInput
+from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.screens.main import TopBar
 
 from conftest import make_config
 
@@ -125,7 +125,7 @@ def test_model_conversation(snap_compare, tmp_path) -> None:
     the top bar's context gauge and cost from the usage the server reports."""
     from fake_models import FakeModelServer
 
-    from hermes_tui.widgets.conversation import ReplyBlock
+    from hermes_tui.tui.widgets.conversation import ReplyBlock
 
     reply = ("Two ways:\n\n1. **`git stash`** keeps the changes aside\n2. `git worktree add ../hotfix`\n\n"
              "```sh\ngit worktree add ../hotfix main\n```\n\n| command | keeps index |\n|---|---|\n"

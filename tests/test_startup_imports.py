@@ -25,10 +25,10 @@ DEFERRED = (
     "bs4",
     "markdownify",
     "whatthepatch",
-    # replies' Markdown (hermes_tui.widgets.reply) and the syntax highlighting under it
+    # replies' Markdown (hermes_tui.tui.widgets.reply) and the syntax highlighting under it
     "markdown_it",
     "textual.widgets._markdown",
-    "hermes_tui.widgets.reply",
+    "hermes_tui.tui.widgets.reply",
     "pygments.lexers",
     # the shell parser's grammar (loaded by the runtime's preload, after the first frame)
     "tree_sitter_bash",
@@ -36,17 +36,17 @@ DEFERRED = (
     "hermes_tui.cli.exec_cmd",
     "hermes_tui.cli.sessions_cmd",
     "hermes_tui.cli.doctor_cmd",
-    "hermes_tui.widgets.dialogs",
-    "hermes_tui.widgets.approval",
-    "hermes_tui.widgets.cache_browser",
-    "hermes_tui.widgets.pager",
-    "hermes_tui.widgets.sessions",
-    "hermes_tui.widgets.transcript",
-    "hermes_tui.widgets.usage",
-    "hermes_tui.widgets.model_picker",
-    "hermes_tui.widgets.child_transcript",
-    "hermes_tui.export",
-    "hermes_tui.doctor_checks",
+    "hermes_tui.tui.screens.dialogs",
+    "hermes_tui.tui.screens.approval",
+    "hermes_tui.tui.screens.cache_browser",
+    "hermes_tui.tui.widgets.pager",
+    "hermes_tui.tui.screens.sessions",
+    "hermes_tui.tui.widgets.transcript",
+    "hermes_tui.tui.screens.usage",
+    "hermes_tui.tui.screens.model_picker",
+    "hermes_tui.tui.screens.child_transcript",
+    "hermes_tui.agent.export",
+    "hermes_tui.cli.doctor.checks",
     # the engine itself, built after the first frame (so the runtime's preload, which imports every
     # tool's modules in a thread, starts after it too), and a shared store's driver
     "hermes_tui.runtime.runtime",
@@ -71,7 +71,7 @@ PROBE = textwrap.dedent('''
 
     from textual import events
 
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     app = HermesApp(load_config(None), cwd=sys.argv[2])
     seen = {}
@@ -112,6 +112,6 @@ def test_first_frame_does_not_import_deferred_modules(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(out.read_text())
     modules = set(seen["modules"])
-    assert "hermes_tui.widgets.main_screen" in modules  # the probe did reach the first screen
+    assert "hermes_tui.tui.screens.main" in modules  # the probe did reach the first screen
     imported = [name for name in DEFERRED if name in modules]
     assert imported == [], f"imported before the first frame: {imported} (import them on first use)"

@@ -1,6 +1,6 @@
 """The storage layer on both backends (SQLite and a real PostgreSQL, tests/pg_server.py): the
 versioned migrations, a schema from a newer hermes-tui refused in one line, a SQLite file of the
-previous release brought up to date, every statement of ``hermes_tui.store`` giving the same
+previous release brought up to date, every statement of ``hermes_tui.storage.sessions`` giving the same
 results on both, odd text, leases and their races, concurrent migration, and a password that
 is never shown."""
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.storage import leases
 from hermes_tui.storage.errors import SchemaTooNew
 from hermes_tui.storage.schema import LATEST, MIGRATIONS, migrate
@@ -222,7 +222,7 @@ CHILD = f"{S1}::child::x"  # a sub-agent's: reached through its parent
 
 
 def every_statement(conn: db.Database) -> dict[str, Any]:
-    """Run every statement function of ``hermes_tui.store`` (and the lease ones); what each returned."""
+    """Run every statement function of ``hermes_tui.storage.sessions`` (and the lease ones); what each returned."""
     out: dict[str, Any] = {}
     db.create_session(conn, S1, "custom", "m", "/tmp")
     db.create_session(conn, S1, "other", "x", "/elsewhere")  # exists: nothing happens
@@ -565,7 +565,7 @@ def test_two_threads_racing_for_a_lease_one_wins(store_backend: str, hermes_home
 
 RACER = """
 import sys, time
-from hermes_tui import store
+from hermes_tui.storage import sessions as store
 from hermes_tui.storage import leases
 from hermes_tui.storage.url import parse_store_url
 
@@ -618,7 +618,7 @@ def test_two_processes_racing_for_a_lease_one_wins(store_backend: str, hermes_ho
 
 MIGRATOR = """
 import sys, time
-from hermes_tui import store
+from hermes_tui.storage import sessions as store
 from hermes_tui.storage import postgres, schema, sqlite  # imported now, not in the race
 from hermes_tui.storage.url import parse_store_url
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.cli import main
 from hermes_tui.storage.copy import identity
 from hermes_tui.storage.url import parse_store_url

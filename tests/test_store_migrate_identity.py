@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.cli import main
 from hermes_tui.storage import copy
 from hermes_tui.storage.url import parse_store_url

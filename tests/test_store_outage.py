@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.storage.errors import StoreUnavailable
 from hermes_tui.storage.postgres import NotifyListener
 from hermes_tui.storage.url import parse_store_url

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.events import TurnEnded
 from hermes_tui.agent.loop import Agent
-from hermes_tui.agent.providers import resolve_provider
+from hermes_tui.agent.models.providers import resolve_provider
 from hermes_tui.agent.subagents import DelegateProgress
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-from hermes_tui.store import SessionStore
+from hermes_tui.storage.sessions import SessionStore
 from conftest import make_config, open_store_db
 from fake_models import FakeModelServer
 from test_agent import Harness

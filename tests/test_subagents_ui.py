@@ -14,13 +14,13 @@ from textual.app import App, ComposeResult
 
 from hermes_tui.agent.events import ReplyDone, ReplyText, ToolFinished, ToolStarted, TurnEnded, TurnStarted
 from hermes_tui.agent.subagents import ChildEvent, ChildState, DelegateProgress
-from hermes_tui.app import HermesApp
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.runtime.models import KernelInfo
-from hermes_tui.widgets.child_transcript import ChildTranscriptScreen
-from hermes_tui.widgets.conversation import ReplyBlock, RunBlock
-from hermes_tui.widgets.delegate import ChildRow, DelegateBlock, child_row_text
-from hermes_tui.widgets.kernels import KernelsPane
-from hermes_tui.widgets.main_screen import MainScreen
+from hermes_tui.tui.screens.child_transcript import ChildTranscriptScreen
+from hermes_tui.tui.widgets.conversation import ReplyBlock, RunBlock
+from hermes_tui.tui.widgets.delegate import ChildRow, DelegateBlock, child_row_text
+from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.screens.main import MainScreen
 
 from fake_models import FakeModelServer
 from test_app import SIZE, make_app, wait_until

@@ -7,8 +7,8 @@ from pathlib import Path
 from test_app import wait_until
 from textual.geometry import Region
 
-from hermes_tui.themes import THEMES
-from hermes_tui.widgets.kernels import KernelsPane
+from hermes_tui.tui.themes import THEMES
+from hermes_tui.tui.widgets.kernels import KernelsPane
 
 
 def luminance(rgb: tuple[int, int, int]) -> float:
@@ -28,7 +28,7 @@ def contrast(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
 
 
 async def test_kernels_live_label_is_readable_on_every_theme(hermes_home: Path, tmp_path: Path) -> None:
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     app = HermesApp(cwd=str(tmp_path), home=hermes_home)
     async with app.run_test(size=(120, 34)) as pilot:

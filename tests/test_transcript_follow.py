@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from hermes_tui.widgets.conversation import ConversationPane
+from hermes_tui.tui.widgets.conversation import ConversationPane
 
 from test_app import wait_until
 from test_output_preview import layouts_asked
@@ -167,7 +167,7 @@ async def test_scrolled_up_the_view_stays_while_blocks_are_added() -> None:
 async def test_a_typed_runs_block_is_on_screen_before_its_script_starts(hermes_home, tmp_path, monkeypatch) -> None:
     # Drawn 20-30 ms into the run instead, the frame competed with the run's output for the CPU:
     # a flood took 1.2x as long as with no app (issue 20).
-    from hermes_tui.widgets.output import OutputPane
+    from hermes_tui.tui.widgets.output import OutputPane
     from test_app import blocks, make_app
     from test_screens import run
 
@@ -192,7 +192,7 @@ async def test_a_typed_runs_block_is_on_screen_before_its_script_starts(hermes_h
 async def test_after_enter_the_screen_draws_again_when_no_block_comes() -> None:
     # Enter holds the frames until the run's block is mounted; with no run (no agent here), the
     # hold ends by itself and what changes is drawn.
-    from hermes_tui.widgets.conversation import HOLD_SECONDS, PromptInput
+    from hermes_tui.tui.widgets.conversation import HOLD_SECONDS, PromptInput
 
     app = ConversationApp()
     async with app.run_test(size=SMALL) as pilot:
@@ -211,7 +211,7 @@ async def test_after_enter_the_screen_draws_again_when_no_block_comes() -> None:
 async def test_a_multi_line_input_sent_lays_the_screen_out_once() -> None:
     # Enter shrinks the input, so the transcript (and its scrollbar) grows. Textual's scrollbar
     # asked for a second layout of the whole screen for its new size (issue 20).
-    from hermes_tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.widgets.conversation import PromptInput
 
     app = ConversationApp()
     async with app.run_test(size=SMALL) as pilot:
@@ -239,7 +239,7 @@ def frames_after_a_call_started(app) -> Iterator[list[str]]:
     """What the main screen does once a tool call's block is mounted (``MainScreen._after_frame``):
     "release", each frame drawn ("draw"), then "released" if the run's block was laid out by
     then, or "released, no block"."""
-    from hermes_tui.widgets.main_screen import MainScreen
+    from hermes_tui.tui.screens.main import MainScreen
     from test_app import blocks
 
     steps: list[str] = []
@@ -288,7 +288,7 @@ async def test_a_models_tool_call_is_on_screen_before_it_runs(hermes_home, tmp_p
     # A model's calls hold no frames (no input is cleared): the frame drawn for each call must
     # still hold its new block before the agent is told it is on screen.
     from fake_models import FakeModelServer
-    from hermes_tui.widgets.conversation import RunBlock
+    from hermes_tui.tui.widgets.conversation import RunBlock
     from test_app import submit
     from test_conversation_app import model_app
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.budget import Budget, parse_amount
 from hermes_tui.agent.events import Notice, TurnEnded, UsageUpdated
 from hermes_tui.agent.loop import Agent
-from hermes_tui.agent.providers import resolve_provider
+from hermes_tui.agent.models.providers import resolve_provider
 from hermes_tui.agent.usage import CallUsage, Pricing, from_anthropic, from_openai, table_prices
-from hermes_tui.store import SessionStore
+from hermes_tui.storage.sessions import SessionStore
 from conftest import make_config
 from fake_models import FakeModelServer
 from test_agent import Harness

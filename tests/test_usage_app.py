@@ -6,11 +6,11 @@ import asyncio
 import time
 from pathlib import Path
 
-from hermes_tui import attention
-from hermes_tui import store as db
-from hermes_tui.app import HermesApp
-from hermes_tui.widgets.conversation import PromptInput, ReplyBlock
-from hermes_tui.widgets.main_screen import TopBar
+from hermes_tui.tui import attention
+from hermes_tui.storage import sessions as db
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.widgets.conversation import PromptInput, ReplyBlock
+from hermes_tui.tui.screens.main import TopBar
 from conftest import make_config
 from fake_models import FakeModelServer
 
@@ -131,7 +131,7 @@ async def test_model_by_name_and_a_wrong_one_says_why(hermes_home: Path) -> None
 
 
 async def test_a_long_turn_ending_while_the_terminal_is_away_calls_the_user(hermes_home: Path, monkeypatch) -> None:
-    monkeypatch.setattr("hermes_tui.app.LONG_TURN_SECONDS", 0.0)
+    monkeypatch.setattr("hermes_tui.tui.app.LONG_TURN_SECONDS", 0.0)
     monkeypatch.setenv("TERM_PROGRAM", "WezTerm")  # a terminal that takes OSC 9 notifications
     with FakeModelServer([{"text": "done", "hang": 1.0}]) as server:
         app = app_for(server, hermes_home)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_tui.lazy import exports
+from hermes_tui.base.lazy import exports
 
 _WHERE = {"Agent": "loop", "AgentEvent": "events", "ProviderError": "providers", "ProviderSettings": "providers",
           "resolve_provider": "providers"}
@@ -22,7 +22,7 @@ _WHERE = {"Agent": "loop", "AgentEvent": "events", "ProviderError": "providers",
 if TYPE_CHECKING:
     from hermes_tui.agent.events import AgentEvent
     from hermes_tui.agent.loop import Agent
-    from hermes_tui.agent.providers import ProviderError, ProviderSettings, resolve_provider
+    from hermes_tui.agent.models.providers import ProviderError, ProviderSettings, resolve_provider
 
 
 __getattr__ = exports(__name__, _WHERE, globals())

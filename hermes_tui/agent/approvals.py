@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.restore import PendingCall
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver, blocked
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes_tui.agent.hermes_format import format_call, system_prompt_tools, tool_response
+from hermes_tui.agent.models.hermes_format import format_call, system_prompt_tools, tool_response
 from hermes_tui.agent.tools import ToolCall
 from hermes_tui.agent.usage import CHARS_PER_TOKEN
-from hermes_tui.units import plural
+from hermes_tui.base.units import plural
 
 Message = dict[str, Any]
 _SENT_KEYS = ("role", "content", "tool_calls", "tool_call_id")

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.approvals import ApprovalRecorder, ask_again
 from hermes_tui.agent.budget import DEFAULT_MAX_REPLY_TOKENS, INPUT_MARGIN, MIN_REPLY_TOKENS, Budget, Grant, grant
 from hermes_tui.agent.events import (
@@ -47,16 +47,16 @@ from hermes_tui.agent.events import (
     TurnStatus,
     UsageUpdated,
 )
-from hermes_tui.agent.hermes_format import HermesStreamParser, new_call_id
+from hermes_tui.agent.models.hermes_format import HermesStreamParser, new_call_id
 from hermes_tui.agent.history import History
-from hermes_tui.agent.providers import Provider, ProviderError, ProviderSettings, make_provider
+from hermes_tui.agent.models.providers import Provider, ProviderError, ProviderSettings, make_provider
 from hermes_tui.agent.restore import LoadedSession, PendingCall, load_session
 from hermes_tui.agent.tools import MODEL_TOOLS, InvalidCall, ToolCall, declarations, validate_call, web_tools_off
 from hermes_tui.agent.usage import CallUsage, Tally, Totals, context_window, estimate_cost, request_chars, warm_prices
 from hermes_tui.config import SubagentsConfig
 from hermes_tui.runtime.executor import INTERRUPT_NOTICE
 from hermes_tui.runtime.models import ExecResult, Origin
-from hermes_tui.units import plural
+from hermes_tui.base.units import plural
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.tools import ToolCall
 from hermes_tui.runtime.approvals import ApprovalRequest
 from hermes_tui.runtime.models import Origin

@@ -16,15 +16,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.agent.approvals import ApprovalRecorder
 from hermes_tui.agent.budget import Budget
 from hermes_tui.agent.events import Listener, NoticeLevel
 from hermes_tui.agent.loop import Agent
-from hermes_tui.agent.providers import ProviderSettings
+from hermes_tui.agent.models.providers import ProviderSettings
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.config import Config
-from hermes_tui.inject import Answerer, InjectServer
+from hermes_tui.agent.inject import Answerer, InjectServer
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import Approver
 from hermes_tui.storage import leases

@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     # No garbage collection while the app starts (issue 20): the imports and the first frame
     # make hundreds of thousands of objects that all stay alive, and the full collections they
     # set off cost about 20 ms of the first frame for nothing. The app turns collection back on
-    # after its first frame (widgets/footer.py: settle_heap); every other command at once.
+    # after its first frame (tui/widgets/footer.py: settle_heap); every other command at once.
     gc.disable()
     try:
         return _main(argv)
@@ -238,13 +238,13 @@ def _main(argv: list[str] | None) -> int:
     # Each command says it better where it can (exec checks HERMES_HOME first); this keeps
     # whatever is left to one line instead of a traceback.
     except sqlite3.Error as exc:
-        from hermes_tui.store import store_url
+        from hermes_tui.storage.sessions import store_url
 
         return _fail(database_problem(store_url().path or store_url().redacted(), exc))
     except StoreError as exc:  # a shared store: its messages are one line, with no password
         return _fail(str(exc))
     except OSError as exc:
-        from hermes_tui.paths import hermes_home
+        from hermes_tui.base.paths import hermes_home
 
         return _fail(os_problem(exc, hermes_home()))
 
@@ -285,7 +285,7 @@ def _choose_store(args: argparse.Namespace) -> None:
     error here: a command that uses the store says it in one line when it opens it (so ``exec``
     and ``doctor`` still run)."""
     from hermes_tui.config import ConfigError, load_config
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.base.paths import hermes_home
     from hermes_tui.storage.choice import choose_store
     from hermes_tui.storage.errors import StoreError
     from hermes_tui.storage.url import parse_store_url, resolve_store_url
@@ -302,7 +302,7 @@ def _choose_store(args: argparse.Namespace) -> None:
     except ConfigError as exc:
         problem = _store_section(getattr(args, "sub_config", None) or args.config)
         if isinstance(problem, str) and args.command is None:
-            # The app opens on a broken config.yaml (hermes_tui/config_start.py): with the local
+            # The app opens on a broken config.yaml (hermes_tui/config/start.py): with the local
             # store (or --store / HERMES_TUI_STORE_URL), and says so.
             args.store_notice = "sessions are kept in the local store until config.yaml is fixed"
             problem = (None, None)
@@ -320,7 +320,7 @@ def _store_section(path: str | None) -> tuple[str | None, str | None] | str:
     """``store.url`` and ``store.password_env`` read from a config that does not load as a whole
     (another section is wrong); a string (the problem) when ``store`` itself cannot be read."""
     from hermes_tui.config import StoreConfig, load_yaml
-    from hermes_tui.paths import config_path
+    from hermes_tui.base.paths import config_path
 
     import stat
 
@@ -348,7 +348,7 @@ def _load_config(args: argparse.Namespace) -> Config:
         return loaded
     path = getattr(args, "sub_config", None) or args.config
     if args.command is None:  # the app opens on a broken file, refusing what it decides
-        from hermes_tui.config_start import load_config_for_app
+        from hermes_tui.config.start import load_config_for_app
 
         try:
             config = load_config_for_app(path)

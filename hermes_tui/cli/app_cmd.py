@@ -16,9 +16,9 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
     """Open the app on ``config`` (already loaded, so a broken one is reported as one line, not inside the app)."""
     if args.app_yolo:
         config.approvals.mode = "off"
-    from hermes_tui.agent.keys import ProviderError
-    from hermes_tui.agent.resolve import resolve_provider
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.agent.models.keys import ProviderError
+    from hermes_tui.agent.models.resolve import resolve_provider
+    from hermes_tui.base.paths import hermes_home
 
     flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
     provider, problem = None, getattr(config, "model_refused", None)
@@ -33,7 +33,7 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         problem = str(exc)
     session = args.app_session
     if session is not None:
-        from hermes_tui.store import SESSION_ID, SESSION_ID_RULE
+        from hermes_tui.storage.sessions import SESSION_ID, SESSION_ID_RULE
 
         if not SESSION_ID.fullmatch(session):
             raise UsageError(f"--session {session!r} is not allowed: {SESSION_ID_RULE}")
@@ -47,7 +47,7 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         refuse_if_driven(session, config.store.lease_timeout)
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
 
     close_imports_on_start()
     HermesApp(config, session=session, provider=provider, provider_problem=problem, max_cost=args.max_cost).run()
@@ -66,7 +66,7 @@ reaches them (a reply's code blocks in other languages are shown plain when refu
 def close_imports_on_start() -> None:
     """Close the host's imports once the runtime has started (runtime/import_guard.py); each
     refusal also goes to the approvals log."""
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.base.paths import hermes_home
     from hermes_tui.runtime.import_guard import arm
 
     arm(also=APP_IMPORTS, home=hermes_home())

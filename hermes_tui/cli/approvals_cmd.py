@@ -11,10 +11,10 @@ from collections import deque
 from hermes_tui.cli.errors import UsageError
 from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
-from hermes_tui.paths import config_path, hermes_home
+from hermes_tui.base.paths import config_path, hermes_home
 from hermes_tui.runtime.approvals import audit_path
 from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
-from hermes_tui.runtime.fsutil import open_regular
+from hermes_tui.base.fsutil import open_regular
 from hermes_tui.runtime.rules import RulesNotSaved, active_rules, allowlist_path, category_source, remove_rule
 
 

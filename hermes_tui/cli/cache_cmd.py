@@ -15,13 +15,13 @@ from collections import deque
 from datetime import datetime
 from pathlib import Path
 
-from hermes_tui.cache import CacheEntry, CacheError, delete_entry, find, plan_prune, record_output, scan
+from hermes_tui.runtime.cache import CacheEntry, CacheError, delete_entry, find, plan_prune, record_output, scan
 from hermes_tui.cli.errors import UsageError
 from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
-from hermes_tui.paths import exec_cache_dir
-from hermes_tui.runtime.fsutil import open_regular
-from hermes_tui.units import human_size, parse_duration, parse_size, plural, unique_prefixes
+from hermes_tui.base.paths import exec_cache_dir
+from hermes_tui.base.fsutil import open_regular
+from hermes_tui.base.units import human_size, parse_duration, parse_size, plural, unique_prefixes
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -3,7 +3,7 @@
 First what it makes of the config: which file was read, each start-up notice about it, which
 model the input goes to (and where its key comes from — never the key), the approvals mode, the
 terminal backend, the sandbox, the limits, and with ``--verbose`` the Hermes Agent keys
-hermes-tui does not use. Then the checks of :mod:`hermes_tui.doctor_checks`, one line each,
+hermes-tui does not use. Then the checks of :mod:`hermes_tui.cli.doctor.checks`, one line each,
 ``✓`` / ``!`` / ``✗`` with the fix: the config, the model and its key, the endpoint
 (``--offline`` skips it), ``$HERMES_HOME``, free space, ``sessions.db``, the cache, the sandbox
 in force, a kernel, the project interpreter, ripgrep, the allowlist and the audit log, the
@@ -27,12 +27,12 @@ from typing import Any
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK
 from hermes_tui.cli.show import shown
 from hermes_tui.config import Config
-from hermes_tui.config_notes import backend_refusal
-from hermes_tui.doctor_checks import Check, run_checks
-from hermes_tui.hermes_keys import TURN_LIMIT_UNLIMITED
-from hermes_tui.paths import config_path, hermes_home
+from hermes_tui.config.notes import backend_refusal
+from hermes_tui.cli.doctor.checks import Check, run_checks
+from hermes_tui.config.hermes_keys import TURN_LIMIT_UNLIMITED
+from hermes_tui.base.paths import config_path, hermes_home
 from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
-from hermes_tui.units import plural
+from hermes_tui.base.units import plural
 
 MODES = {
     "manual": "flagged commands ask, the others run",
@@ -61,7 +61,7 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None, *, 
                  checks: bool = True, config_error: str | None = None) -> dict[str, Any]:
     """Everything ``doctor`` says, as plain data (what ``--json`` prints); ``checks=False``
     leaves the checks out (the config's part alone)."""
-    from hermes_tui.agent.providers import ProviderError, resolve_provider
+    from hermes_tui.agent.models.providers import ProviderError, resolve_provider
 
     home = hermes_home()
     problems: list[str] = []

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 from hermes_tui.cli.show import shown
-from hermes_tui.units import plural
+from hermes_tui.base.units import plural
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def exec_command(args: argparse.Namespace, config: Config) -> int:
     """Run the files in order; 0 if all succeeded, 1 otherwise (a UsageError for bad input)."""
-    from hermes_tui.config_notes import backend_refusal
+    from hermes_tui.config.notes import backend_refusal
 
     refusal = backend_refusal(config.terminal)
     for notice in config.notices:
@@ -38,7 +38,7 @@ def exec_command(args: argparse.Namespace, config: Config) -> int:
         raise UsageError("exec: '-' (standard input) can be given only once")
     scripts = _read_scripts(args.files)
     _check_home()
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.base.paths import hermes_home
     from hermes_tui.runtime.import_guard import arm
 
     arm(home=hermes_home())  # the host's imports close once its runtime has started (runtime/import_guard.py)
@@ -52,7 +52,7 @@ def _check_home() -> None:
     file is created and removed in each, because only a real write tells: a folder can be
     read-only for this user, on a read-only mount, or under a path that is a file (ENOTDIR).
     """
-    from hermes_tui.paths import exec_cache_dir, hermes_home, tui_dir
+    from hermes_tui.base.paths import exec_cache_dir, hermes_home, tui_dir
 
     home = hermes_home()
     for folder in (exec_cache_dir(home), tui_dir(home)):

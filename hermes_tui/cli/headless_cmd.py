@@ -4,7 +4,7 @@
 request needs a person and none is at a terminal, it stores the request, says how to review
 it, and exits 3. ``inspect`` shows a session and what waits; ``approve`` / ``deny`` answer
 from any shell (or the open dialog of a running app); ``resume`` goes on. The runner is
-:mod:`hermes_tui.agent.headless`; docs/headless.md has the workflow and the exit codes.
+:mod:`hermes_tui.cli.headless`; docs/headless.md has the workflow and the exit codes.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _common(parser: argparse.ArgumentParser, dollars: Any, session: bool = True)
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
     """``hermes-tui run``."""
-    from hermes_tui.store import SESSION_ID, SESSION_ID_RULE, new_session_id
+    from hermes_tui.storage.sessions import SESSION_ID, SESSION_ID_RULE, new_session_id
 
     text = _message(args)
     session = args.run_session or new_session_id()
@@ -122,15 +122,15 @@ def _message(args: argparse.Namespace) -> str:
 
 
 def _drive(args: argparse.Namespace, config: Config, session: str, text: str | None) -> int:
-    from hermes_tui.agent.headless import HeadlessRun, Printer, RunApprover
+    from hermes_tui.cli.headless import HeadlessRun, Printer, RunApprover
     from hermes_tui.agent.workspace import SessionBusy
     from hermes_tui.storage.errors import StoreError
-    from hermes_tui.agent.providers import ProviderError, resolve_provider
+    from hermes_tui.agent.models.providers import ProviderError, resolve_provider
     from hermes_tui.cli.exec_cmd import _check_home
     from hermes_tui.cli.tty_approver import tty_approver
-    from hermes_tui.config_notes import backend_refusal
-    from hermes_tui.inject import app_holds
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.config.notes import backend_refusal
+    from hermes_tui.agent.inject import app_holds
+    from hermes_tui.base.paths import hermes_home
 
     refusal = backend_refusal(config.terminal)
     if refusal:
@@ -173,7 +173,7 @@ def _hold_session(home: Any, session: str) -> Any:
     ``run`` or ``resume`` of it is refused with one line, so an approval is never used twice."""
     import fcntl
 
-    from hermes_tui.paths import tui_dir
+    from hermes_tui.base.paths import tui_dir
 
     folder = tui_dir(home) / "locks"
     folder.mkdir(parents=True, exist_ok=True)
@@ -188,7 +188,7 @@ def _hold_session(home: Any, session: str) -> Any:
 
 
 def _report(outcome: Any, printer: Any, summary: str, resumed: bool) -> int:
-    from hermes_tui.agent.headless import EXIT_PAUSED
+    from hermes_tui.cli.headless import EXIT_PAUSED
 
     if printer.as_json:
         fields: dict[str, Any] = {"status": outcome.status, "exit_code": outcome.exit_code, "session": outcome.session,
@@ -214,7 +214,7 @@ def _report(outcome: Any, printer: Any, summary: str, resumed: bool) -> int:
 
 def inspect_command(args: argparse.Namespace) -> int:
     """``hermes-tui inspect``."""
-    from hermes_tui import store as db
+    from hermes_tui.storage import sessions as db
     from hermes_tui.cli.sessions_cmd import _database, _find
 
     with _database() as conn:
@@ -256,7 +256,7 @@ def inspect_command(args: argparse.Namespace) -> int:
             print(f"  answered: {answer['decision']} by {shown(answer['who'])}"
                   + (f" ({shown(answer['reason'])})" if answer.get("reason") else ""))
     session = report["session"]
-    from hermes_tui.inject import app_holds
+    from hermes_tui.agent.inject import app_holds
 
     then = "the running app goes on by itself (it has this session open)" if app_holds(session) else \
         _driven_then(session)
@@ -283,8 +283,8 @@ def _held(session: str) -> bool:
     import fcntl
 
     from hermes_tui.cli.sessions_cmd import driver_of
-    from hermes_tui.inject import app_holds
-    from hermes_tui.paths import hermes_home, tui_dir
+    from hermes_tui.agent.inject import app_holds
+    from hermes_tui.base.paths import hermes_home, tui_dir
 
     if app_holds(session) or driver_of(session) is not None:
         return True
@@ -303,9 +303,9 @@ def _inspection(stored: Any, pending: list[dict[str, Any]]) -> dict[str, Any]:
     from hermes_tui.agent.usage import tokens
     from hermes_tui.cli.sessions_cmd import session_cost
     from hermes_tui.runtime.approvals import allowlist_path
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.base.paths import hermes_home
 
-    from hermes_tui.store import store_url
+    from hermes_tui.storage.sessions import store_url
 
     info = stored.info
     shared = store_url().shared  # another machine may be the one that runs it
@@ -349,10 +349,10 @@ def _inspection(stored: Any, pending: list[dict[str, Any]]) -> dict[str, Any]:
 
 def answer_command(args: argparse.Namespace, config: Config) -> int:
     """``hermes-tui approve`` and ``deny``."""
-    from hermes_tui import store as db
+    from hermes_tui.storage import sessions as db
     from hermes_tui.cli.sessions_cmd import _database, _find
-    from hermes_tui.inject import InjectError, app_holds, ask_app
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.agent.inject import InjectError, app_holds, ask_app
+    from hermes_tui.base.paths import hermes_home
 
     approving = args.command == "approve"
     if not args.ids and not args.all:
@@ -427,7 +427,7 @@ async def _audit(home: Any, session: str, targets: list[dict[str, Any]], choice:
 
 def _who() -> str:
     """Who answered: user, host and process, for the audit log."""
-    from hermes_tui.store import local_user
+    from hermes_tui.storage.sessions import local_user
 
     return f"{local_user()} (pid {os.getpid()}, {time.strftime('%Y-%m-%d %H:%M:%S')})"
 

@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.cli.errors import EXIT_OK, UsageError, database_problem, os_problem
 from hermes_tui.cli.show import shown
-from hermes_tui.paths import hermes_home
-from hermes_tui.runtime.fsutil import FileRefused
+from hermes_tui.base.paths import hermes_home
+from hermes_tui.base.fsutil import FileRefused
 from hermes_tui.storage import leases
-from hermes_tui.units import noun, plural
+from hermes_tui.base.units import noun, plural
 
 
 class NoSessions(UsageError):
@@ -105,7 +105,7 @@ def refuse_if_driven(session: str, stale_after: float | None = None) -> None:
 
 
 def inject_command(args: argparse.Namespace) -> int:
-    from hermes_tui.inject import InjectError, inject
+    from hermes_tui.agent.inject import InjectError, inject
 
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     try:
@@ -119,7 +119,7 @@ def inject_command(args: argparse.Namespace) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from hermes_tui.export import to_sharegpt
+    from hermes_tui.agent.export import to_sharegpt
 
     with _database() as conn:
         session_id = _find(conn, args.session)

@@ -20,7 +20,7 @@ from typing import Any
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, database_problem, os_problem
 from hermes_tui.cli.show import shown
-from hermes_tui.units import human_size, plural
+from hermes_tui.base.units import human_size, plural
 
 INFO_DESCRIPTION = """\
 Say which sessions store is in use and what it holds: its URL (never its password) and what
@@ -109,7 +109,7 @@ def store_command(args: argparse.Namespace) -> int:
 @contextmanager
 def _problems(url: Any, side: str = "") -> Iterator[None]:
     """A store that cannot be used, as one line (``side``: ``--from`` or ``--to`` first)."""
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.base.paths import hermes_home
     from hermes_tui.storage.errors import StoreError
 
     prefix = f"{side}: " if side else ""
@@ -157,7 +157,7 @@ def store_facts(conn: Any) -> dict[str, Any]:
 
 def info_command(args: argparse.Namespace) -> int:
     """``hermes-tui store info``."""
-    from hermes_tui import store as db
+    from hermes_tui.storage import sessions as db
     from hermes_tui.storage.copy import open_source
 
     url = db.store_url()
@@ -234,7 +234,7 @@ def _info_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
 def _store_url(text: str | None, flag: str, current: Any) -> Any:
     """``text`` parsed (None: the store in use). The same store as the one in use, named without
     a password, keeps the one ``store.password_env`` gave it (never handed to another server)."""
-    from hermes_tui.paths import hermes_home
+    from hermes_tui.base.paths import hermes_home
     from hermes_tui.storage.copy import same_place
     from hermes_tui.storage.url import StoreURL, parse_store_url
 
@@ -248,7 +248,7 @@ def _store_url(text: str | None, flag: str, current: Any) -> Any:
 
 def migrate_command(args: argparse.Namespace) -> int:
     """``hermes-tui store migrate``."""
-    from hermes_tui import store as db
+    from hermes_tui.storage import sessions as db
     from hermes_tui.storage import copy
 
     if args.source is None and args.target is None:
@@ -281,8 +281,7 @@ def migrate_command(args: argparse.Namespace) -> int:
 
 def _chosen_sessions(source: Any, wanted: list[str], url: Any) -> list[str] | None:
     """The ids ``--session`` names (resolved in the source), or None for every session."""
-    from hermes_tui import store as db
-
+    from hermes_tui.storage import sessions as db
     if not wanted:
         return None
     found = []

@@ -20,7 +20,7 @@ from typing import TextIO
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver, FileChange, run_of
 from hermes_tui.runtime.danger.text import reveal
-from hermes_tui.units import human_size
+from hermes_tui.base.units import human_size
 
 ANSWERS = {"o": "once", "once": "once", "1": "once", "s": "session", "session": "session", "2": "session",
            "a": "always", "always": "always", "3": "always", "d": "deny", "deny": "deny", "4": "deny", "": "deny",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_tui.lazy import exports
+from hermes_tui.base.lazy import exports
 
 _WHERE = {
     "EventBus": "events", "ExecFinished": "events", "ExecOutput": "events", "ExecStarted": "events",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.units import human_size
+from hermes_tui.base.units import human_size
 
 STDOUT_HEAD = 20_000
 STDOUT_TAIL = 30_000

@@ -500,7 +500,7 @@ class Executor:
         )
 
     def _record(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> dict[str, object]:
-        # Small fields first, code and output last: `hermes_tui.cache` lists 10,000 records by
+        # Small fields first, code and output last: `hermes_tui.runtime.cache` lists 10,000 records by
         # reading only the head of each file.
         first_line = next((line.strip() for line in code.splitlines() if line.strip()), "")
         record: dict[str, object] = {

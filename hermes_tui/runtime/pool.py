@@ -33,7 +33,7 @@ from hermes_tui.runtime.events import (
 from hermes_tui.runtime.kernel import Kernel, KernelKey
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.models import KernelInfo, is_subagent_session, parent_session
-from hermes_tui.units import plural
+from hermes_tui.base.units import plural
 
 _LOST_MEMORY = 512
 """Keys whose lost state is remembered (so the next result can say so); bounded."""

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.runtime.fsutil import atomic_write
+from hermes_tui.base.fsutil import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ import yaml
 from hermes_tui.config import load_yaml
 from hermes_tui.runtime.danger import simple_commands
 from hermes_tui.runtime.danger.hermes_names import category, known_name, lift
-from hermes_tui.runtime.fsutil import FileRefused, atomic_write, read_capped
+from hermes_tui.base.fsutil import FileRefused, atomic_write, read_capped
 
 OPERATOR_RE = re.compile(r"[;&|<>`\n]|\$\(")
 GLOB_CHARS = set("*?[")

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from hermes_tui.config import Config, load_config
-from hermes_tui.config_notes import backend_refusal
-from hermes_tui.paths import exec_cache_dir, hermes_home
+from hermes_tui.config.notes import backend_refusal
+from hermes_tui.base.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
@@ -25,7 +25,7 @@ from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.tools import TOOL_NAMES
 from hermes_tui.runtime.tools.dispatch import preload
-from hermes_tui.units import noun
+from hermes_tui.base.units import noun
 
 
 class Runtime:

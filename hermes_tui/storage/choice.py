@@ -1,6 +1,6 @@
 """Which store this process uses (chosen once by the command line), and new session ids.
 
-Apart from :mod:`hermes_tui.store` (which re-exports these) so that choosing the store, and
+Apart from :mod:`hermes_tui.storage.sessions` (which re-exports these) so that choosing the store, and
 naming the session the app opens, need neither SQLite nor the store's code before the first
 frame (issue 20).
 """

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from hermes_tui.runtime.fsutil import file_kind
+from hermes_tui.base.fsutil import file_kind
 from hermes_tui.storage.base import Database
 from hermes_tui.storage.errors import SchemaTooNew, StoreError, StoreUnavailable
 from hermes_tui.storage.leases import STALE_AFTER, all_leases

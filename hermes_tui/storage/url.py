@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from hermes_tui.paths import tui_dir
+from hermes_tui.base.paths import tui_dir
 from hermes_tui.storage.errors import StoreURLError
 
 ENV_URL = "HERMES_TUI_STORE_URL"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.config_notes import backend_refusal
-from hermes_tui.config_start import load_config_for_app
+from hermes_tui.config.notes import backend_refusal
+from hermes_tui.config.start import load_config_for_app
 from hermes_tui.runtime import Runtime
 
 from conftest import make_config
@@ -114,7 +114,7 @@ def test_a_broken_approvals_value_refuses_the_model_s_scripts_but_keeps_the_mode
         server.close()
     import sqlite3
 
-    from hermes_tui.store import sessions_db_path
+    from hermes_tui.storage.sessions import sessions_db_path
 
     with sqlite3.connect(sessions_db_path(hermes_home)) as db:
         stored = "\n".join(str(row) for row in db.execute("SELECT * FROM messages"))

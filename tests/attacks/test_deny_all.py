@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, audit_path
-from hermes_tui.widgets.approval import ApprovalScreen
+from hermes_tui.tui.screens.approval import ApprovalScreen
 
 from conftest import strict_config
 from test_app import SIZE, dialog_ready, make_app, submit, wait_until

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_tui import store as db
+from hermes_tui.storage import sessions as db
 from hermes_tui.runtime.records import RECORD_FORMAT
 
 CLI = [sys.executable, "-m", "hermes_tui"]
@@ -211,7 +211,7 @@ def _as_nobody(argv: list[str], home: Path, timeout: float = 60) -> tuple[int, s
     import hermes_tui.cli
 
     for name in ("hermes_tui.cli.exec_cmd", "hermes_tui.cli.show", "hermes_tui.cli.tty_approver", "hermes_tui.config",
-                 "hermes_tui.paths", "hermes_tui.runtime", "hermes_tui.runtime.danger.text", "hermes_tui.runtime.fsutil",
+                 "hermes_tui.base.paths", "hermes_tui.runtime", "hermes_tui.runtime.danger.text", "hermes_tui.base.fsutil",
                  "traceback"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -405,7 +405,7 @@ def test_cache_show_never_streams_a_device_a_record_names(hostile_cache: Path) -
 
 
 def test_scan_and_records_never_hang_or_read_without_end(hostile_cache: Path) -> None:
-    from hermes_tui.cache import CacheError, find, load_record, scan
+    from hermes_tui.runtime.cache import CacheError, find, load_record, scan
 
     problems: list[str] = []
     entries = within(20, lambda: scan(hostile_cache, problems))
@@ -420,7 +420,7 @@ def test_scan_and_records_never_hang_or_read_without_end(hostile_cache: Path) ->
 
 
 def test_read_capped_reads_at_most_the_cap(tmp_path: Path, fifos) -> None:
-    from hermes_tui.runtime.fsutil import FileRefused, read_capped
+    from hermes_tui.base.fsutil import FileRefused, read_capped
 
     small = tmp_path / "small"
     small.write_bytes(b"x" * 100)
@@ -441,7 +441,7 @@ def test_read_capped_reads_at_most_the_cap(tmp_path: Path, fifos) -> None:
 
 
 def test_settings_in_a_fifo_read_as_defaults_and_are_replaced(hermes_home: Path, fifos) -> None:
-    from hermes_tui.settings import remember_theme, remembered_theme, settings_path
+    from hermes_tui.tui.settings import remember_theme, remembered_theme, settings_path
 
     path = fifos(settings_path(hermes_home))
     assert within(10, lambda: remembered_theme(hermes_home, {"a", "b"}, "a")) == "a"
@@ -560,9 +560,9 @@ async def test_cache_browser_rows_entry_and_notices_show_markup_literally(hermes
     from test_app import wait_until
     from test_approval_dialog import shows_literally
 
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.cache_browser import CacheBrowser, EntryScreen
-    from hermes_tui.widgets.messages import OpenInEditor
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.screens.cache_browser import CacheBrowser, EntryScreen
+    from hermes_tui.tui.widgets.messages import OpenInEditor
 
     folder = hermes_home / "cache" / "exec"
     _record(folder, "20261129-100000-0000good", title=f"print('{MARKUP_NAME}')", session="[/]s",
@@ -597,8 +597,8 @@ async def test_cache_browser_lists_around_fifos_and_device_links(hostile_cache: 
                                                                  tmp_path: Path) -> None:
     from test_app import wait_until
 
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.cache_browser import CacheBrowser
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.screens.cache_browser import CacheBrowser
 
     app = HermesApp(cwd=str(tmp_path), home=hermes_home)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -627,7 +627,7 @@ def test_sqlite_and_os_errors_have_their_own_line() -> None:
 
 def test_a_fifo_or_huge_dotenv_never_hangs_provider_resolution(hermes_home: Path) -> None:
     """A script can put a FIFO where $HERMES_HOME/.env goes: the app reads it at start."""
-    from hermes_tui.agent.providers import resolve_provider
+    from hermes_tui.agent.models.providers import resolve_provider
     from conftest import make_config
 
     config = make_config("model: anthropic/claude-sonnet-4\n")

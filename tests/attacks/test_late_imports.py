@@ -158,12 +158,12 @@ async def host(spec: dict) -> dict:
     sys.path.insert(0, str(TESTS))
     from fake_models import FakeModelServer
 
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
     from hermes_tui.cli.app_cmd import close_imports_on_start
     from hermes_tui.config import parse_config
     from hermes_tui.runtime import import_guard
-    from hermes_tui.widgets.conversation import RunBlock
-    from hermes_tui.widgets.reply import ReplyBlock
+    from hermes_tui.tui.widgets.conversation import RunBlock
+    from hermes_tui.tui.widgets.reply import ReplyBlock
 
     web = start_web()
     if spec["mode"] == "walk":
@@ -179,7 +179,7 @@ async def host(spec: dict) -> dict:
             close_imports_on_start()  # what app_command does before the app runs
         app = HermesApp(config, cwd=spec["cwd"], session="s-late")
         async with app.run_test(size=(140, 40)) as pilot:
-            from hermes_tui.widgets.conversation import PromptInput
+            from hermes_tui.tui.widgets.conversation import PromptInput
 
             prompt = app.query_one(PromptInput)
             prompt.focus()
@@ -451,7 +451,7 @@ def test_bytecode_changed_after_start_is_not_used(tree) -> None:
 def test_a_code_block_whose_lexer_is_refused_is_shown_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     import textual.highlight
 
-    from hermes_tui.widgets.reply import ReplyFence
+    from hermes_tui.tui.widgets.reply import ReplyFence
 
     def refused(*args: object, **kwargs: object) -> None:
         raise ImportError("hermes-tui refused to import pygments.lexers.haskell")

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button
 
-from hermes_tui.app import HermesApp
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.cli import tty_approver
 from hermes_tui.runtime.approvals import ApprovalRequest, audit_path
-from hermes_tui.widgets.approval import ApprovalScreen
-from hermes_tui.widgets.conversation import ReplyBlock, RunBlock
+from hermes_tui.tui.screens.approval import ApprovalScreen
+from hermes_tui.tui.widgets.conversation import ReplyBlock, RunBlock
 from conftest import make_config
 from fake_models import FakeModelServer
 from sandbox_world import TIERS, force_tier

@@ -16,7 +16,7 @@ import pytest
 from conftest import make_config
 
 from hermes_tui.runtime import Runtime
-from hermes_tui.runtime.fsutil import WRITE_GUARD, atomic_write
+from hermes_tui.base.fsutil import WRITE_GUARD, atomic_write
 from hermes_tui.runtime.tools import dispatch
 
 def test_a_write_through_a_folder_that_is_really_elsewhere_is_refused(tmp_path: Path) -> None:

@@ -216,7 +216,7 @@ async def test_the_kernels_pane_flags_a_kernel_with_variables_from_skills():
     from textual.app import App
 
     from hermes_tui.runtime.models import KernelInfo
-    from hermes_tui.widgets.kernels import KernelsPane
+    from hermes_tui.tui.widgets.kernels import KernelsPane
 
     now = datetime.now()
     info = KernelInfo(id="k1", key="-", session="s", mode="project", interpreter="python", cwd="/", pid=1,

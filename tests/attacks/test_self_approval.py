@@ -12,9 +12,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from hermes_tui.app import HermesApp
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.runtime import hardening
-from hermes_tui.widgets.conversation import PromptInput
+from hermes_tui.tui.widgets.conversation import PromptInput
 from conftest import make_config
 
 SELF_APPROVE = r'''

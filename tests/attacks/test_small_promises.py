@@ -13,9 +13,9 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from hermes_tui.widgets.cache_browser import CacheBrowser, EntryScreen
-from hermes_tui.widgets.output import OutputLog
-from hermes_tui.widgets.safe import visible
+from hermes_tui.tui.screens.cache_browser import CacheBrowser, EntryScreen
+from hermes_tui.tui.widgets.output import OutputLog
+from hermes_tui.tui.widgets.safe import visible
 
 from fake_models import FakeModelServer
 from test_app import SIZE, make_app, submit, wait_until

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hermes_tui.config import ConfigError, parse_config
 from hermes_tui.runtime import Runtime
-from hermes_tui.widgets.conversation import output_preview
+from hermes_tui.tui.widgets.conversation import output_preview
 
 from conftest import make_config
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.agent.keys import KeyCommand
+from hermes_tui.agent.models.keys import KeyCommand
 from hermes_tui.runtime import Runtime
 from conftest import make_config
 

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cache_trees import make_tree  # noqa: E402
 
-from hermes_tui.cache import scan  # noqa: E402
-from hermes_tui.widgets.pager import find_in_file, offset_of_line, read_block  # noqa: E402
+from hermes_tui.runtime.cache import scan  # noqa: E402
+from hermes_tui.tui.widgets.pager import find_in_file, offset_of_line, read_block  # noqa: E402
 
 
 def drop_caches() -> bool:
@@ -37,8 +37,8 @@ def drop_caches() -> bool:
 
 
 async def browser_rows(home: Path) -> float:
-    from hermes_tui.app import HermesApp
-    from hermes_tui.widgets.cache_browser import CacheBrowser
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.screens.cache_browser import CacheBrowser
 
     app = HermesApp(cwd=str(home), home=home)
     async with app.run_test(size=(140, 40)) as pilot:

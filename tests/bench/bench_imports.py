@@ -32,7 +32,7 @@ def rss_kib():
 
 what = sys.argv[1]
 out = {}
-import hermes_tui.app, hermes_tui.agent.workspace  # noqa: E401  what the app holds by then
+import hermes_tui.tui.app, hermes_tui.agent.workspace  # noqa: E401  what the app holds by then
 from hermes_tui.runtime.tools import dispatch
 from hermes_tui.runtime import import_guard
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fake_models import FakeModelServer  # noqa: E402
 
-from hermes_tui.agent.providers import make_provider, resolve_provider  # noqa: E402
+from hermes_tui.agent.models.providers import make_provider, resolve_provider  # noqa: E402
 from hermes_tui.config import load_config, parse_config  # noqa: E402
 
 

@@ -62,7 +62,7 @@ import pg_server  # noqa: E402
 from fake_models import FakeModelServer  # noqa: E402
 
 from hermes_tui import store as db  # noqa: E402
-from hermes_tui.store import SessionStore  # noqa: E402
+from hermes_tui.storage.sessions import SessionStore  # noqa: E402
 from hermes_tui.storage.url import StoreURL, parse_store_url  # noqa: E402
 
 BACKENDS = ("sqlite", "postgresql")
@@ -197,7 +197,7 @@ class AgentRig:
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         from hermes_tui.agent.events import TurnEnded
         from hermes_tui.agent.loop import Agent
-        from hermes_tui.agent.providers import resolve_provider
+        from hermes_tui.agent.models.providers import resolve_provider
         from hermes_tui.config import parse_config
         from hermes_tui.runtime import Runtime
 

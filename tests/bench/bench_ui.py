@@ -78,9 +78,9 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
     through the app with a focus change every 30 ms (the keys' latency, and what they cost)."""
     from textual.events import Key
 
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
     from hermes_tui.runtime import Runtime
-    from hermes_tui.widgets.conversation import PromptInput, RunBlock
+    from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock
 
     default_interval = sys.getswitchinterval()
     app = HermesApp(cwd=folder)
@@ -196,8 +196,8 @@ async def flood(megabytes: int, folder: str, floods: int = 3) -> None:
 def make_session(home: Path, messages: int, session: str = "big") -> None:
     """A stored session of ``messages`` messages: turns of a question, a reply calling
     ``terminal``, its result and a Markdown reply."""
-    from hermes_tui import store as db
-    from hermes_tui.store import SessionStore
+    from hermes_tui.storage import sessions as db
+    from hermes_tui.storage.sessions import SessionStore
 
     store = SessionStore.open(home)
     store.sync(db.create_session, session, "custom", "m", str(home))
@@ -222,9 +222,9 @@ async def resume_draw(messages: int) -> dict[str, float]:
     reply rendered, the transcript at its end, one more frame); and the blocks drawn."""
     from textual import events
 
-    from hermes_tui.app import HermesApp
+    from hermes_tui.tui.app import HermesApp
     from hermes_tui.config import parse_config
-    from hermes_tui.widgets.conversation import ReplyBlock
+    from hermes_tui.tui.widgets.conversation import ReplyBlock
 
     home = Path(tempfile.mkdtemp(prefix="bench-resume-"))
     try:

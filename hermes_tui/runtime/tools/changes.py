@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hermes_tui.runtime.approvals import FileChange
 from hermes_tui.runtime.tools.opening import open_regular
-from hermes_tui.units import noun
+from hermes_tui.base.units import noun
 
 PREVIEW_LIMIT = 2_000_000
 """A file larger than this (bytes) is not read for the diff; the dialog says so instead."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hermes_tui.runtime.fsutil import READ_GUARD, WRITE_GUARD
+from hermes_tui.base.fsutil import READ_GUARD, WRITE_GUARD
 from hermes_tui.runtime.tools.base import TOOL_NAMES, Tool, ToolContext, describe_validation
 from hermes_tui.runtime.tools.changes import capped
 
@@ -92,7 +92,7 @@ FILE_TOOLS = frozenset({"read_file", "write_file", "patch", "search_files"})
 def _not_here(name: str, ctx: ToolContext) -> dict[str, Any] | None:
     """The refusal of a file tool when terminal.backend is not ``local``: the user meant the
     agent's files to be elsewhere (a container, another machine), not here."""
-    from hermes_tui.config_notes import backend_refusal
+    from hermes_tui.config.notes import backend_refusal
 
     refusal = backend_refusal(ctx.config.terminal) if name in FILE_TOOLS else None
     return {"error": f"BLOCKED: {refusal}"} if refusal else None

@@ -19,11 +19,11 @@ from hermes_tui.runtime.approvals import FileChange, content_hash
 from hermes_tui.runtime.danger.paths import (
     READS_SECRET, host_memory, reads_secret, real_read_target, real_write_target, single_root,
 )
-from hermes_tui.runtime.fsutil import atomic_write
+from hermes_tui.base.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
 from hermes_tui.runtime.tools.opening import bounded_lines, open_regular
-from hermes_tui.units import plural
+from hermes_tui.base.units import plural
 
 LINE_CHARS = 2000
 """A longer line is cut (read_file is for reading, not for dumping minified files)."""

@@ -14,8 +14,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from hermes_tui.runtime import fsutil
-
+from hermes_tui.base import fsutil
 _PROCESS_FILE = re.compile(r"/proc/(\d+|self|thread-self|kcore|kmsg|kpage\w*)(/|$)")
 
 

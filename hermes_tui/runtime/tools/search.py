@@ -39,7 +39,7 @@ from hermes_tui.runtime.hardening import Spawned, open_process
 from hermes_tui.runtime.tools.base import Args, Confiner, Tool, ToolContext, read_only_confiner
 from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary, open_regular
 from hermes_tui.runtime.tools.opening import bounded_lines
-from hermes_tui.units import plural
+from hermes_tui.base.units import plural
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".tox")
 MATCH_CHARS = 500

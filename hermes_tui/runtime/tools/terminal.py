@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from hermes_tui.config_notes import backend_refusal
+from hermes_tui.config.notes import backend_refusal
 from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.capture import HeadTailCapture, SpillLimits, spill_cut_warning
 from hermes_tui.runtime.child_process import ChildProcess, run_to_end
