@@ -7,51 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.screens.approval import ApprovalScreen
-from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock, is_complete
+from hermes_tui.tui.widgets.conversation import PromptInput, is_complete
 from hermes_tui.tui.screens.dialogs import ConfirmScreen, HelpScreen, VariablesScreen
 from hermes_tui.tui.widgets.kernels import KernelsPane
 
-from conftest import pid_running, strict_config
-
-SIZE = (140, 40)
-
-
-async def wait_until(pilot, predicate, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
-
-
-def log_text(app: HermesApp) -> str:
-    return "\n".join(app.query_one("#output-log").lines)
-
-
-async def submit(pilot, app: HermesApp, code: str) -> None:
-    prompt = app.query_one(PromptInput)
-    prompt.focus()
-    prompt.insert(code)
-    prompt.move_cursor(prompt.document.end)
-    await pilot.press("enter")
-
-
-def dialog_ready(app: HermesApp) -> bool:
-    """The approval dialog is up and takes answers (it ignores keys for its first half second)."""
-    return isinstance(app.screen, ApprovalScreen) and app.screen.armed
-
-
-def blocks(app: HermesApp) -> list[RunBlock]:
-    return list(app.query(RunBlock))
-
-
-def make_app(hermes_home: Path, tmp_path: Path, yaml_text: str = "") -> HermesApp:
-    """The app with approvals.mode strict (every terminal() call asks) unless the text sets a mode."""
-    return HermesApp(strict_config(yaml_text), cwd=str(tmp_path), home=hermes_home)
-
+from conftest import pid_running
+from helpers.pilot import SIZE, blocks, dialog_ready, log_text, make_app, submit, wait_until
 
 def test_enter_runs_only_complete_input() -> None:
     assert is_complete("x = 1") and is_complete("!ls") and is_complete("/help")

@@ -14,7 +14,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 from textual.widgets import TextArea
 
 from hermes_tui.tui.app import HermesApp
@@ -28,21 +27,13 @@ from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.screens.main import MainScreen
 
 from fake_models import FakeModelServer
-from test_app import SIZE, dialog_ready, log_text, make_app, submit, wait_until
-from test_conversation_app import model_app
+from helpers.pilot import dialog_ready, log_text, make_app, SIZE, submit, wait_until
+from helpers.models import model_app
+from helpers.pilot import screen_text, shows_literally
 
 MARKUP = ["[/]", "[bold]x[/bold]", "[link=file:///etc]l[/link]", "[@click=app.quit]q[/]"]
 """Text that Rich/Textual markup would crash on, style, link or turn into an action."""
 MIXED = " ".join(MARKUP)
-
-
-def screen_text(app: HermesApp) -> str:
-    """What the terminal shows now, as plain text (the screenshot's characters)."""
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system=None,
-                      record=True, legacy_windows=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    return console.export_text()
 
 
 def dialog(app: HermesApp) -> ApprovalScreen | None:
@@ -65,19 +56,6 @@ def ask(app: HermesApp, request: ApprovalRequest) -> asyncio.Future[ApprovalDeci
 def request(kind: str = "terminal", text: str = "echo hi", **fields: object) -> ApprovalRequest:
     values: dict[str, object] = {"cwd": "/tmp", "session": "tui", "deadline": time.time() + 60, **fields}
     return ApprovalRequest(kind=kind, text=text, **values)  # type: ignore[arg-type]
-
-
-async def shows_literally(pilot, app: HermesApp, *texts: str, timeout: float = 5.0) -> None:
-    """Each of ``texts`` is on the screen as it is (waiting up to ``timeout`` for a redraw)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        assert app.is_running
-        shown = screen_text(app)
-        missing = [text for text in texts if text not in shown]
-        if not missing:
-            return
-        assert time.monotonic() < deadline, f"{missing[0]!r} is not on the screen:\n{shown}"
-        await pilot.pause(0.05)
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.storage.sessions import SessionStore
 from conftest import make_config, open_store_db
 from fake_models import FakeModelServer
-from test_agent import Harness
+from helpers.agents import Harness
 
 PARENT = "working in the user's terminal"
 PRICES = "  pricing:\n    input_per_mtok: 2\n    output_per_mtok: 10\n"
@@ -120,7 +120,7 @@ def test_the_same_fan_out_headless_stays_under_the_ceiling(hermes_home: Path, tm
 
 async def test_the_same_fan_out_in_the_app_stays_under_the_ceiling(hermes_home: Path) -> None:
     from hermes_tui.tui.widgets.conversation import PromptInput
-    from test_usage_app import topbar, wait_until
+    from helpers.pilot import topbar, wait_until
 
     with FakeModelServer(fan_out(3)) as server:
         config = make_config(f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n  max_retries: 0\n"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui import __version__
+from helpers.terminal import on_a_terminal
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 
@@ -112,34 +113,6 @@ def test_exec_without_a_terminal_denies_terminal_commands(tmp_path: Path, hermes
     assert done.returncode == 0
     assert "'status': 'blocked'" in done.stdout and "no one to approve" in done.stdout
     assert not (tmp_path / "made-it").exists()
-
-
-def on_a_terminal(cwd: Path, prompts: int, answer: str) -> tuple[bytes, str]:
-    """Run `hermes-tui exec t.py` on a pseudo-terminal; answer once `prompts` prompts showed.
-
-    Returns what the terminal showed and what the command printed on stdout.
-    """
-    import os
-    import pty
-    import select
-
-    master, slave = pty.openpty()
-    process = subprocess.Popen([*CLI, "exec", "t.py"], cwd=cwd, stdin=slave, stdout=subprocess.PIPE,
-                               stderr=slave, start_new_session=True)
-    os.close(slave)
-    seen = b""
-    try:
-        while seen.count(b"> ") < prompts:
-            ready, _, _ = select.select([master], [], [], 30)
-            assert ready, f"no prompt; saw {seen!r}"
-            seen += os.read(master, 4096)
-        os.write(master, answer.encode() + b"\n")
-        out, _ = process.communicate(timeout=30)
-    finally:
-        process.kill()
-        process.wait()
-        os.close(master)
-    return seen, out.decode()
 
 
 @pytest.mark.parametrize(("answer", "ran"), [("o", True), ("d\nnot today", False)])

@@ -11,9 +11,9 @@ from hermes_tui.runtime.child import driver
 from hermes_tui.tui.widgets.completion import asks_kernel
 
 from fake_models import FakeModelServer
-from test_app import SIZE, blocks, make_app, wait_until
-from test_conversation_app import model_app
-from test_input import popup, ready, run, type_text
+from helpers.pilot import blocks, make_app, SIZE, wait_until
+from helpers.models import model_app
+from helpers.prompt import popup, ready, run, type_text
 
 # A class whose dynamic attributes are the script's code: each writes a file and prints.
 SNEAKY = """

@@ -12,8 +12,8 @@ from pathlib import Path
 from hermes_tui.runtime.child import driver
 from hermes_tui.tui.widgets.completion import insertable
 
-from test_app import make_app
-from test_input import popup, ready, run, type_text
+from helpers.pilot import make_app
+from helpers.prompt import popup, ready, run, type_text
 
 SIZE = (120, 40)
 

@@ -13,17 +13,12 @@ from pathlib import Path
 from hermes_tui.storage import sessions as db
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.agent.export import to_sharegpt
-from hermes_tui.tui.widgets.conversation import MessageBlock, ReplyBlock, RunBlock
+from hermes_tui.tui.widgets.conversation import MessageBlock, RunBlock
 
-from conftest import make_config, strict_config
+from conftest import make_config
 from fake_models import FakeModelServer
-from test_app import SIZE, dialog_ready, submit, wait_until
-
-
-def model_app(home: Path, cwd: Path, server: FakeModelServer, extra: str = "", **kwargs) -> HermesApp:
-    yaml_text = (f"model:\n  provider: custom\n  default: fake-model\n  base_url: {server.url}\n  max_retries: 0\n"
-                 + extra)
-    return HermesApp(strict_config(yaml_text), cwd=str(cwd), home=home, **kwargs)  # every terminal() call asks
+from helpers.pilot import dialog_ready, SIZE, submit, wait_until
+from helpers.models import model_app, replies
 
 
 async def ask_from_script(pilot, app: HermesApp, message: str) -> None:
@@ -31,10 +26,6 @@ async def ask_from_script(pilot, app: HermesApp, message: str) -> None:
     await submit(pilot, app, message)
     await wait_until(pilot, lambda: dialog_ready(app))
     assert app.screen.request.text == "echo approved-$((40 + 2))"
-
-
-def replies(app: HermesApp) -> str:
-    return "\n".join(block.text for block in app.query(ReplyBlock))
 
 
 def stored(home: Path, session: str) -> db.StoredSession:

@@ -5,85 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from helpers.terminal import TMUX, ModelServer, Terminal
 
-TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci/run installs it)")
-
-
-def without_size_variables() -> dict[str, str]:
-    """This environment less COLUMNS and LINES, for the tmux server that a test starts (its panes
-    inherit its environment). A pytest-xdist worker has COLUMNS=80 and LINES=24, and an app that
-    finds them draws at 80x24 whatever the size of its pane."""
-    return {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")}
-
-
-class Terminal:
-    def __init__(self, home: Path, cwd: Path, *args: str, size: tuple[int, int] = (160, 48)) -> None:
-        self.socket = f"hermes-e2e-{os.getpid()}-{time.monotonic_ns()}"
-        app = Path(sys.executable).parent / "hermes-tui"
-        width, height = (str(n) for n in size)
-        subprocess.run(
-            [TMUX, "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "app", "-x", width, "-y", height,
-             "-e", "COLORTERM=truecolor", "-e", "LANG=C.UTF-8", "-e", f"HERMES_HOME={home}", "-c", str(cwd),
-             " ".join(["exec", str(app), *args])],
-            check=True, timeout=30, env=without_size_variables(),
-        )
-        self.tmux("resize-window", "-t", "app", "-x", width, "-y", height)
-
-    def tmux(self, *args: str) -> str:
-        return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=30).stdout
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", "app")
-
-    def wait_for(self, text: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.05)
-        raise AssertionError(f"{text!r} never appeared; the screen was:\n{self.screen()}")
-
-    def wait_armed(self, timeout: float = 10.0) -> str:
-        """Wait until the approval dialog takes answers (it ignores keys while "arming…" shows)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if "arming…" not in screen:
-                return screen
-            time.sleep(0.05)
-        raise AssertionError(f"the dialog never armed; the screen was:\n{self.screen()}")
-
-    def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", "app", "-l", text)
-
-    def key(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "app", *keys)
-
-    def say(self, text: str, until: str) -> str:
-        """Once the model is shown, send a message; return the screen once ``until`` is on it."""
-        self.wait_for("fake-model")
-        self.type(text)
-        self.key("Enter")
-        return self.wait_for(until)
-
-    def quit(self) -> None:
-        """Ctrl+Q, then wait (up to 10 s) for the app to end."""
-        self.key("C-q")
-        deadline = time.monotonic() + 10
-        while "app" in self.tmux("list-sessions") and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.tmux("kill-server")
 
 
 def test_type_code_approve_and_read_the_result(hermes_home: Path, tmp_path: Path) -> None:
@@ -125,28 +54,6 @@ def test_esc_interrupts_and_the_variable_is_still_there_at_80x24(hermes_home: Pa
         terminal.quit()
     finally:
         terminal.close()
-
-
-class ModelServer:
-    """tests/fake_models.py in its own process, serving ``replies``; writes config.yaml."""
-
-    def __init__(self, home: Path, folder: Path, replies: list[dict]) -> None:
-        import json
-
-        from conftest import wait_for
-
-        (folder / "replies.json").write_text(json.dumps(replies))
-        port_file = folder / "port"
-        self.process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_models.py"),
-                                         str(folder / "replies.json"), str(port_file)])
-        assert wait_for(port_file.exists, timeout=10)
-        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        (home / "config.yaml").write_text(f"model:\n  provider: custom\n  default: fake-model\n  base_url: {url}\n"
-                                          "approvals:\n  mode: strict\n")
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
 
 
 def kill_app(terminal: Terminal) -> None:

@@ -65,8 +65,8 @@ def test_never_idle_it_still_collects_every_so_many_runs_waiting_for_a_pause_in_
 
 
 async def test_the_app_freezes_after_a_run_and_collects_when_idle(hermes_home, tmp_path, monkeypatch) -> None:
-    from test_app import make_app
-    from test_screens import run
+    from helpers.pilot import make_app
+    from helpers.pilot import run
 
     monkeypatch.setattr(heap_module, "IDLE_SECONDS", 0.3)
     app = make_app(hermes_home, tmp_path)

@@ -12,53 +12,23 @@ from textual import events
 from hermes_tui.storage import sessions as db
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.commands import COMMANDS
-from hermes_tui.tui.widgets.completion import CompletionList
 from hermes_tui.tui.widgets.conversation import MessageBlock, PastedRunBlock, PromptInput, RunBlock
 from hermes_tui.tui.screens.dialogs import HelpScreen
 from hermes_tui.tui.widgets.history_search import HistorySearchBar, InputHistory
 
 from conftest import open_store_db, strict_config
 from fake_models import FakeModelServer
-from test_app import SIZE, blocks, log_text, make_app, submit, wait_until
-
-
-def prompt_of(app: HermesApp) -> PromptInput:
-    return app.query_one(PromptInput)
-
-
-def popup(app: HermesApp) -> CompletionList:
-    return app.query_one(CompletionList)
+from helpers.pilot import blocks, log_text, make_app, SIZE, submit, wait_until
+from helpers.prompt import popup, ready, run, type_text
 
 
 def bar_text(app: HermesApp) -> str:
     return str(app.query_one(HistorySearchBar).render())
 
 
-async def type_text(pilot, text: str) -> None:
-    """Type ``text`` key by key (what a person does, unlike ``insert``)."""
-    for char in text:
-        await pilot.press("enter" if char == "\n" else char)
-
-
 def paste(app: HermesApp, text: str) -> None:
     """What the terminal sends for a paste (the app hands it to the focused widget)."""
     app.post_message(events.Paste(text))
-
-
-async def run(pilot, app: HermesApp, code: str) -> None:
-    """Submit Python and wait for its run to end."""
-    count = len(blocks(app))
-    await submit(pilot, app, code)
-    await wait_until(pilot, lambda: len(blocks(app)) > count and blocks(app)[-1].status != "running")
-
-
-async def ready(pilot, app: HermesApp) -> PromptInput:
-    """The input focused, once the session is open (the stored history is loaded by then)."""
-    await wait_until(pilot, lambda: app._session_ready.is_set())
-    prompt = prompt_of(app)
-    prompt.focus()
-    await pilot.pause()
-    return prompt
 
 
 def shown_text(block: RunBlock) -> str:

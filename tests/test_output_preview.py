@@ -4,10 +4,8 @@ shortens, a stored session drawn a page at a time, and the footer that leaked it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from textual.app import App, ComposeResult
@@ -22,29 +20,12 @@ from hermes_tui.tui.widgets.output import OutputLog, OutputPane, header_line
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
 
 from bench_ui import make_session  # noqa: E402
+from helpers.pilot import layouts_asked
 
 
 def result(output: str, exec_id: str = "20260101-000000-abcd1234") -> ExecResult:
     return ExecResult(status="success", output=output, duration_seconds=0.5, exec_id=exec_id,
                       kernel=KernelRef(id="k1", reused=False, execution_count=1, state_reset=False))
-
-
-@contextlib.contextmanager
-def layouts_asked() -> Iterator[list[Widget]]:
-    """The widgets that ask for a layout of the screen (``refresh(layout=True)``) meanwhile."""
-    layouts: list[Widget] = []
-    original = Widget.refresh
-
-    def spy(self, *regions, **kwargs):
-        if kwargs.get("layout"):
-            layouts.append(self)
-        return original(self, *regions, **kwargs)
-
-    Widget.refresh = spy  # type: ignore[method-assign]
-    try:
-        yield layouts
-    finally:
-        Widget.refresh = original  # type: ignore[method-assign]
 
 
 async def wait_until(pilot, predicate, timeout: float = 10.0) -> None:

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_app import wait_until
+from helpers.pilot import wait_until
 from textual.app import App, ComposeResult
 from textual.widgets import Label, Static
 

@@ -13,10 +13,8 @@ from hermes_tui.tui.screens.cache_browser import CacheBrowser, EntryScreen
 from hermes_tui.tui.screens.dialogs import HelpScreen
 from hermes_tui.tui.widgets.pager import BLOCK, Pager, read_block
 
-from test_app import make_app, wait_until
-
-SMALL = (80, 24)
-
+from helpers.pilot import make_app, wait_until
+from helpers.pilot import SMALL, ConversationApp, burst
 
 def numbered_file(path: Path, lines: int = 5_000) -> Path:
     path.write_text("".join(f"row {n:05d}: some output\n" for n in range(1, lines + 1)))
@@ -105,20 +103,6 @@ async def test_f1_in_the_browser_and_the_pager_shows_their_help(hermes_home: Pat
 
 # -- 2. A burst typed into a pane goes whole to the input --------------------------------------
 
-def burst(app: App, text: str) -> None:
-    """Keys as a fast typist (or a terminal's paste-less burst) sends them: all queued at once,
-    none waiting for the one before to be handled (``pilot.press`` waits for idle between keys,
-    which hides the race)."""
-    from textual import events
-    from textual.keys import _character_to_key
-
-    for char in text:
-        key = char if char.isalnum() else _character_to_key(char)
-        event = events.Key(key, char)
-        event.set_sender(app)
-        app._driver.send_message(event)
-
-
 async def test_a_burst_typed_into_a_pane_goes_whole_to_the_input(hermes_home: Path, tmp_path: Path) -> None:
     from hermes_tui.tui.widgets.conversation import PromptInput
 
@@ -197,13 +181,6 @@ async def test_the_pager_redraws_its_whole_body_after_a_prompt(tmp_path: Path) -
 
 # -- 5. The conversation follows its last block as it grows, when it was at the bottom ---------
 
-class ConversationApp(App[None]):
-    def compose(self):
-        from hermes_tui.tui.widgets.conversation import ConversationPane
-
-        yield ConversationPane("hint", id="conversation")
-
-
 async def test_the_conversation_follows_a_growing_last_block() -> None:
     from hermes_tui.tui.widgets.conversation import ConversationPane
 
@@ -233,7 +210,7 @@ async def test_the_conversation_follows_a_growing_last_block() -> None:
 # -- 6. The preview of a cut output points to the saved file, not the output pane --------------
 
 async def test_the_preview_of_a_cut_output_points_to_the_saved_file(hermes_home: Path, tmp_path: Path) -> None:
-    from test_app import blocks, submit
+    from helpers.pilot import blocks, submit
 
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
@@ -304,7 +281,7 @@ async def test_backspace_in_an_indent_removes_a_level(hermes_home: Path, tmp_pat
 # -- 9. `e` on a record kept whole opens its output's text, at the line on screen --------------
 
 async def test_e_on_an_uncut_record_opens_its_output_at_the_line_on_screen(hermes_home: Path, tmp_path: Path) -> None:
-    from test_app import blocks, submit
+    from helpers.pilot import blocks, submit
 
     from hermes_tui.tui.widgets.messages import OpenInEditor
 
@@ -354,7 +331,7 @@ def transcript_rows(app) -> list[tuple[str, str]]:
 
 async def test_a_resumed_session_draws_a_typed_command_as_it_was_drawn_live(hermes_home: Path, tmp_path: Path) -> None:
     from conftest import make_config
-    from test_app import blocks, submit
+    from helpers.pilot import blocks, submit
 
     from hermes_tui.tui.app import HermesApp
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_agent import harness_factory  # noqa: F401 - a fixture
+from helpers.agents import harness_factory  # noqa: F401 - a fixture
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 

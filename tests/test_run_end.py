@@ -13,9 +13,9 @@ import threading
 
 from hermes_tui.tui.widgets.output import OutputPane
 
-from test_app import blocks, make_app, submit, wait_until
-from test_screens import run
-from test_papercuts15 import SMALL
+from helpers.pilot import blocks, make_app, submit, wait_until
+from helpers.pilot import run
+from helpers.pilot import SMALL
 
 
 async def test_the_output_pane_draws_a_runs_end_with_its_block(hermes_home, tmp_path, monkeypatch) -> None:

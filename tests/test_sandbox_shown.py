@@ -30,7 +30,7 @@ from hermes_tui.tui.widgets.kernel_table import KernelTable
 from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.screens.main import TopBar, topbar_line
 
-from test_app import blocks, make_app, submit, wait_until
+from helpers.pilot import blocks, make_app, submit, wait_until
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 LABEL = re.compile(r"(workspace-write|read-only)·(bwrap|landlock)(·network)?")

@@ -27,9 +27,9 @@ from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.widgets.pager import Pager
 
 from fake_models import FakeModelServer
-from test_app import make_app, submit, wait_until
-from test_conversation_app import model_app
-from test_papercuts15 import burst
+from helpers.pilot import make_app, submit, wait_until
+from helpers.models import model_app
+from helpers.pilot import burst
 
 SMALL = (80, 24)
 PARENT = "working in the user's terminal"

@@ -18,20 +18,12 @@ from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.screens.main import topbar_line
 
 from conftest import pid_running
-from test_app import blocks, make_app, submit, wait_until
-
-SMALL = (80, 24)
-
+from helpers.pilot import blocks, make_app, submit, wait_until
+from helpers.pilot import SMALL, run
 
 def question(app: HermesApp) -> str:
     assert isinstance(app.screen, ConfirmScreen)
     return app.screen.question
-
-
-async def run(pilot, app: HermesApp, code: str) -> None:
-    count = len(blocks(app))
-    await submit(pilot, app, code)
-    await wait_until(pilot, lambda: len(blocks(app)) == count + 1 and blocks(app)[-1].status == "success")
 
 
 def alive(app: HermesApp) -> list[str]:

@@ -18,7 +18,7 @@ from hermes_tui.base.units import noun, plural
 from hermes_tui.tui.widgets.conversation import RunBlock
 
 from conftest import make_config, open_store_db
-from test_app import SIZE, submit, wait_until
+from helpers.pilot import SIZE, submit, wait_until
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 

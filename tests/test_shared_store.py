@@ -177,7 +177,7 @@ def test_kill_9_mid_stream_loses_nothing_that_was_shown(pg_url: str, tmp_path: P
 
 @pytest.mark.parametrize("choice", ["approve", "deny"])
 def test_an_answer_from_b_reaches_the_dialog_of_the_app_on_a_at_once(pg_url: str, tmp_path: Path, choice: str) -> None:
-    from test_e2e_tmux import TMUX, Terminal
+    from helpers.terminal import Terminal, TMUX
 
     if TMUX is None:
         pytest.skip("tmux is not installed (.ci/run installs it)")
@@ -222,7 +222,7 @@ def test_an_answer_from_b_reaches_the_dialog_of_the_app_on_a_at_once(pg_url: str
 
 def test_postgresql_stopped_mid_session_the_app_says_so_and_catches_up(tmp_path: Path) -> None:
     from pg_server import PostgresServer, bindir
-    from test_e2e_tmux import TMUX, Terminal
+    from helpers.terminal import Terminal, TMUX
 
     if TMUX is None:
         pytest.skip("tmux is not installed (.ci/run installs it)")

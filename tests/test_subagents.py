@@ -26,7 +26,7 @@ from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 from hermes_tui.storage.sessions import SessionStore
 from conftest import make_config, open_store_db
 from fake_models import FakeModelServer
-from test_agent import Harness
+from helpers.agents import Harness
 
 PARENT = "working in the user's terminal"
 

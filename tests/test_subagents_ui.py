@@ -23,8 +23,8 @@ from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.screens.main import MainScreen
 
 from fake_models import FakeModelServer
-from test_app import SIZE, make_app, wait_until
-from test_conversation_app import model_app
+from helpers.pilot import make_app, SIZE, wait_until
+from helpers.models import model_app
 
 PARENT = "working in the user's terminal"
 HOSTILE = "[bold red]boom[/] [@click=app.quit]x[/] \x1b[31m"
@@ -175,7 +175,7 @@ async def test_a_real_fan_out_enter_on_a_child_opens_its_stored_reply(hermes_hom
         app = model_app(hermes_home, tmp_path, server, session="s-fan")
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: app.agent is not None)
-            from test_app import submit
+            from helpers.pilot import submit
 
             await submit(pilot, app, "fan out please")
             await wait_until(pilot, lambda: any("Both found." in b.text for b in app.main.query(ReplyBlock)), 60)

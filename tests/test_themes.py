@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_app import wait_until
+from helpers.pilot import wait_until
 from textual.geometry import Region
 
 from hermes_tui.tui.themes import THEMES

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from hermes_tui.tui.widgets.conversation import ConversationPane
 
-from test_app import wait_until
-from test_output_preview import layouts_asked
-from test_papercuts15 import SMALL, ConversationApp
+from helpers.pilot import wait_until
+from helpers.pilot import layouts_asked
+from helpers.pilot import ConversationApp, SMALL
 
 
 def at_end(transcript) -> bool:
@@ -168,8 +168,8 @@ async def test_a_typed_runs_block_is_on_screen_before_its_script_starts(hermes_h
     # Drawn 20-30 ms into the run instead, the frame competed with the run's output for the CPU:
     # a flood took 1.2x as long as with no app (issue 20).
     from hermes_tui.tui.widgets.output import OutputPane
-    from test_app import blocks, make_app
-    from test_screens import run
+    from helpers.pilot import blocks, make_app
+    from helpers.pilot import run
 
     app = make_app(hermes_home, tmp_path)
     seen_at_start: list[tuple[int, str]] = []
@@ -240,7 +240,7 @@ def frames_after_a_call_started(app) -> Iterator[list[str]]:
     "release", each frame drawn ("draw"), then "released" if the run's block was laid out by
     then, or "released, no block"."""
     from hermes_tui.tui.screens.main import MainScreen
-    from test_app import blocks
+    from helpers.pilot import blocks
 
     steps: list[str] = []
     after, tick = MainScreen._after_frame, MainScreen._on_timer_update
@@ -270,7 +270,7 @@ def frames_after_a_call_started(app) -> Iterator[list[str]]:
 async def test_a_runs_first_frame_is_drawn_as_the_hold_ends_not_at_the_next_tick(hermes_home, tmp_path) -> None:
     # Textual draws on a timer of 60 ticks a second; a tick that came while Enter held the
     # frames drew nothing, and the run's frame (and the run) waited up to 17 ms for the next.
-    from test_app import blocks, make_app, submit
+    from helpers.pilot import blocks, make_app, submit
 
     app = make_app(hermes_home, tmp_path)
     with frames_after_a_call_started(app) as steps:
@@ -289,8 +289,8 @@ async def test_a_models_tool_call_is_on_screen_before_it_runs(hermes_home, tmp_p
     # still hold its new block before the agent is told it is on screen.
     from fake_models import FakeModelServer
     from hermes_tui.tui.widgets.conversation import RunBlock
-    from test_app import submit
-    from test_conversation_app import model_app
+    from helpers.pilot import submit
+    from helpers.models import model_app
 
     calls = [{"name": "execute_code", "arguments": {"code": f"print({n})"}} for n in range(3)]
     with FakeModelServer([{"text": "three runs", "tool_calls": calls}, {"text": "done"}]) as server:

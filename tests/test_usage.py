@@ -26,7 +26,7 @@ from hermes_tui.agent.usage import CallUsage, Pricing, from_anthropic, from_open
 from hermes_tui.storage.sessions import SessionStore
 from conftest import make_config
 from fake_models import FakeModelServer
-from test_agent import Harness
+from helpers.agents import Harness
 
 PRICES = "  pricing:\n    input_per_mtok: 2\n    output_per_mtok: 10\n    cache_read_per_mtok: 0.5\n"
 

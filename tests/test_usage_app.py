@@ -10,9 +10,9 @@ from hermes_tui.tui import attention
 from hermes_tui.storage import sessions as db
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.widgets.conversation import PromptInput, ReplyBlock
-from hermes_tui.tui.screens.main import TopBar
 from conftest import make_config
 from fake_models import FakeModelServer
+from helpers.pilot import topbar
 
 PRICED = "  context_window: 10000\n  pricing:\n    input_per_mtok: 3\n    output_per_mtok: 15\n"
 
@@ -36,10 +36,6 @@ async def type_line(pilot, app: HermesApp, text: str) -> None:
     prompt.focus()
     prompt.insert(text)
     await pilot.press("enter")
-
-
-def topbar(app: HermesApp) -> str:
-    return app.query_one(TopBar).render().plain
 
 
 def shown(widget) -> str:

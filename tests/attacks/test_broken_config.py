@@ -24,7 +24,7 @@ from hermes_tui.config.start import load_config_for_app
 from hermes_tui.runtime import Runtime
 
 from conftest import make_config
-from test_e2e_tmux import ModelServer, Terminal
+from helpers.terminal import ModelServer, Terminal
 
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 

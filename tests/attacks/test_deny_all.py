@@ -17,7 +17,7 @@ from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, audi
 from hermes_tui.tui.screens.approval import ApprovalScreen
 
 from conftest import strict_config
-from test_app import SIZE, dialog_ready, make_app, submit, wait_until
+from helpers.pilot import dialog_ready, make_app, SIZE, submit, wait_until
 
 FLOOD = """
 import threading

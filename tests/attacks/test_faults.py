@@ -541,7 +541,7 @@ def test_errors_and_exec_notes_escape_what_they_quote(tmp_path: Path) -> None:
 
 
 def test_the_terminal_prompt_shows_an_escape_sequence_escaped(tmp_path: Path) -> None:
-    from test_cli import on_a_terminal
+    from helpers.terminal import on_a_terminal
 
     (tmp_path / "t.py").write_text("from hermes_tools import terminal\n"
                                    "print(terminal('echo rm -rf ~\\x1b[1A\\x1b[2K\\rls -la').get('status'))\n")
@@ -557,8 +557,8 @@ MARKUP_NAME = "[/]x [bold]b[/bold] [@click=app.quit]q[/]"
 
 
 async def test_cache_browser_rows_entry_and_notices_show_markup_literally(hermes_home: Path, tmp_path: Path) -> None:
-    from test_app import wait_until
-    from test_approval_dialog import shows_literally
+    from helpers.pilot import wait_until
+    from helpers.pilot import shows_literally
 
     from hermes_tui.tui.app import HermesApp
     from hermes_tui.tui.screens.cache_browser import CacheBrowser, EntryScreen
@@ -595,7 +595,7 @@ async def test_cache_browser_rows_entry_and_notices_show_markup_literally(hermes
 
 async def test_cache_browser_lists_around_fifos_and_device_links(hostile_cache: Path, hermes_home: Path,
                                                                  tmp_path: Path) -> None:
-    from test_app import wait_until
+    from helpers.pilot import wait_until
 
     from hermes_tui.tui.app import HermesApp
     from hermes_tui.tui.screens.cache_browser import CacheBrowser

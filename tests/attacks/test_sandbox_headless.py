@@ -28,8 +28,8 @@ from hermes_tui.tui.widgets.conversation import ReplyBlock, RunBlock
 from conftest import make_config
 from fake_models import FakeModelServer
 from sandbox_world import TIERS, force_tier
-from test_app import SIZE, dialog_ready, submit, wait_until
-from test_approval_dialog import screen_text
+from helpers.pilot import dialog_ready, SIZE, submit, wait_until
+from helpers.pilot import screen_text
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 COMMAND = "echo from-outside > ~/notes/note.txt"

@@ -18,9 +18,9 @@ from hermes_tui.tui.widgets.output import OutputLog
 from hermes_tui.tui.widgets.safe import visible
 
 from fake_models import FakeModelServer
-from test_app import SIZE, make_app, submit, wait_until
-from test_approval_dialog import screen_text
-from test_conversation_app import model_app, replies
+from helpers.pilot import make_app, SIZE, submit, wait_until
+from helpers.pilot import screen_text
+from helpers.models import model_app, replies
 
 BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
         "\u200e", "\u200f", "\u061c"]
