@@ -107,12 +107,12 @@ EXTRA = [
 
 
 def cases() -> list[tuple[str, str, str | None]]:
-    """Every labelled case: the parametrized (command, expected) of tests/test_danger*.py (read
+    """Every labelled case: the parametrized (command, expected) of tests/test_danger.py (read
     as text, as those tests do), and :data:`EXTRA`."""
     tests = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(tests))
     found: list[tuple[str, str, str | None]] = []
-    for module_name in ("test_danger", "test_danger_gaps"):
+    for module_name in ("test_danger",):
         module = importlib.import_module(module_name)
         for function in vars(module).values():
             for mark in getattr(function, "pytestmark", []):
