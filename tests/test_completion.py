@@ -1,6 +1,9 @@
-"""Issue 32, items 6 and 9: completion as in IPython (``obj.attr``, ``module.``, dict keys and
-paths inside strings, from the idle kernel, running none of the script's code), and typed
-spaces after an auto-indent that do not double it."""
+"""Completion in the input: as in IPython (``obj.attr``, ``module.``, dict keys and paths inside
+strings, from the idle kernel, running none of the script's code); never a control character
+put into the input (a file named ``\\x1b[2Jclear.txt`` offered by path completion cleared the
+terminal: the driver leaves such names out, and the input refuses any kernel candidate that is
+not printable, since the script can replace the driver's answers); and typed spaces after an
+auto-indent that do not double it."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 from hermes_tui.runtime.child import driver
-from hermes_tui.tui.widgets.completion import asks_kernel
+from hermes_tui.tui.widgets.completion import asks_kernel, insertable
 
 from fake_models import FakeModelServer
 from helpers.pilot import blocks, make_app, SIZE, wait_until
@@ -272,7 +275,7 @@ async def test_a_busy_kernel_is_not_asked_for_completions(runtime_factory) -> No
     assert (await task).output == "{'k': 1}\n"
 
 
-# -- item 9: auto-indent -------------------------------------------------------------------
+# -- auto-indent ---------------------------------------------------------------------------
 
 
 async def test_spaces_typed_after_an_auto_indent_do_not_double_it(hermes_home: Path, tmp_path: Path) -> None:
@@ -369,3 +372,42 @@ async def test_ctrl_j_after_the_python_prompt_indents_as_python_mode(hermes_home
             await type_text(pilot, "why is it so:")
             await pilot.press("ctrl+j")
             assert prompt.text == "why is it so:\n"
+
+
+# -- no control character into the input ---------------------------------------------------
+
+
+def test_the_driver_offers_no_path_with_a_control_or_bidi_character(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "d").mkdir()
+    for name in ("\x1b[2Jclear.txt", "bell\x07.txt", "flip\u202eexe.txt", "plain.txt"):
+        (tmp_path / "d" / name).write_text("")
+    monkeypatch.chdir(tmp_path)
+    offered = [item["name"] for item in driver.complete("open('./d/", {})]
+    assert offered == ["./d/plain.txt"]
+
+
+def test_the_input_takes_no_candidate_that_is_not_printable() -> None:
+    assert insertable({"name": "alpha", "type": "file"})
+    assert not insertable({"name": "\x1b]52;c;AAAA\x07x", "type": "file"})
+    assert not insertable({"name": "x", "type": "\x1b[31mred"})
+    assert not insertable({"name": "x", "close": "\u202e"})
+    assert not insertable({"name": 7})
+
+
+async def test_tab_on_a_folder_holding_an_escape_named_file_puts_no_escape_in_the_input(hermes_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "\x1b[2Jclear.txt").write_text("")
+    (tmp_path / "d" / "zz.txt").write_text("")
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompt = await ready(pilot, app)
+        await run(pilot, app, "x = 1")  # a kernel to ask
+        prompt.focus()
+        await type_text(pilot, "open('./d/")
+        await pilot.press("tab")
+        await pilot.pause(0.5)
+        if popup(app).display:  # several offered: Enter takes the highlighted (first) one
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+        assert "\x1b" not in prompt.text
+        assert prompt.text == "open('./d/zz.txt"

@@ -1,7 +1,8 @@
-"""Issue 32 item 2: a hard cost ceiling holds when sub-agents call the model at once.
+"""A hard cost ceiling (``--max-cost``) holds when sub-agents call the model at once, and the
+sub-agents a ceiling stopped go on when the run does.
 
 A scripted model server on 127.0.0.1 reports what a provider would: input tokens counted from
-what it was sent, output tokens cut to the request's ``max_tokens``. The issue's fan-out —
+what it was sent, output tokens cut to the request's ``max_tokens``. The fan-out that showed it —
 ``--max-cost 0.5``, three children whose replies would cost $0.33 each — used to end at $0.99;
 it must end at or under the ceiling in the agent, headless and in the app, and so must random
 fan-outs at random prices (a property test).
@@ -160,7 +161,7 @@ def test_random_fan_outs_at_random_prices_never_end_above_the_ceiling(
     assert spent(rows) <= ceiling + 1e-9
 
 
-# -- item 3: sub-agents a ceiling stopped go on when the run does ------------------------------
+# -- sub-agents a ceiling stopped go on when the run does --------------------------------------
 
 
 def stopped_fan_out() -> list[dict]:
