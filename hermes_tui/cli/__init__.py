@@ -262,7 +262,7 @@ def _top_level_yolo(args: argparse.Namespace) -> None:
 
 def _fail(message: str) -> int:
     """Print ``hermes-tui: <message>`` (escaped: it may quote a command or a path) on stderr."""
-    from hermes_tui.cli.show import shown
+    from hermes_tui.base.text import shown
 
     print(f"hermes-tui: {shown(message)}", file=sys.stderr)
     return EXIT_USAGE

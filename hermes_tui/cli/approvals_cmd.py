@@ -9,7 +9,7 @@ import sys
 from collections import deque
 
 from hermes_tui.cli.errors import UsageError
-from hermes_tui.cli.show import shown
+from hermes_tui.base.text import shown
 from hermes_tui.config import Config
 from hermes_tui.base.paths import config_path, hermes_home
 from hermes_tui.runtime.approvals import audit_path

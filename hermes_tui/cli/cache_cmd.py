@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hermes_tui.runtime.cache import CacheEntry, CacheError, delete_entry, find, plan_prune, record_output, scan
 from hermes_tui.cli.errors import UsageError
-from hermes_tui.cli.show import shown
+from hermes_tui.base.text import shown
 from hermes_tui.config import Config
 from hermes_tui.base.paths import exec_cache_dir
 from hermes_tui.base.fsutil import open_regular

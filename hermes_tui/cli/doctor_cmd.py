@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK
-from hermes_tui.cli.show import shown
+from hermes_tui.base.text import shown
 from hermes_tui.config import Config
 from hermes_tui.config.notes import backend_refusal
 from hermes_tui.cli.doctor.checks import Check, run_checks

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
-from hermes_tui.cli.show import shown
+from hermes_tui.base.text import shown
 from hermes_tui.base.units import plural
 
 if TYPE_CHECKING:

@@ -148,7 +148,7 @@ class Printer:
         return changed
 
     def __call__(self, event: AgentEvent) -> None:
-        from hermes_tui.cli.show import shown
+        from hermes_tui.base.text import shown
 
         if isinstance(event, DelegateProgress):  # one line per child start and end, not per step
             for child in self._children_changed(event):
@@ -280,7 +280,7 @@ class HeadlessRun:
                 self.printer.line(f"nothing to resume: session {self.session} has no paused or unfinished turn")
                 return Outcome("nothing", EXIT_FAILED, self.session)
             resumes = await store.call(db.count_resume, turn_id)
-            from hermes_tui.cli.show import shown
+            from hermes_tui.base.text import shown
 
             # Only the requests pending now, each answered once: an answer given for an earlier
             # pause was used then and is never matched again.

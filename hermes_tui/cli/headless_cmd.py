@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.cli.errors import EXIT_OK, UsageError
-from hermes_tui.cli.show import shown
+from hermes_tui.base.text import shown
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config

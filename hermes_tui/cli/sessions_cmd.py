@@ -15,7 +15,7 @@ from typing import cast
 
 from hermes_tui.storage import sessions as db
 from hermes_tui.cli.errors import EXIT_OK, UsageError, database_problem, os_problem
-from hermes_tui.cli.show import shown
+from hermes_tui.base.text import shown
 from hermes_tui.base.paths import hermes_home
 from hermes_tui.base.fsutil import FileRefused
 from hermes_tui.storage import leases

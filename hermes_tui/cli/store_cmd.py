@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError, database_problem, os_problem
-from hermes_tui.cli.show import shown
+from hermes_tui.base.text import shown
 from hermes_tui.base.units import human_size, plural
 
 INFO_DESCRIPTION = """\

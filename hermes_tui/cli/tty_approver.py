@@ -19,7 +19,7 @@ import threading
 from typing import TextIO
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver, FileChange, run_of
-from hermes_tui.runtime.danger.text import reveal
+from hermes_tui.base.text import reveal
 from hermes_tui.base.units import human_size
 
 ANSWERS = {"o": "once", "once": "once", "1": "once", "s": "session", "session": "session", "2": "session",

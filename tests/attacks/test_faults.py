@@ -210,8 +210,8 @@ def _as_nobody(argv: list[str], home: Path, timeout: float = 60) -> tuple[int, s
     """
     import hermes_tui.cli
 
-    for name in ("hermes_tui.cli.exec_cmd", "hermes_tui.cli.show", "hermes_tui.cli.tty_approver", "hermes_tui.config",
-                 "hermes_tui.base.paths", "hermes_tui.runtime", "hermes_tui.runtime.danger.text", "hermes_tui.base.fsutil",
+    for name in ("hermes_tui.cli.exec_cmd", "hermes_tui.base.text", "hermes_tui.cli.tty_approver", "hermes_tui.config",
+                 "hermes_tui.base.paths", "hermes_tui.runtime", "hermes_tui.base.fsutil",
                  "traceback"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)

@@ -10,7 +10,7 @@ temp dir removed after it, and the kernel check's one execution record is delete
 which is the slow one) and returns them in a fixed order.
 
 Every ``detail`` and ``fix`` may quote text from the config, a file or a server: the caller
-escapes it (:func:`hermes_tui.cli.show.shown`) before printing.
+escapes it (:func:`hermes_tui.base.text.shown`) before printing.
 """
 
 from __future__ import annotations

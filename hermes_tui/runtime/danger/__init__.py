@@ -29,7 +29,7 @@ from hermes_tui.runtime.danger.programs import (
     STDIN_SCRIPT, Check, check_program, find_starts, interpreter_name, program_options, remote_code, split_flags,
     sql, write_target,
 )
-from hermes_tui.runtime.danger.text import hidden_characters, reveal
+from hermes_tui.base.text import hidden_characters, reveal
 
 __all__ = ["Analysis", "analyze", "protected_write", "reveal", "hidden_characters", "quote_command", "simple_commands"]
 

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange, run_of
-from hermes_tui.runtime.danger.text import reveal
+from hermes_tui.base.text import reveal
 from hermes_tui.base.units import human_size
 from hermes_tui.tui.widgets.conversation import code_theme
 from hermes_tui.tui.screens.dialog import Dialog

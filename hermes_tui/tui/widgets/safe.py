@@ -13,7 +13,7 @@ could show ``ls -la`` where ``rm -rf ~`` is written; zero-width spaces, a BOM, t
 characters (U+E0020..E007F, used to smuggle text a person cannot see to a model) and the line
 and paragraph separators hide text the same way. They are all written as escapes
 (``\\u202e``), as the approval dialog and the command line already write them
-(:func:`hermes_tui.runtime.danger.text.reveal`). Two format characters are kept: the zero-width
+(:func:`hermes_tui.base.text.reveal`). Two format characters are kept: the zero-width
 joiner and non-joiner (U+200D, U+200C), which emoji sequences and several scripts need and
 which reorder nothing.
 """
@@ -25,7 +25,7 @@ import re
 from rich.markup import escape
 from rich.text import Text
 
-from hermes_tui.runtime.danger.text import escape_char
+from hermes_tui.base.text import escape_char
 
 # Newline, tab and CR are kept (Rich drops CR itself); every other C0/C1 control, ESC and DEL
 # would reach the terminal raw. Then every format character (Unicode category Cf) but ZWNJ and

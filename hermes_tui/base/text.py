@@ -1,17 +1,28 @@
-"""Characters a person cannot see in a command: found, and shown escaped.
+"""Text from outside made safe to show: hidden characters escaped, a URL's password masked.
 
 A command holding a control character, NUL, an ANSI escape or an invisible format character
 (zero-width space, a bidi override, an odd space) does not read as what it runs; nor does a
 word that mixes ASCII with letters or signs that look like ASCII ones (Cyrillic ``а``, Greek
 ``ο``, fullwidth ``ｒｍ``, a division slash ``∕``, a minus sign ``−rf``). Such commands are
-flagged, and the approval dialog shows them through :func:`reveal`. A word wholly in another
-script (``echo привет``) or a dash between words (``echo a – b``) is not hidden.
+flagged (:mod:`hermes_tui.runtime.danger`, through :func:`hidden_characters`), and the approval
+dialog shows them through :func:`reveal`. A word wholly in another script (``echo привет``) or
+a dash between words (``echo a – b``) is not hidden.
+
+Everything the command line prints about a command, a path or a title goes through
+:func:`shown` (:func:`reveal`, and one line): printed raw, an ESC sequence in one
+(``\\x1b[1A\\x1b[2K``) moves the cursor and erases what was shown, a CR overwrites the start
+of the line, and a bidi override reorders it: the terminal would show ``ls -la`` where
+``rm -rf ~`` is meant. So the command line and the app show the same text.
+
+:func:`redact_url` masks the password of a URL (``store.url`` in an error, the store in
+``doctor``): in its user part or a ``password=`` / ``sslpassword=`` parameter.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 _SUSPECT_RE = re.compile(r"[^\x20-\x7e\n\t]")
 _TOKEN_RE = re.compile(r"[^ \n\t]+")
@@ -80,3 +91,43 @@ def reveal(text: str) -> str:
         return "".join(escape_char(c) if c in hidden else c for c in match.group())
 
     return _TOKEN_RE.sub(token, text)
+
+
+def shown(text: object, *, one_line: bool = True) -> str:
+    """``text`` safe to print: hidden characters escaped; with ``one_line``, newlines as ``\\n``
+    too (a listing row or an error line stays one line)."""
+    revealed = reveal(str(text))
+    return revealed.replace("\n", "\\n") if one_line else revealed
+
+
+# -- a URL's password --------------------------------------------------------------------------
+
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""libpq parameters that hold a secret (masked, scrubbed)."""
+
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/?#]*):(?P<password>.*)@")
+"""``scheme://user:PASSWORD@``, the password running to the LAST ``@``: whatever it holds (an
+unencoded ``/``, ``#``, ``?`` or ``@`` that makes the URL unreadable), none of it is shown."""
+
+
+def userinfo_password(url: str) -> str | None:
+    """The password of ``scheme://user:PASSWORD@...`` as written (to the last ``@``), or None."""
+    found = _USERINFO.match(url)
+    return found.group("password") if found else None
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (in the user part, or a ``password=`` / ``sslpassword=``
+    parameter). A URL Python cannot even split is shown only up to its scheme."""
+    url = _USERINFO.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", url, count=1)
+    try:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return url.partition("://")[0] + "://(not shown: not a valid URL)"
+    query_text = urlencode([(k, "***" if k in SECRET_PARAMETERS else v) for k, v in query], safe="/:*")
+    masked = urlunsplit((parts.scheme, parts.netloc, parts.path, query_text, parts.fragment))
+    if not parts.netloc and url.startswith(f"{parts.scheme}:///"):  # postgresql:///db (the default host)
+        masked = masked.replace(f"{parts.scheme}:", f"{parts.scheme}://", 1)
+    return masked
