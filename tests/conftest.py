@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.config import Config, load_yaml, parse_config
+from hermes_tui.base.safe_yaml import load_yaml
+from hermes_tui.config import Config, parse_config
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
 

@@ -319,7 +319,8 @@ def _choose_store(args: argparse.Namespace) -> None:
 def _store_section(path: str | None) -> tuple[str | None, str | None] | str:
     """``store.url`` and ``store.password_env`` read from a config that does not load as a whole
     (another section is wrong); a string (the problem) when ``store`` itself cannot be read."""
-    from hermes_tui.config import StoreConfig, load_yaml
+    from hermes_tui.base.safe_yaml import load_yaml
+    from hermes_tui.config import StoreConfig
     from hermes_tui.base.paths import config_path
 
     import stat

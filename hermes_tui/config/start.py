@@ -31,10 +31,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.config import (
-    CONFIG_MAX_BYTES, Config, ConfigError, config_from_mapping, config_mapping, load_config,
-)
 from hermes_tui.base.paths import config_path
+from hermes_tui.config.load import CONFIG_MAX_BYTES, config_from_mapping, config_mapping, load_config
+from hermes_tui.config.schema import Config
+from hermes_tui.config.validate import ConfigError
 
 RUNNING = ("code_execution", "terminal", "approvals", "command_allowlist")
 """Sections that decide what may run: broken, nothing runs."""
@@ -119,7 +119,7 @@ def _line_of(text: str, path: list[str]) -> int | None:
     """The line (from 1) of the deepest key of ``path`` that is in ``text``'s mappings."""
     import yaml
 
-    from hermes_tui.config import yaml_loader
+    from hermes_tui.base.safe_yaml import yaml_loader
 
     try:
         node = yaml.compose(text, Loader=yaml_loader())

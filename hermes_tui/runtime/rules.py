@@ -24,7 +24,7 @@ from typing import Literal
 
 import yaml
 
-from hermes_tui.config import load_yaml
+from hermes_tui.base.safe_yaml import load_yaml
 from hermes_tui.runtime.danger import simple_commands
 from hermes_tui.runtime.danger.hermes_names import category, known_name, lift
 from hermes_tui.base.fsutil import FileRefused, atomic_write, read_capped

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from hermes_tui.config import load_yaml
+from hermes_tui.base.safe_yaml import load_yaml
 from hermes_tui.base.fsutil import read_capped
 
 log = logging.getLogger(__name__)
