@@ -236,8 +236,7 @@ def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path):
     """Run the test on each backend: ``postgresql`` points ``HERMES_TUI_STORE_URL`` (which every
     store this process and its children open without naming one reads) at a fresh database, and
     checks at the end that nothing fell back to the SQLite file."""
-    from hermes_tui.storage import sessions as store
-    from hermes_tui.storage import choice
+    from hermes_tui.storage import choice, opening
 
     monkeypatch.setattr(choice, "_chosen", None)
     monkeypatch.setattr(choice, "_chosen_problem", None)
@@ -247,13 +246,14 @@ def store_backend(request, monkeypatch: pytest.MonkeyPatch, hermes_home: Path):
         monkeypatch.delenv("HERMES_TUI_STORE_URL", raising=False)
     yield request.param
     if request.param == "postgresql":
-        assert not store.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
+        assert not opening.sessions_db_path(hermes_home).exists(), "the test used the SQLite file, not PostgreSQL"
 
 
 def open_store_db(home: Path | None = None):
     """The store the test's backend uses, opened directly (a :class:`Database`; close it)."""
-    from hermes_tui.storage import sessions as store
-    return store.open_database(store.store_url(None, home))
+    from hermes_tui.storage import opening
+    from hermes_tui.storage.choice import store_url
+    return opening.open_database(store_url(None, home))
 
 
 @pytest.fixture(autouse=True)

@@ -139,8 +139,9 @@ def test_an_unanswered_question_does_not_eat_the_next_answer(tmp_path: Path, her
 
 def test_a_reader_that_leaves_early_ends_it_quietly(hermes_home: Path) -> None:
     """`hermes-tui sessions | head -1`: the closed pipe is not a traceback."""
+    from hermes_tui.storage import opening
     from hermes_tui.storage import sessions as store
-    conn = store.connect(store.sessions_db_path(hermes_home))
+    conn = opening.connect(opening.sessions_db_path(hermes_home))
     conn.execute("BEGIN")
     for number in range(3000):  # more than a pipe holds, so a write meets the closed end
         store.create_session(conn, f"s{number:05d}", None, None, None)

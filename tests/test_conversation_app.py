@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.agent.export import to_sharegpt
 from hermes_tui.tui.widgets.conversation import MessageBlock, RunBlock
@@ -29,7 +30,7 @@ async def ask_from_script(pilot, app: HermesApp, message: str) -> None:
 
 
 def stored(home: Path, session: str) -> db.StoredSession:
-    conn = db.connect(db.sessions_db_path(home))
+    conn = opening.connect(opening.sessions_db_path(home))
     try:
         found = db.load_session(conn, session)
     finally:
@@ -241,7 +242,7 @@ async def test_escape_stops_a_streaming_reply(hermes_home: Path, tmp_path: Path)
 
 
 def approvals_of(home: Path, session: str) -> list[dict]:
-    conn = db.connect(db.sessions_db_path(home))
+    conn = opening.connect(opening.sessions_db_path(home))
     try:
         return [dict(row) for row in conn.execute(
             "SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at", (session,))]

@@ -108,9 +108,9 @@ def test_offline_asks_no_server_and_finishes_quickly(hermes_home: Path, outside:
 
 
 def test_a_missing_database_and_a_good_one_are_fine_and_left_unchanged(hermes_home: Path, outside: Path) -> None:
-    from hermes_tui.storage import sessions as store
-    path = store.sessions_db_path(hermes_home)
-    store.connect(path).close()
+    from hermes_tui.storage import opening
+    path = opening.sessions_db_path(hermes_home)
+    opening.connect(path).close()
     before = sorted(os.listdir(path.parent)), path.stat().st_mtime_ns, path.read_bytes()
     done = run_doctor("--offline", "--json", cwd=outside)
     found = checks(done)["sessions"]
@@ -227,12 +227,12 @@ def test_a_corrupt_database_fails_and_is_not_touched(hermes_home: Path, outside:
 def test_a_newer_schema_fails_it_would_be_refused(hermes_home: Path, outside: Path) -> None:
     import sqlite3
 
-    from hermes_tui.storage import sessions as store
-    path = store.sessions_db_path(hermes_home)
-    store.connect(path).close()
+    from hermes_tui.storage import opening
+    path = opening.sessions_db_path(hermes_home)
+    opening.connect(path).close()
     with sqlite3.connect(path) as db:
         db.execute("INSERT INTO schema_version VALUES (?, 'from the future', 0, 'hermes-tui 9')",
-                   (store.SCHEMA_VERSION + 1,))
+                   (opening.SCHEMA_VERSION + 1,))
     found = checks(run_doctor("--offline", "--json", cwd=outside))["sessions"]
     assert found["status"] == "fail" and "newer" in found["detail"] and "upgrade hermes-tui" in found["fix"]
 

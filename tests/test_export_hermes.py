@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.agent.loop import SYSTEM_PROMPT
 from hermes_tui.agent.tools import declarations
 from hermes_tui.agent.export import to_sharegpt
@@ -66,7 +68,7 @@ def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
 def build_session(home: Path) -> None:
     """A stored session: a reply with reasoning and two tool calls (one JSON result, one plain
     text), a reply without reasoning, one with reasoning and no call, and a plain final reply."""
-    store = db.SessionStore.open(home)
+    store = SessionStore.open(home)
     try:
         store.sync(db.create_session, SESSION, "custom", "hermes-4-70b", str(home))
         store.sync(db.start_turn, SESSION, "t1", "user", "What do my notes say, and how full is the disk?")
@@ -99,7 +101,7 @@ def build_session(home: Path) -> None:
         store.sync(db.end_turn, "t3", "done")
     finally:
         store.close()
-    conn = sqlite3.connect(db.sessions_db_path(home))
+    conn = sqlite3.connect(opening.sessions_db_path(home))
     try:
         with conn:
             conn.execute("UPDATE sessions SET created_at = ?, updated_at = ? WHERE id = ?", (CREATED, UPDATED, SESSION))
@@ -108,7 +110,7 @@ def build_session(home: Path) -> None:
 
 
 def load(home: Path) -> StoredSession:
-    conn = db.connect(db.sessions_db_path(home))
+    conn = opening.connect(opening.sessions_db_path(home))
     try:
         stored = db.load_session(conn, SESSION)
     finally:

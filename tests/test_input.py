@@ -10,6 +10,7 @@ from pathlib import Path
 from textual import events
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.commands import COMMANDS
 from hermes_tui.tui.widgets.conversation import MessageBlock, PastedRunBlock, PromptInput, RunBlock
@@ -131,13 +132,13 @@ def test_history_is_bounded_and_skips_repeats(store_backend: str, hermes_home: P
 
 
 def test_an_older_database_gets_the_history_table(hermes_home: Path) -> None:  # a SQLite file: SQLite only
-    path = db.sessions_db_path(hermes_home)
+    path = opening.sessions_db_path(hermes_home)
     path.parent.mkdir(parents=True, exist_ok=True)
     old = sqlite3.connect(path)
     old.executescript("CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT, created_at REAL NOT NULL, "
                       "updated_at REAL NOT NULL, provider TEXT, model TEXT, cwd TEXT);")
     old.close()
-    conn = db.connect(path)
+    conn = opening.connect(path)
     try:
         db.add_input(conn, None, "print(1)")
         assert db.load_inputs(conn) == ["print(1)"]

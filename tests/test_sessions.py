@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.agent.models.hermes_format import HermesStreamParser
 from hermes_tui.agent.tools import InvalidCall, ToolCall, validate_call
 
@@ -54,7 +56,7 @@ def test_malformed_blocks_become_errors_the_model_can_fix() -> None:
 
 
 def make_session(home: Path) -> str:
-    store = db.SessionStore.open(home)
+    store = SessionStore.open(home)
     try:
         store.sync(db.create_session, "20261129-000000-abcd", "custom", "m", "/tmp")
         store.sync(db.start_turn, "20261129-000000-abcd", "t1", "user", "list files")
@@ -76,9 +78,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_database_is_wal_and_private(hermes_home: Path) -> None:  # the SQLite file itself: SQLite only
     make_session(hermes_home)
-    path = db.sessions_db_path(hermes_home)
+    path = opening.sessions_db_path(hermes_home)
     assert oct(path.stat().st_mode & 0o777) == "0o600"
-    conn = db.connect(path)
+    conn = opening.connect(path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.find_session(conn, "latest") == db.find_session(conn, "20261129") == "20261129-000000-abcd"

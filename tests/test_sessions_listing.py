@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.base.units import noun, plural
 from hermes_tui.tui.widgets.conversation import RunBlock
@@ -30,7 +31,7 @@ def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
 def add_session(home: Path, session: str, *, turn: str | None = None, updated_at: float | None = None) -> None:
     """A stored session, with one turn (its user message) when ``turn`` is given; ``updated_at``
     makes it newer or older than the others."""
-    store = db.SessionStore.open(home)
+    store = SessionStore.open(home)
     try:
         store.sync(db.create_session, session, None, None, "/tmp")
         if turn is not None:
@@ -89,7 +90,7 @@ def test_only_a_session_with_nothing_stored_is_deleted(store_backend: str, herme
     add_session(hermes_home, "with-turn", turn="hello")
     add_session(hermes_home, "with-approval")
     add_session(hermes_home, "with-bare-turn")
-    store = db.SessionStore.open(hermes_home)
+    store = SessionStore.open(hermes_home)
     try:
         request = {"id": "a1", "kind": "command", "text": "rm -rf build"}
         store.sync(db.add_approval, "with-approval", None, request)  # pending, no turn

@@ -16,6 +16,7 @@ import pytest
 
 from fake_models import FakeModelServer
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
 from hermes_tui.storage import leases
 from hermes_tui.storage.url import parse_store_url
 
@@ -54,7 +55,7 @@ def code_call(code: str) -> dict:
 
 
 def open_store(url: str) -> db.Database:
-    return db.open_database(parse_store_url(url))
+    return opening.open_database(parse_store_url(url))
 
 
 def stored_session(url: str, session: str) -> db.StoredSession:

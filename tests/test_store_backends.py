@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.storage import leases
 from hermes_tui.storage.errors import SchemaTooNew
 from hermes_tui.storage.schema import LATEST, MIGRATIONS, migrate
@@ -50,8 +52,8 @@ def test_migrations_record_every_version_once(store_backend: str, hermes_home: P
         assert versions(conn) == list(range(1, LATEST + 1)) == [m.version for m in MIGRATIONS]
         rows = [dict(r) for r in conn.execute("SELECT * FROM schema_version ORDER BY version")]
         assert [r["what"] for r in rows] == [m.what for m in MIGRATIONS]
-        assert all(r["program"] == db.PROGRAM and isinstance(r["applied_at"], float) for r in rows)
-        assert migrate(conn, db.PROGRAM) == []  # already there: nothing applied
+        assert all(r["program"] == opening.PROGRAM and isinstance(r["applied_at"], float) for r in rows)
+        assert migrate(conn, opening.PROGRAM) == []  # already there: nothing applied
     finally:
         conn.close()
     again = open_store_db(hermes_home)  # opening twice applies nothing new
@@ -77,12 +79,12 @@ def make_too_new(home: Path) -> None:
 def test_a_schema_from_a_newer_hermes_tui_is_refused(store_backend: str, hermes_home: Path) -> None:
     make_too_new(hermes_home)
     with pytest.raises(SchemaTooNew) as caught:
-        db.open_database(db.store_url(None, hermes_home))
+        opening.open_database(db.store_url(None, hermes_home))
     message = str(caught.value)
     assert "\n" not in message
     assert f"schema version {LATEST + 1}" in message and f"({LATEST})" in message and "upgrade" in message
     with pytest.raises(SchemaTooNew):
-        db.SessionStore.open(hermes_home)
+        SessionStore.open(hermes_home)
     done = run_cli("sessions")
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
@@ -158,12 +160,12 @@ PRAGMA user_version = 2;
 
 
 def test_a_sqlite_file_of_the_previous_release_is_brought_up_to_date(hermes_home: Path) -> None:
-    path = db.sessions_db_path(hermes_home)
+    path = opening.sessions_db_path(hermes_home)
     path.parent.mkdir(parents=True, exist_ok=True)
     old = sqlite3.connect(path)
     old.executescript(OLD_SCHEMA)
     old.close()
-    conn = db.connect(path)
+    conn = opening.connect(path)
     try:
         assert versions(conn) == list(range(1, LATEST + 1))
         assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
@@ -183,12 +185,12 @@ def test_a_sqlite_file_of_the_previous_release_is_brought_up_to_date(hermes_home
         # What the new columns and the leases table are for works on the old rows.
         db.start_turn(conn, "20251001-120000-0ld1", "t-new", "user", "more")
         assert leases.take(conn, "20251001-120000-0ld1", "me", "box", "test").ok
-        assert db.load_session(conn, "20251001-120000-0ld1").info.host == db.host_name()
+        assert db.load_session(conn, "20251001-120000-0ld1").info.host == opening.host_name()
     finally:
         conn.close()
-    again = db.connect(path)  # up to date now: nothing more to apply
+    again = opening.connect(path)  # up to date now: nothing more to apply
     try:
-        assert migrate(again, db.PROGRAM) == [] and versions(again) == list(range(1, LATEST + 1))
+        assert migrate(again, opening.PROGRAM) == [] and versions(again) == list(range(1, LATEST + 1))
     finally:
         again.close()
 
@@ -302,7 +304,7 @@ def test_every_statement_gives_the_same_results_on_both_backends(pg_url: str, tm
     results = {}
     for kind, url in (("sqlite", parse_store_url(f"sqlite://{tmp_path / 'sessions.db'}")),
                       ("postgresql", parse_store_url(pg_url))):
-        conn = db.open_database(url)
+        conn = opening.open_database(url)
         try:
             assert conn.kind == kind
             results[kind] = normal(every_statement(conn))
@@ -456,7 +458,7 @@ def test_a_prefix_matches_letter_case_the_same_on_both_backends(pg_url: str, tmp
     found = {}
     for kind, url in (("sqlite", parse_store_url(f"sqlite://{tmp_path / 'sessions.db'}")),
                       ("postgresql", parse_store_url(pg_url))):
-        conn = db.open_database(url)
+        conn = opening.open_database(url)
         try:
             db.create_session(conn, "Alpha-1", None, None, None)
             db.start_turn(conn, "Alpha-1", "t1", "user", "hi")
@@ -464,6 +466,25 @@ def test_a_prefix_matches_letter_case_the_same_on_both_backends(pg_url: str, tmp
         finally:
             conn.close()
     assert found["sqlite"] == found["postgresql"]
+
+
+def test_a_sub_agent_session_is_found_by_its_name_under_its_parent(store_backend: str, hermes_home: Path) -> None:
+    from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR
+
+    assert db.CHILD == SUBAGENT_SEPARATOR  # the store's name for it is the runtime's
+    parent = "20261129-100000-abcd"
+    explore, review = f"{parent}::child::c0ffee-explore", f"{parent}::child::123456-review"
+    conn = open_store_db(hermes_home)
+    try:
+        for session in (parent, explore, review, f"{explore}::child::aaaaaa-deep",
+                        "20261129-110000-beef::child::bbbbbb-deep"):
+            db.create_session(conn, session, None, None, None)
+        assert db.child_session_named(conn, parent, "explore") == explore
+        assert db.child_session_named(conn, parent, "review") == review
+        assert db.child_session_named(conn, parent, "deep") is None  # a grandchild's, another parent's: not its child
+        assert db.child_session_named(conn, parent, "nope") is None
+    finally:
+        conn.close()
 
 
 # -- leases --------------------------------------------------------------------------------------
@@ -477,7 +498,7 @@ def dead_pid() -> int:
 
 def test_a_lease_is_taken_refused_taken_over_and_released(store_backend: str, hermes_home: Path) -> None:
     conn = open_store_db(hermes_home)
-    here = db.host_name()
+    here = opening.host_name()
     try:
         assert leases.lease_of(conn, "s1") is None
         first = leases.take(conn, "s1", "owner-a", here, "hermes-tui app", pid=os.getpid())
@@ -514,7 +535,7 @@ def test_a_lease_is_taken_refused_taken_over_and_released(store_backend: str, he
 
 def test_a_lease_whose_holder_is_gone_from_this_host_is_taken_at_once(store_backend: str, hermes_home: Path) -> None:
     conn = open_store_db(hermes_home)
-    here = db.host_name()
+    here = opening.host_name()
     gone = dead_pid()
     try:
         assert leases.take(conn, "s1", "dead-owner", here, "hermes-tui app", pid=gone).ok
@@ -536,7 +557,7 @@ def test_two_threads_racing_for_a_lease_one_wins(store_backend: str, hermes_home
     wins: list[list[bool]] = [[], []]
     errors: list[BaseException] = []
     barrier = threading.Barrier(2)
-    here = db.host_name()
+    here = opening.host_name()
 
     def racer(index: int) -> None:
         try:
@@ -565,18 +586,18 @@ def test_two_threads_racing_for_a_lease_one_wins(store_backend: str, hermes_home
 
 RACER = """
 import sys, time
-from hermes_tui.storage import sessions as store
+from hermes_tui.storage import opening
 from hermes_tui.storage import leases
 from hermes_tui.storage.url import parse_store_url
 
 url, index, rounds = parse_store_url(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-conn = store.open_database(url)
+conn = opening.open_database(url)
 print("ready", flush=True)
 start = float(sys.stdin.readline())
 for round_ in range(rounds):
     while time.time() < start + round_ * 0.05:
         time.sleep(0.0005)
-    print(round_, leases.take(conn, f"race-{round_}", "owner-" + index, store.host_name(), "racer").ok, flush=True)
+    print(round_, leases.take(conn, f"race-{round_}", "owner-" + index, opening.host_name(), "racer").ok, flush=True)
 conn.close()
 """
 
@@ -618,23 +639,23 @@ def test_two_processes_racing_for_a_lease_one_wins(store_backend: str, hermes_ho
 
 MIGRATOR = """
 import sys, time
-from hermes_tui.storage import sessions as store
+from hermes_tui.storage import opening
 from hermes_tui.storage import postgres, schema, sqlite  # imported now, not in the race
 from hermes_tui.storage.url import parse_store_url
 
 url, tag = parse_store_url(sys.argv[1]), sys.argv[2]
-store.PROGRAM = tag  # what schema_version records as the program that applied a migration
+opening.PROGRAM = tag  # what schema_version records as the program that applied a migration
 print("ready", flush=True)
 start = float(sys.stdin.readline())
 while time.time() < start:
     time.sleep(0.0005)
-conn = store.open_database(url)
+conn = opening.open_database(url)
 print(sorted(r[0] for r in conn.execute("SELECT version FROM schema_version")))
 conn.close()
 """
 
 
-WAL_RACE = ("store.connect(): PRAGMA journal_mode=WAL on a new file fails at once with 'database is locked' "
+WAL_RACE = ("opening.connect(): PRAGMA journal_mode=WAL on a new file fails at once with 'database is locked' "
             "(no busy wait) while another connection is creating it")
 
 
@@ -649,7 +670,7 @@ def test_a_new_store_migrated_by_several_processes_at_once(kind: str, request, t
     outputs = start_together([[MIGRATOR, text, f"proc-{i}"] for i in range(4)])
     assert [code for _, _, code in outputs] == [0] * 4, [err for _, err, _ in outputs]
     assert [out.strip() for out, _, _ in outputs] == [str(list(range(1, LATEST + 1)))] * 4
-    conn = db.open_database(parse_store_url(text))
+    conn = opening.open_database(parse_store_url(text))
     try:
         rows = [(r["version"], r["program"]) for r in conn.execute("SELECT version, program FROM schema_version "
                                                                     "ORDER BY version")]
@@ -668,7 +689,7 @@ def test_a_new_sqlite_file_another_process_is_writing_is_waited_for(tmp_path: Pa
     done.start()
     try:
         began = time.monotonic()
-        conn = db.connect(path)  # waits for it, as for any lock (timeout=10)
+        conn = opening.connect(path)  # waits for it, as for any lock (timeout=10)
         conn.close()
         assert time.monotonic() - began >= 0.4
     finally:
@@ -688,7 +709,7 @@ def cli_env(**changes: str | None) -> dict[str, str]:
 
 
 def seed(url: str) -> None:
-    conn = db.open_database(parse_store_url(url))
+    conn = opening.open_database(parse_store_url(url))
     try:
         db.create_session(conn, "20261129-100000-pass", None, None, None)
         db.start_turn(conn, "20261129-100000-pass", "t1", "user", "behind a password")
@@ -808,6 +829,6 @@ def test_a_lease_with_a_heartbeat_in_the_future_does_not_hold_a_session(store_ba
         conn.execute(f"UPDATE leases SET heartbeat_at = {conn.now} + 86400 WHERE session_id = 's1'")
         held = leases.lease_of(conn, "s1")
         assert held is not None and held.stale and leases.live_holder(held) is None
-        assert leases.take(conn, "s1", "me", db.host_name(), "hermes-tui app").ok
+        assert leases.take(conn, "s1", "me", opening.host_name(), "hermes-tui app").ok
     finally:
         conn.close()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
 from hermes_tui.cli import main
 from hermes_tui.storage.copy import identity
 from hermes_tui.storage.url import parse_store_url
@@ -32,7 +33,7 @@ CALL = {"id": "c1", "type": "function", "function": {"name": "execute_code", "ar
 
 def open_url(url: str) -> db.Database:
     """The store ``url`` names, opened as the app opens it (created, migrated)."""
-    return db.open_database(parse_store_url(url, origin="--store"))
+    return opening.open_database(parse_store_url(url, origin="--store"))
 
 
 def sqlite_url(path: Path) -> str:
@@ -125,7 +126,7 @@ def run_exe(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subproc
 def source(tmp_path: Path) -> Path:
     """A SQLite store holding :func:`build_session`."""
     path = tmp_path / "source.db"
-    conn = db.connect(path)
+    conn = opening.connect(path)
     try:
         build_session(conn)
     finally:
@@ -145,12 +146,12 @@ def test_migrate_sqlite_to_postgres_copies_every_part_of_a_session(source: Path,
     assert code == 0, err
     assert out.splitlines()[0].startswith("copied 2 sessions (8 messages), skipped 0 already there, replaced 0, in ")
     assert "and 2 inputs of the history" in out
-    src, dst = db.connect(source), open_url(pg_url)
+    src, dst = opening.connect(source), open_url(pg_url)
     try:
         for sid in (SESSION, CHILD):
             assert picture(dst, sid) == picture(src, sid)
         copied = picture(dst, SESSION)
-        assert copied["session"]["max_cost_usd"] == 2.5 and copied["session"]["host"] == db.host_name()
+        assert copied["session"]["max_cost_usd"] == 2.5 and copied["session"]["host"] == opening.host_name()
         assert copied["messages"][1]["reasoning"] == "the user wants ls"
         assert [a["status"] for a in copied["approvals"]] == ["answered", "pending"]
         assert copied["answers"][0]["decision"] == "deny" and copied["answers"][0]["who"] == "me@laptop (pid 1)"
@@ -170,7 +171,7 @@ def test_tool_calls_and_usage_point_at_the_new_ids_of_their_messages(source: Pat
     build_other(target, messages=11)
     target.close()
     assert run(capsys, "store", "migrate", "--from", sqlite_url(source), "--to", pg_url)[0] == 0
-    src, dst = db.connect(source), open_url(pg_url)
+    src, dst = opening.connect(source), open_url(pg_url)
     try:
         old = {r["id"] for r in src.execute("SELECT id FROM messages WHERE session_id = ?", (SESSION,))}
         new = {r["id"] for r in dst.execute("SELECT id FROM messages WHERE session_id = ?", (SESSION,))}
@@ -216,14 +217,14 @@ def test_a_second_run_copies_nothing_a_grown_session_is_replaced_a_longer_one_ke
                                          "approval_answers", "input_history", "turns")}
     dst.close()
 
-    src = db.connect(source)  # the session goes on in the source
+    src = opening.connect(source)  # the session goes on in the source
     db.add_message(src, SESSION, f"{SESSION}-t2", "assistant", "cleaned")
     db.end_turn(src, f"{SESSION}-t2", "done")
     src.close()
     code, out, _ = run(capsys, *argv)
     third = json.loads(out)
     assert (third["copied"], third["replaced"], third["replaced_messages"], third["skipped"]) == (0, 1, 7, 1)
-    src, dst = db.connect(source), open_url(pg_url)
+    src, dst = opening.connect(source), open_url(pg_url)
     try:
         assert picture(dst, SESSION) == picture(src, SESSION)
         after = {t: count(dst, t) for t in before}
@@ -246,14 +247,14 @@ def test_a_second_run_copies_nothing_a_grown_session_is_replaced_a_longer_one_ke
 def test_a_reply_that_finished_in_the_source_since_replaces_the_copy(tmp_path: Path, pg_url: str,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "live.db"
-    src = db.connect(path)
+    src = opening.connect(path)
     db.create_session(src, "s1", None, None, None)
     db.start_turn(src, "s1", "t1", "user", "hi")
     reply = db.add_message(src, "s1", "t1", "assistant", "hel", status="streaming")
     src.close()
     argv = ("store", "migrate", "--from", sqlite_url(path), "--to", pg_url, "--json")
     assert json.loads(run(capsys, *argv)[1])["copied"] == 1
-    src = db.connect(path)
+    src = opening.connect(path)
     db.update_message(src, reply, "hello there", "done")
     db.end_turn(src, "t1", "done")
     src.close()
@@ -276,7 +277,7 @@ def test_postgres_to_sqlite_round_trip(source: Path, pg_url: str, tmp_path: Path
     assert code == 0, err
     assert out.startswith("copied 2 sessions (8 messages)")
     assert oct(back.stat().st_mode & 0o777) == "0o600"  # made as every store is
-    src, dst = db.connect(source), db.connect(back)
+    src, dst = opening.connect(source), opening.connect(back)
     try:
         for sid in (SESSION, CHILD):
             assert picture(dst, sid) == picture(src, sid)
@@ -292,7 +293,7 @@ def test_postgres_to_sqlite_round_trip(source: Path, pg_url: str, tmp_path: Path
 
 def test_from_defaults_to_the_store_in_use_and_session_picks_one_with_its_sub_agents(
         source: Path, tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    conn = db.connect(source)
+    conn = opening.connect(source)
     build_other(conn, "20250505-000000-ffff", 3)
     conn.close()
     code, out, err = run(capsys, "--store", sqlite_url(source), "store", "migrate", "--to", pg_url,
@@ -329,7 +330,7 @@ def test_dry_run_says_what_it_would_do_and_writes_nothing(source: Path, pg_url: 
 def test_the_source_is_only_read_even_an_older_schema(tmp_path: Path, pg_url: str,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "old.db"
-    conn = db.connect(path)
+    conn = opening.connect(path)
     build_session(conn, pending=False)
     # Back to schema 2, as a hermes-tui from before shared stores left it.
     conn.execute("DROP TABLE leases")
@@ -434,7 +435,7 @@ def test_progress_bar_on_a_terminal_and_summary_on_stdout(source: Path, pg_url: 
 
 def test_migrate_a_few_dozen_sessions(tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "many.db"
-    conn = db.connect(path)
+    conn = opening.connect(path)
     for index in range(30):
         sid = f"20260202-0000{index:02d}-aaaa"
         db.create_session(conn, sid, None, None, None)
@@ -580,7 +581,7 @@ def test_a_session_in_use_in_the_source_is_copied_and_said(source: Path, pg_url:
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     from hermes_tui.storage import leases
 
-    conn = db.connect(source)
+    conn = opening.connect(source)
     assert leases.take(conn, SESSION, "owner-1", "buildbox", "hermes-tui run", pid=4242).ok
     conn.close()
     code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source), "--to", pg_url)

@@ -18,13 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
 from hermes_tui.cli import main
 from hermes_tui.storage import copy
 from hermes_tui.storage.url import parse_store_url
 
 
 def open_url(url: str) -> db.Database:
-    return db.open_database(parse_store_url(url, origin="--store"))
+    return opening.open_database(parse_store_url(url, origin="--store"))
 
 
 def sqlite_url(path: Path) -> str:
@@ -64,7 +65,7 @@ def test_an_unrelated_session_with_the_same_id_is_refused_not_replaced(
         tmp_path: Path, target_url: str, sid: str, capsys: pytest.CaptureFixture[str]) -> None:
     """The issue's case: the source's session has more messages (it looked as if it "grew")."""
     source_path = tmp_path / "laptop.db"
-    mine = db.connect(source_path)
+    mine = opening.connect(source_path)
     work(mine, sid, ["fix the parser", "add a test", "run the tests"])
     mine.close()
     theirs = open_url(target_url)
@@ -125,11 +126,11 @@ def test_an_unrelated_session_with_the_same_id_is_refused_not_replaced(
 def test_the_rename_prints_the_new_id_and_takes_the_sub_agents(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     source_path, target_path = tmp_path / "a.db", tmp_path / "b.db"
-    mine = db.connect(source_path)
+    mine = opening.connect(source_path)
     work(mine, "dup-1", ["fix the parser"])
     work(mine, "dup-1::child::helper", ["count the files"])
     mine.close()
-    theirs = db.connect(target_path)
+    theirs = opening.connect(target_path)
     work(theirs, "dup-1", ["write the docs"])
     theirs.close()
     code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))
@@ -139,7 +140,7 @@ def test_the_rename_prints_the_new_id_and_takes_the_sub_agents(tmp_path: Path,
     assert code == 0, err
     assert "copied dup-1 as dup-1-2 (2 messages): " in out
     assert "copied dup-1::child::helper as dup-1-2::child::helper" in out
-    conn = db.connect(target_path)
+    conn = opening.connect(target_path)
     try:
         assert contents(conn, "dup-1") == ["write the docs", "done: write the docs"]
         assert contents(conn, "dup-1-2::child::helper") == ["count the files", "done: count the files"]
@@ -150,24 +151,24 @@ def test_the_rename_prints_the_new_id_and_takes_the_sub_agents(tmp_path: Path,
 def test_one_session_continued_apart_in_both_is_refused_and_a_true_growth_still_replaces(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source_path, target_path = tmp_path / "a.db", tmp_path / "b.db"
-    mine = db.connect(source_path)
+    mine = opening.connect(source_path)
     work(mine, "job", ["first"])
     mine.close()
     assert run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))[0] == 0
-    mine = db.connect(source_path)
+    mine = opening.connect(source_path)
     db.start_turn(mine, "job", "job-more", "user", "more on the laptop")
     mine.close()
     code, out, _ = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))
     assert code == 0 and "replaced 1" in out  # it grew in the source: the same session, further on
-    theirs = db.connect(target_path)
+    theirs = opening.connect(target_path)
     db.start_turn(theirs, "job", "job-there", "user", "more on the build box")
     theirs.close()
-    mine = db.connect(source_path)
+    mine = opening.connect(source_path)
     db.start_turn(mine, "job", "job-again", "user", "even more on the laptop")
     mine.close()
     code, out, _ = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path))
     assert code == 1 and "refused job: job was continued apart in both stores (the first 3 messages shared" in out
-    theirs = db.connect(target_path)
+    theirs = opening.connect(target_path)
     assert contents(theirs, "job")[-1] == "more on the build box"
     theirs.close()
     code, out, err = run(capsys, "store", "migrate", "--from", sqlite_url(source_path), "--to", sqlite_url(target_path),
@@ -220,7 +221,7 @@ def _starts(shorter: list[str], longer: list[str]) -> bool:
        twice=st.booleans())
 def test_random_pairs_of_stores_never_lose_a_message_in_a_migrate(scenarios, rename: bool, twice: bool) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        source, target = db.connect(Path(folder) / "a.db"), db.connect(Path(folder) / "b.db")
+        source, target = opening.connect(Path(folder) / "a.db"), opening.connect(Path(folder) / "b.db")
         clock = iter(range(1_000, 10_000))
         try:
             _fill(source, target, scenarios, clock)
@@ -263,7 +264,7 @@ def test_a_renamed_copy_grows_when_the_source_grows_not_copied_again(
     for the earlier copy (created at the same moment, its messages the start of the source's)
     and grows it, with its sub-agent, and says so in one line."""
     source_path = tmp_path / "laptop.db"
-    mine = db.connect(source_path)
+    mine = opening.connect(source_path)
     work(mine, "dup-1", ["fix the parser"])
     work(mine, "dup-1::child::helper", ["count the files"])
     mine.close()
@@ -275,7 +276,7 @@ def test_a_renamed_copy_grows_when_the_source_grows_not_copied_again(
     code, out, err = run(capsys, *argv)
     assert code == 0 and "copied dup-1 as dup-1-2 (2 messages)" in out, (out, err)
 
-    mine = db.connect(source_path)  # the laptop's session goes on, its sub-agent too
+    mine = opening.connect(source_path)  # the laptop's session goes on, its sub-agent too
     for sid, text in (("dup-1", "add a test"), ("dup-1::child::helper", "count again")):
         db.start_turn(mine, sid, f"{sid}-more", "user", text)
         db.add_message(mine, sid, f"{sid}-more", "assistant", f"done: {text}")
@@ -348,7 +349,7 @@ def test_random_grow_then_migrate_with_rename_never_duplicates_a_session_nor_los
     session is in the target exactly once (under its id or the one the first --rename gave it),
     whole; what the target held of its own is never lost; no input is filed twice."""
     with tempfile.TemporaryDirectory() as folder:
-        source, target = db.connect(Path(folder) / "a.db"), db.connect(Path(folder) / "b.db")
+        source, target = opening.connect(Path(folder) / "a.db"), opening.connect(Path(folder) / "b.db")
         clock = iter(range(1_000, 100_000))
         try:
             _fill(source, target, scenarios, clock)

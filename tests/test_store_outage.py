@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.storage.errors import StoreUnavailable
 from hermes_tui.storage.postgres import NotifyListener
 from hermes_tui.storage.url import parse_store_url
@@ -45,7 +47,7 @@ def server(own_server):
 def test_writes_wait_for_the_server_and_are_all_there_when_it_is_back(server) -> None:
     url = parse_store_url(server.url(server.new_database()))
     news: list[tuple[bool, str]] = []
-    store = db.SessionStore(url, on_health=lambda ok, text: news.append((ok, text)))
+    store = SessionStore(url, on_health=lambda ok, text: news.append((ok, text)))
     try:
         store.sync(db.create_session, "s1", None, None, "/tmp")
         server.stop("fast")
@@ -65,9 +67,9 @@ def test_writes_wait_for_the_server_and_are_all_there_when_it_is_back(server) ->
 
 def test_closing_while_the_server_is_down_gives_up_after_the_wait_not_for_ever(server,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(db.SessionStore, "CLOSE_WAIT", 1.0)
+    monkeypatch.setattr(SessionStore, "CLOSE_WAIT", 1.0)
     url = parse_store_url(server.url(server.new_database()))
-    store = db.SessionStore(url)
+    store = SessionStore(url)
     store.sync(db.create_session, "s1", None, None, "/tmp")
     server.stop("fast")
     pending = [store.submit(db.add_input, "s1", f"never stored {n}") for n in range(7)]
@@ -141,7 +143,7 @@ def test_a_lease_taken_over_is_noticed_and_the_front_end_told(server, hermes_hom
     from conftest import make_config
     from hermes_tui.agent.workspace import Workspace
 
-    monkeypatch.setattr(db.SessionStore, "TICK_EVERY", 0.2)
+    monkeypatch.setattr(SessionStore, "TICK_EVERY", 0.2)
     url = server.url(server.new_database())
     monkeypatch.setenv("HERMES_TUI_STORE_URL", url)
     told: list[tuple[str, str]] = []
@@ -151,7 +153,7 @@ def test_a_lease_taken_over_is_noticed_and_the_front_end_told(server, hermes_hom
         workspace = Workspace(make_config(), home=hermes_home, cwd=str(hermes_home), ask=None, settings=None,  # type: ignore[arg-type]
                               on_store=lambda level, text: told.append((level, text)), on_lost=lost.append)
         await workspace.open("s-lease", lambda event: None)
-        conn = db.open_database(parse_store_url(url))
+        conn = opening.open_database(parse_store_url(url))
         try:  # another machine took it over while this one's heartbeat could not be written
             conn.execute("UPDATE leases SET owner = 'other', host = 'laptop-b', pid = 99, pid_space = 'b' "
                          "WHERE session_id = 's-lease'")

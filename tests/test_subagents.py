@@ -23,7 +23,7 @@ from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.models.providers import resolve_provider
 from hermes_tui.agent.subagents import DelegateProgress
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-from hermes_tui.storage.sessions import SessionStore
+from hermes_tui.storage.writer import SessionStore
 from conftest import make_config, open_store_db
 from fake_models import FakeModelServer
 from helpers.agents import Harness

@@ -23,7 +23,7 @@ from hermes_tui.agent.events import Notice, TurnEnded, UsageUpdated
 from hermes_tui.agent.loop import Agent
 from hermes_tui.agent.models.providers import resolve_provider
 from hermes_tui.agent.usage import CallUsage, Pricing, from_anthropic, from_openai, table_prices
-from hermes_tui.storage.sessions import SessionStore
+from hermes_tui.storage.writer import SessionStore
 from conftest import make_config
 from fake_models import FakeModelServer
 from helpers.agents import Harness

@@ -13,6 +13,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.agent.restore import PendingCall
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, Approver, blocked
 
@@ -32,9 +33,9 @@ class ApprovalRecorder:
         self.closing = False
         """Set when the front end is closing: a request it leaves unanswered stays pending
         (asked again on resume) instead of being recorded as withdrawn."""
-        self._stores: dict[str, db.SessionStore] = {}
+        self._stores: dict[str, SessionStore] = {}
 
-    def attach(self, session_id: str, store: db.SessionStore) -> None:
+    def attach(self, session_id: str, store: SessionStore) -> None:
         """Record the approvals of ``session_id`` in ``store`` from now on."""
         self._stores[session_id] = store
 
@@ -57,7 +58,7 @@ class ApprovalRecorder:
         return decision
 
 
-async def ask_again(runtime: Runtime, store: db.SessionStore, pending: PendingCall) -> dict[str, object] | None:
+async def ask_again(runtime: Runtime, store: SessionStore, pending: PendingCall) -> dict[str, object] | None:
     """Ask again the approval a restored tool call waited for.
 
     Returns None if it is allowed (its call then runs from the start without asking twice),

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.agent.approvals import ApprovalRecorder, ask_again
 from hermes_tui.agent.budget import DEFAULT_MAX_REPLY_TOKENS, INPUT_MARGIN, MIN_REPLY_TOKENS, Budget, Grant, grant
 from hermes_tui.agent.events import (
@@ -136,7 +137,7 @@ class Agent:
     """
 
     def __init__(
-        self, runtime: Runtime, store: db.SessionStore, session_id: str, *, settings: ProviderSettings | None,
+        self, runtime: Runtime, store: SessionStore, session_id: str, *, settings: ProviderSettings | None,
         listener: Listener, cwd: str, max_steps: int = 30, max_invalid: int = 3, system_prompt: str | None = None,
         provider: Provider | None = None, max_context_chars: int = 400_000,
         approvals: ApprovalRecorder | None = None, budget: Budget | None = None, max_context_tokens: int | None = None,

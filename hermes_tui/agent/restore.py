@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.agent.tools import ToolCall
 from hermes_tui.runtime.approvals import ApprovalRequest
 from hermes_tui.runtime.models import Origin
@@ -44,7 +45,7 @@ class LoadedSession:
     """The messages the model sees, as stored (before trimming to the context budget)."""
 
 
-async def load_session(store: db.SessionStore, session_id: str) -> LoadedSession | None:
+async def load_session(store: SessionStore, session_id: str) -> LoadedSession | None:
     """Read ``session_id`` back (None if it is new), settling what the app left unfinished."""
     stored = await store.call(db.load_session, session_id)
     if stored is None:

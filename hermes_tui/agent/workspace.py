@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage.opening import host_name
+from hermes_tui.storage.writer import SessionStore
 from hermes_tui.agent.approvals import ApprovalRecorder
 from hermes_tui.agent.budget import Budget
 from hermes_tui.agent.events import Listener, NoticeLevel
@@ -93,7 +95,7 @@ class Workspace:
         self.approvals = ApprovalRecorder(ask)
         self.runtime = Runtime(config, home=home, host_env=dict(host_env) if host_env is not None else None,
                                approver=self.approvals)
-        self.store: db.SessionStore | None = None
+        self.store: SessionStore | None = None
         self.agent: Agent | None = None
         self._inject: InjectServer | None = None
         self._created: str | None = None
@@ -119,11 +121,11 @@ class Workspace:
         url = None
         try:
             url = db.store_url(self.config, self.home)
-            self.store = await asyncio.to_thread(db.SessionStore.open, self.home, url, on_health=self._health)
+            self.store = await asyncio.to_thread(SessionStore.open, self.home, url, on_health=self._health)
         except (OSError, *DB_ERRORS) as exc:  # the front end still works; this session is not kept
             if not self.memory_fallback:
                 raise
-            self.store = await asyncio.to_thread(db.SessionStore, Path(":memory:"))
+            self.store = await asyncio.to_thread(SessionStore, Path(":memory:"))
             where = f"database {url.path}" if url is not None and url.path is not None else "store"
             return [(f"The sessions {where} cannot be opened ({exc}); this session is kept in memory only and "
                      "will not survive a restart.", "error")]
@@ -153,7 +155,7 @@ class Workspace:
     async def _take_lease(self, session_id: str) -> list[tuple[str, NoticeLevel]]:
         assert self.store is not None
         stale_after = self.config.store.lease_timeout
-        taken = await self.store.call(leases.take, session_id, self.lease_owner, db.host_name(), self.program,
+        taken = await self.store.call(leases.take, session_id, self.lease_owner, host_name(), self.program,
                                       stale_after=stale_after)
         if not taken.ok:
             raise SessionBusy(busy_message(session_id, taken.holder))

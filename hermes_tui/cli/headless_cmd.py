@@ -427,7 +427,7 @@ async def _audit(home: Any, session: str, targets: list[dict[str, Any]], choice:
 
 def _who() -> str:
     """Who answered: user, host and process, for the audit log."""
-    from hermes_tui.storage.sessions import local_user
+    from hermes_tui.storage.opening import local_user
 
     return f"{local_user()} (pid {os.getpid()}, {time.strftime('%Y-%m-%d %H:%M:%S')})"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import cast
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage.opening import open_database
 from hermes_tui.cli.errors import EXIT_OK, UsageError, database_problem, os_problem
 from hermes_tui.base.text import shown
 from hermes_tui.base.paths import hermes_home
@@ -36,7 +37,7 @@ def _database() -> Iterator[db.Database]:
     if path is not None and not path.exists():
         raise NoSessions(f"no sessions stored yet ({path} does not exist)")
     try:
-        conn = db.open_database(url)
+        conn = open_database(url)
     except sqlite3.Error as exc:
         raise UsageError(database_problem(path, exc)) from None
     except FileRefused as exc:  # a FIFO or a device: SQLite would wait on it for ever

@@ -159,10 +159,11 @@ def info_command(args: argparse.Namespace) -> int:
     """``hermes-tui store info``."""
     from hermes_tui.storage import sessions as db
     from hermes_tui.storage.copy import open_source
+    from hermes_tui.storage.opening import SCHEMA_VERSION
 
     url = db.store_url()
     report: dict[str, Any] = {"store": url.redacted(), "chosen_by": url.origin, "kind": url.kind,
-                              "program_schema_version": db.SCHEMA_VERSION}
+                              "program_schema_version": SCHEMA_VERSION}
     if url.kind == "sqlite":
         assert url.path is not None
         report["path"] = str(url.path)
@@ -250,6 +251,7 @@ def migrate_command(args: argparse.Namespace) -> int:
     """``hermes-tui store migrate``."""
     from hermes_tui.storage import sessions as db
     from hermes_tui.storage import copy
+    from hermes_tui.storage.opening import open_database
 
     if args.source is None and args.target is None:
         raise UsageError("store migrate: give --to URL (copy the store in use there), --from URL (copy from there "
@@ -270,7 +272,7 @@ def migrate_command(args: argparse.Namespace) -> int:
                 copy.check_source(source)
                 wanted = _chosen_sessions(source, args.sessions or [], source_url)
         with _problems(target_url, "--to"):
-            target = db.open_database(target_url)  # created, its schema migrated, as every store is
+            target = open_database(target_url)  # created, its schema migrated, as every store is
         try:
             return _migrate(args, source, target, source_url, target_url, wanted, started)
         finally:

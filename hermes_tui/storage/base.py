@@ -13,9 +13,12 @@ from typing import Any, Protocol
 
 
 class Rows(Protocol):
-    """What a statement returns."""
+    """What a statement returns (``sqlite3.Cursor``, or the PostgreSQL backend's rows); callers
+    only read it."""
 
-    rowcount: int
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed."""
 
     def fetchone(self) -> Any: ...
 

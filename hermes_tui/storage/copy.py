@@ -48,6 +48,7 @@ from hermes_tui.storage.base import Database
 from hermes_tui.storage.errors import SchemaTooNew, StoreError, StoreUnavailable
 from hermes_tui.storage.leases import STALE_AFTER, all_leases
 from hermes_tui.storage.schema import LATEST
+from hermes_tui.storage.sessions import CHILD
 from hermes_tui.storage.sqlite import SQLiteDatabase
 from hermes_tui.storage.url import StoreURL
 
@@ -55,8 +56,6 @@ SESSION_TABLES = ("turns", "messages", "tool_calls", "approvals", "approval_answ
 """The tables that hold a session's rows (``session_id``), in the order they are copied."""
 NUMBERED = frozenset({"messages", "usage", "input_history"})
 """Tables whose ``id`` the target gives (it is not copied)."""
-CHILD = "::child::"
-"""What a sub-agent's session id holds: ``PARENT::child::NAME``."""
 
 COPY, REPLACE, SKIP, KEEP, REFUSE, RENAME = "copy", "replace", "skip", "keep", "refuse", "rename"
 """What the plan does with a session."""
@@ -309,13 +308,14 @@ def plan_copy(source: Database, target: Database, only: Iterable[str] | None = N
     plan = []
     for s in chosen:
         parent = _renamed_parent(s, renamed, refused)
-        if parent is not None and parent[1] is None:  # its parent was refused: not under another's id
+        ancestor, ancestor_id = parent if parent is not None else (None, None)
+        if ancestor is not None and ancestor_id is None:  # its parent was refused: not under another's id
             plan.append(Planned(s, REFUSE, have[s].messages,
-                                f"its parent session {parent[0]} was refused"))
+                                f"its parent session {ancestor} was refused"))
             refused.add(s)
             continue
-        if parent is not None:  # its parent is copied under a new id: it follows
-            new_id = parent[1] + s[len(parent[0]):]
+        if ancestor is not None and ancestor_id is not None:  # its parent is copied under a new id: it follows
+            new_id = ancestor_id + s[len(ancestor):]
             if new_id in theirs:
                 with reading(target):
                     copied = facts(target, new_id)
@@ -326,7 +326,7 @@ def plan_copy(source: Database, target: Database, only: Iterable[str] | None = N
             new_id = new_id if new_id not in taken else _fresh_id(new_id, taken)
             taken.add(new_id)
             renamed[s] = new_id
-            plan.append(Planned(s, RENAME, have[s].messages, f"its parent is copied as {parent[1]}", new_id))
+            plan.append(Planned(s, RENAME, have[s].messages, f"its parent is copied as {ancestor_id}", new_id))
             continue
         clash = conflict(s, mine[s], other[s]) if s in other else None
         if clash is None:

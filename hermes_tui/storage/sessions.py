@@ -1,5 +1,6 @@
-"""Durable sessions: a SQLite file (WAL) at ``$HERMES_HOME/tui/sessions.db`` by default, or a
-PostgreSQL server several machines share (``store.url``; docs/store.md).
+"""The statements of the sessions store, written once in SQL both backends run; each is a plain
+function ``fn(db, ...)`` that :class:`~hermes_tui.storage.writer.SessionStore` runs on its writer
+thread (opening a store: :mod:`hermes_tui.storage.opening`).
 
 Tables (one definition for both, :mod:`hermes_tui.storage.schema`): ``sessions``, ``turns``,
 ``messages`` (the conversation in the OpenAI chat shape, in order), ``tool_calls`` (arguments,
@@ -7,161 +8,32 @@ status, result, and the ``exec_id`` of the execution's record in ``cache/exec``)
 (asked, answered, or still pending), ``approval_answers`` (given from a shell), ``usage``,
 ``input_history`` (what was typed in the input, in every session: Up and Ctrl+R recall it) and
 ``leases`` (who drives a session now).
-
-Every statement runs on one writer thread that owns the connection, so the event loop never
-waits on the database: callers ``await`` a write only when what they show must be stored first
-(that is how "kill -9 loses nothing that was on screen" holds). SQLite's WAL with
-``synchronous=NORMAL`` makes each commit survive the death of the process; on PostgreSQL each
-piece of work is one transaction, and when the server cannot be reached the writer keeps the
-work queued, says so (``on_health``) and writes it when the server is back.
 """
 
 from __future__ import annotations
 
-import asyncio
-import getpass
 import json
-import logging
-import os
-import queue
 import re
-import socket
-import sqlite3
-import stat
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from hermes_tui import __version__
-from hermes_tui.base.paths import tui_dir
-from hermes_tui.base.fsutil import FileRefused, file_kind
 from hermes_tui.storage.base import Database
 from hermes_tui.storage.choice import choose_store, new_session_id, store_url
 from hermes_tui.storage.errors import DB_ERRORS, StoreError, StoreUnavailable
 from hermes_tui.storage.inputs import INPUT_MAX_CHARS, worth_keeping
 from hermes_tui.storage.leases import FUTURE_SLACK, STALE_AFTER
-from hermes_tui.storage.schema import LATEST, migrate
-from hermes_tui.storage.sqlite import SQLiteDatabase
+from hermes_tui.storage.opening import host_name, local_user
 from hermes_tui.storage.url import StoreURL
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 __all__ = ["DB_ERRORS", "INPUT_MAX_CHARS", "Database", "StoreError", "StoreUnavailable", "StoreURL", "choose_store",
            "new_session_id", "store_url", "worth_keeping"]
 
-SCHEMA_VERSION = LATEST
-"""The schema version this hermes-tui writes (``schema_version`` table; SQLite's
-``PRAGMA user_version`` mirrors it for older programs)."""
-
-PROGRAM = f"hermes-tui {__version__}"
-
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SESSION_ID_RULE = "a session id is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-
-
-def host_name() -> str:
-    """This machine's name, as sessions, approvals and leases record it."""
-    return socket.gethostname()
-
-
-def local_user() -> str:
-    """``user@host`` of this process (who answered at this machine's dialog)."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{host_name()}"
-
-
-def sessions_db_path(home: Path | None = None) -> Path:
-    """``$HERMES_HOME/tui/sessions.db``."""
-    return tui_dir(home) / "sessions.db"
-
-
-def connect(path: Path) -> SQLiteDatabase:
-    """Open (and create) a SQLite store: WAL, foreign keys, rows as ``sqlite3.Row``, the schema
-    migrated to :data:`SCHEMA_VERSION`.
-
-    Raises ``sqlite3.Error`` for a file that is not a database or is damaged,
-    :class:`~hermes_tui.storage.errors.SchemaTooNew` for one a newer hermes-tui wrote, and
-    :class:`~hermes_tui.base.fsutil.FileRefused` (an ``OSError``) for one that is not a
-    regular file: SQLite would block for ever reading a FIFO.
-    """
-    memory = str(path) == ":memory:"
-    if not memory:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _check_regular(path)
-    new = not memory and not path.exists()
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
-    try:
-        if new:
-            conn.execute("PRAGMA user_version").fetchone()  # creates the file now, so its mode can be set
-            path.chmod(0o600)  # conversations may quote secrets the user pasted
-        conn.row_factory = sqlite3.Row
-        _wal(conn)
-        conn.execute("PRAGMA synchronous=NORMAL")  # each commit survives a crash of the process
-        conn.execute("PRAGMA foreign_keys=ON")
-        db = SQLiteDatabase(conn, path)
-        migrate(db, PROGRAM)
-        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        conn.close()  # a file that is not a database must not keep a handle open
-        raise
-    return db
-
-
-def _wal(conn: sqlite3.Connection, wait: float = 10.0) -> None:
-    """Switch to WAL. SQLite does not wait on a lock for this (the busy timeout is not used), so
-    a new file another process is setting up at the same moment is tried again for ``wait`` s."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-
-
-def has_sessions(db: Database) -> bool:
-    """True when the store holds at least one session with a conversation (listed)."""
-    return db.execute(f"SELECT 1 FROM sessions s WHERE {HAS_MESSAGES} LIMIT 1").fetchone() is not None
-
-
-def open_database(url: StoreURL) -> Database:
-    """Open the store ``url`` names, its schema migrated. SQLite errors are raised as
-    :func:`connect` raises them; PostgreSQL ones as one-line
-    :class:`~hermes_tui.storage.errors.StoreError` (no password in them)."""
-    if url.kind == "sqlite":
-        assert url.path is not None
-        return connect(url.path)
-    from hermes_tui.storage.postgres import PostgresDatabase  # psycopg only when it is used
-
-    db = PostgresDatabase(url)
-    try:
-        migrate(db, PROGRAM)
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-def _check_regular(path: Path) -> None:
-    """Refuse a database path that exists and is not a regular file (a FIFO, a device)."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
-        raise FileRefused(path, f"it is {file_kind(mode)}, not a regular file")
+CHILD = "::child::"
+"""What a sub-agent's session id holds: ``PARENT::child::NAME`` (the runtime's
+``SUBAGENT_SEPARATOR``; the store does not import the runtime)."""
 
 
 @dataclass
@@ -207,190 +79,6 @@ class StoredSession:
     usage: list[dict[str, Any]] = field(default_factory=list)
     """Rows of ``usage``: one per model call, oldest first."""
 
-
-class SessionStore:
-    """The sessions store, written on its own thread.
-
-    Use :meth:`call` from async code (returns when the statement is committed) or
-    :meth:`submit` to queue a write without waiting. Every method that touches the database
-    is a plain function ``fn(db, ...)`` run on the writer thread.
-
-    Args:
-        target: a SQLite file (a ``Path``; ``:memory:`` for none) or a :class:`StoreURL`.
-        on_health: called on the writer thread with ``(reachable, message)`` when a shared
-            store's server stops answering and when it is back (what was queued written).
-    """
-
-    RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 5.0)
-    """Seconds between tries of a write while the server cannot be reached (the last repeats)."""
-    TICK_EVERY = 5.0
-    """Seconds between runs of :meth:`every_tick`'s function (lease heartbeats)."""
-    CLOSE_WAIT = 10.0
-    """Seconds :meth:`close` waits for an unreachable server before it gives the queued writes up."""
-
-    def __init__(self, target: Path | StoreURL, *, on_health: Callable[[bool, str], None] | None = None) -> None:
-        self.url = target if isinstance(target, StoreURL) else StoreURL("sqlite", f"sqlite://{target}", target)
-        self.path = self.url.path
-        self.on_health = on_health
-        self.reachable = True
-        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
-        self._db: Database | None = None
-        self._thread = threading.Thread(target=self._run, name="hermes-store", daemon=True)
-        self._started = threading.Event()
-        self._closing: float | None = None
-        self._closed = False
-        self._gave_up: BaseException | None = None
-        self._wake = threading.Event()
-        self._error: BaseException | None = None
-        self._tick: Callable[[Database], None] | None = None
-        self.tick_every = self.TICK_EVERY
-        self._thread.start()
-        self._started.wait()
-        if self._error is not None:
-            raise self._error
-
-    @classmethod
-    def open(cls, home: Path | None = None, url: StoreURL | None = None, **kwargs: Any) -> SessionStore:
-        """The store ``url`` names (default: :func:`store_url`, which is
-        ``$HERMES_HOME/tui/sessions.db`` unless a shared store was chosen)."""
-        return cls(url if url is not None else store_url(None, home), **kwargs)
-
-    @property
-    def label(self) -> str:
-        """Where the store is (no password)."""
-        return self.url.redacted() if self.url.kind != "sqlite" else str(self.path)
-
-    @property
-    def shared(self) -> bool:
-        """True for a store other machines may use too (PostgreSQL)."""
-        return self.url.shared
-
-    @property
-    def backlog(self) -> int:
-        """Writes queued and not written yet (about)."""
-        return self._queue.qsize()
-
-    # -- the writer thread ----------------------------------------------------------------
-
-    def _run(self) -> None:
-        try:
-            self._db = open_database(self.url)
-        except BaseException as exc:  # reported to the opener
-            self._error = exc
-            self._started.set()
-            return
-        self._started.set()
-        next_tick = time.monotonic() + self.tick_every
-        while True:
-            try:
-                item = self._queue.get(timeout=max(0.0, next_tick - time.monotonic()))
-            except queue.Empty:
-                item = ()  # type: ignore[assignment]
-            if time.monotonic() >= next_tick:
-                next_tick = time.monotonic() + self.tick_every
-                if self._tick is not None and self._closing is None:
-                    self._attempt(lambda: self._tick(self._db) if self._tick and self._db else None, Future())
-            if item == ():
-                continue
-            if item is None:
-                break
-            fn, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            self._attempt(fn, future)
-        self._closed = True
-        while True:  # anything queued after close() began: it will never run, say so to its waiter
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item and item[1].set_running_or_notify_cancel():
-                item[1].set_exception(RuntimeError("the sessions store is closed"))
-        self._db.close()
-
-    def _attempt(self, fn: Callable[[], Any], future: Future[Any]) -> None:
-        """Run ``fn`` as one unit; while the server cannot be reached, wait and try it again —
-        until :meth:`begin_close`'s deadline, after which what cannot be written is given up
-        at once (each waiter gets the error)."""
-        tries = 0
-        while True:
-            if self._gave_up is not None:
-                future.set_exception(self._gave_up)
-                return
-            try:
-                with self._db.unit():  # type: ignore[union-attr]
-                    result = fn()
-            except StoreUnavailable as exc:
-                if self._closing is not None and time.monotonic() > self._closing:
-                    log.warning("closing: the writes still waiting for %s were given up: %s", self.label, exc)
-                    self._gave_up = exc
-                    continue
-                if self.reachable:
-                    self.reachable = False
-                    self._health(False, f"{exc}. Nothing is lost: the session is kept in memory, and what "
-                                        "comes next waits and is written when the server is back.")
-                delay = self.RETRY_DELAYS[min(tries, len(self.RETRY_DELAYS) - 1)]
-                self._wake.wait(delay)  # begin_close() cuts the wait short
-                tries += 1
-                try:
-                    self._db.recover()  # type: ignore[union-attr]
-                except Exception:  # noqa: BLE001 - the next try says what is wrong
-                    pass
-                continue
-            except BaseException as exc:
-                future.set_exception(exc)
-                return
-            break
-        if not self.reachable:
-            self.reachable = True
-            self._health(True, f"The sessions store {self.label} is back: what waited is being written.")
-        future.set_result(result)
-
-    def _health(self, reachable: bool, message: str) -> None:
-        # Said by the front end (on_health); logged loudly only when nobody would say it.
-        log.log(logging.INFO if self.on_health is not None or reachable else logging.WARNING, "%s", message)
-        if self.on_health is not None:
-            try:
-                self.on_health(reachable, message)
-            except Exception:  # a front end's callback must not stop the writer
-                log.exception("store health callback failed")
-
-    def every_tick(self, fn: Callable[[Database], None] | None) -> None:
-        """Run ``fn(db)`` on the writer thread every :attr:`tick_every` seconds (lease heartbeats)."""
-        self._tick = fn
-
-    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
-        """Queue ``fn(db, *args, **kwargs)`` on the writer thread."""
-        if self._closed or not self._thread.is_alive():
-            raise RuntimeError("the sessions store is closed")
-        future: Future[T] = Future()
-        self._queue.put((lambda: fn(self._db, *args, **kwargs), future))
-        return future
-
-    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(db, ...)`` on the writer thread and wait for it (committed)."""
-        return await asyncio.wrap_future(self.submit(fn, *args, **kwargs))
-
-    def sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(db, ...)`` and wait, from a thread that is not the event loop."""
-        return self.submit(fn, *args, **kwargs).result()
-
-    def begin_close(self, wait: float | None = None) -> None:
-        """From now on a server that cannot be reached is waited for ``wait`` seconds more
-        (default :attr:`CLOSE_WAIT`); then every write still waiting fails at once. Call it
-        first when quitting, so the last writes (a lease let go, a turn marked) cannot hang it."""
-        if self._closing is None:
-            self._closing = time.monotonic() + (self.CLOSE_WAIT if wait is None else wait)
-            self._wake.set()
-
-    def close(self) -> None:
-        """Finish queued writes and close the connection. A server that cannot be reached is
-        waited for :attr:`CLOSE_WAIT` seconds (from :meth:`begin_close`, if it was called);
-        what is still queued then is given up (logged)."""
-        self.begin_close()
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
 
 
 # -- statements (each runs on the writer thread; autocommit) ------------------------------
@@ -648,6 +336,24 @@ def sessions_starting(db: Database, prefix: str, limit: int = 6) -> list[str]:
     return [row["id"] for row in db.execute(
         f"SELECT id FROM sessions s WHERE substr(id, 1, ?) = ? AND {HAS_MESSAGES} ORDER BY updated_at DESC LIMIT ?",
         (len(prefix), prefix, limit))]
+
+
+def child_session_named(db: Database, parent: str, name: str) -> str | None:
+    """The newest stored sub-agent session of ``parent`` named ``name`` (``PARENT::child::CALL-NAME``,
+    CALL the call id's last 6 characters); a grandchild is not one. None when there is none."""
+    prefix = parent + CHILD
+    rows = db.execute("SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC",
+                      (len(prefix), prefix)).fetchall()
+    for (session,) in rows:
+        rest = session[len(prefix):]
+        if CHILD not in rest and rest.endswith("-" + name) and len(rest) - len(name) - 1 <= 10:
+            return str(session)
+    return None
+
+
+def has_sessions(db: Database) -> bool:
+    """True when the store holds at least one session with a conversation (listed)."""
+    return db.execute(f"SELECT 1 FROM sessions s WHERE {HAS_MESSAGES} LIMIT 1").fetchone() is not None
 
 
 def load_session(db: Database, session_id: str) -> StoredSession | None:

@@ -114,7 +114,7 @@ def test_a_broken_approvals_value_refuses_the_model_s_scripts_but_keeps_the_mode
         server.close()
     import sqlite3
 
-    from hermes_tui.storage.sessions import sessions_db_path
+    from hermes_tui.storage.opening import sessions_db_path
 
     with sqlite3.connect(sessions_db_path(hermes_home)) as db:
         stored = "\n".join(str(row) for row in db.execute("SELECT * FROM messages"))

@@ -40,6 +40,7 @@ import pytest
 import yaml
 
 from hermes_tui.storage import sessions as db
+from hermes_tui.storage import opening
 from hermes_tui.runtime.records import RECORD_FORMAT
 
 CLI = [sys.executable, "-m", "hermes_tui"]
@@ -148,7 +149,7 @@ def _garbage(path: Path) -> None:
 
 def _truncated(path: Path) -> None:
     """A real database cut in half (a disk that filled, a copy that stopped)."""
-    conn = db.connect(path)
+    conn = opening.connect(path)
     for number in range(60):
         session = f"s{number:03d}"
         db.create_session(conn, session, None, None, None)
@@ -167,7 +168,7 @@ def _fifo(path: Path) -> None:
 @pytest.mark.parametrize("argv", [["sessions"], ["export", "latest"], ["export", "s001", "-o", "out.json"],
                                   ["--resume"], ["--resume", "s059"]], ids=" ".join)
 def test_a_broken_sessions_database_is_one_line(hermes_home: Path, tmp_path: Path, damage, argv: list[str]) -> None:
-    path = db.sessions_db_path(hermes_home)
+    path = opening.sessions_db_path(hermes_home)
     path.parent.mkdir(parents=True)
     damage(path)
     line = one_line_failure(run(*argv, cwd=tmp_path), f"the sessions database {path}", "move it aside")
@@ -483,7 +484,7 @@ def no_raw_controls(text: str) -> None:
 
 
 def test_sessions_list_escapes_titles(hermes_home: Path) -> None:
-    conn = db.connect(db.sessions_db_path(hermes_home))
+    conn = opening.connect(opening.sessions_db_path(hermes_home))
     db.create_session(conn, "s1", None, None, None)
     db.start_turn(conn, "s1", "t1", "injected", ESC_COMMAND)
     conn.close()

@@ -30,7 +30,7 @@ from hermes_tui.agent.models.providers import resolve_provider
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import audit_path
 from hermes_tui.runtime.sandbox import FORCE_ENV
-from hermes_tui.storage.sessions import SessionStore
+from hermes_tui.storage.writer import SessionStore
 from conftest import Approver, make_config
 from fake_models import FakeModelServer
 from sandbox_world import (

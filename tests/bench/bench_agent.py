@@ -35,7 +35,7 @@ from hermes_tui.agent.loop import Agent  # noqa: E402
 from hermes_tui.agent.models.providers import resolve_provider  # noqa: E402
 from hermes_tui.config import parse_config  # noqa: E402
 from hermes_tui.runtime import Runtime  # noqa: E402
-from hermes_tui.storage.sessions import SessionStore  # noqa: E402
+from hermes_tui.storage.writer import SessionStore  # noqa: E402
 
 
 async def main(turns: int, tokens: int) -> None:

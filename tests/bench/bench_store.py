@@ -61,8 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pg_server  # noqa: E402
 from fake_models import FakeModelServer  # noqa: E402
 
-from hermes_tui import store as db  # noqa: E402
-from hermes_tui.storage.sessions import SessionStore  # noqa: E402
+from hermes_tui.storage import sessions as db  # noqa: E402
+from hermes_tui.storage.writer import SessionStore  # noqa: E402
 from hermes_tui.storage.url import StoreURL, parse_store_url  # noqa: E402
 
 BACKENDS = ("sqlite", "postgresql")

@@ -68,7 +68,7 @@ async def one(replies: list[dict], home: Path, folder: Path) -> tuple[int, float
     from hermes_tui.agent.models.providers import resolve_provider
     from hermes_tui.config import parse_config
     from hermes_tui.runtime import Runtime
-    from hermes_tui.storage.sessions import SessionStore
+    from hermes_tui.storage.writer import SessionStore
 
     with FakeModelServer(replies) as server:
         config = parse_config(f"model:\n  provider: custom\n  default: m\n  base_url: {server.url}\n  max_retries: 0\n")

@@ -197,7 +197,7 @@ def make_session(home: Path, messages: int, session: str = "big") -> None:
     """A stored session of ``messages`` messages: turns of a question, a reply calling
     ``terminal``, its result and a Markdown reply."""
     from hermes_tui.storage import sessions as db
-    from hermes_tui.storage.sessions import SessionStore
+    from hermes_tui.storage.writer import SessionStore
 
     store = SessionStore.open(home)
     store.sync(db.create_session, session, "custom", "m", str(home))

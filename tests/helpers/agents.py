@@ -10,7 +10,7 @@ import pytest
 
 from hermes_tui.agent.loop import Agent, ReplyText, TurnEnded
 from hermes_tui.agent.models.providers import resolve_provider
-from hermes_tui.storage.sessions import SessionStore
+from hermes_tui.storage.writer import SessionStore
 
 from conftest import make_config
 from fake_models import FakeModelServer

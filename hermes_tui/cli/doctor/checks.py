@@ -256,17 +256,18 @@ def check_sessions_db(home: Path, config: Any = None) -> Check:
     """The sessions store in use: for SQLite ``PRAGMA quick_check`` and the schema version, the
     database opened read-only (and ``immutable`` when no write-ahead log is there, so no
     ``-wal``/``-shm`` file is made); for PostgreSQL :func:`check_shared_store`."""
-    from hermes_tui.storage import sessions as store
+    from hermes_tui.storage import opening
+    from hermes_tui.storage.choice import store_url
     from hermes_tui.storage.errors import StoreError
 
     name = "sessions"
     try:
-        url = store.store_url(config, home)
+        url = store_url(config, home)
     except StoreError as exc:
         return fail(name, str(exc), "fix store.url / HERMES_TUI_STORE_URL (docs/store.md)")
     if url.kind != "sqlite":
         return check_shared_store(url)
-    path = url.path or store.sessions_db_path(home)
+    path = url.path or opening.sessions_db_path(home)
     fix = f"move it aside (mv {path} {path}.broken): a new one is made at the next start; its sessions stay in the old file"
     try:
         mode = os.stat(path).st_mode
@@ -295,7 +296,7 @@ def check_sessions_db(home: Path, config: Any = None) -> Check:
     if found != ["ok"]:
         shown = "; ".join(str(f) for f in found[:3]) + ("; ..." if len(found) > 3 else "")
         return fail(name, f"{path} failed its integrity check: {shown}", fix)
-    ours = getattr(store, "SCHEMA_VERSION", None)
+    ours = getattr(opening, "SCHEMA_VERSION", None)
     size = os.stat(path).st_size
     if ours is not None and version > ours:
         return fail(name, f"{path}: schema version {version} is newer than this hermes-tui's ({ours})",
@@ -310,7 +311,7 @@ def check_shared_store(url: Any) -> Check:
     read only (nothing is migrated), and never the password."""
     import psycopg
 
-    from hermes_tui.storage import sessions as store
+    from hermes_tui.storage.opening import SCHEMA_VERSION
     from hermes_tui.storage.postgres import connection_kwargs
 
     name = "sessions"
@@ -334,8 +335,8 @@ def check_shared_store(url: Any) -> Check:
     said = f"PostgreSQL {server}, {human_size(size)}, round trip {trip * 1000:.1f} ms"
     if version is None:
         return ok(name, f"{where}: {said}; no sessions yet (the schema is made at the first start)")
-    if version > store.SCHEMA_VERSION:
-        return fail(name, f"{where}: schema version {version} is newer than this hermes-tui's ({store.SCHEMA_VERSION})",
+    if version > SCHEMA_VERSION:
+        return fail(name, f"{where}: schema version {version} is newer than this hermes-tui's ({SCHEMA_VERSION})",
                     "upgrade hermes-tui: this one refuses a store a newer one wrote")
     return ok(name, f"{where}: {said}, schema version {version}")
 
