@@ -80,7 +80,7 @@ def test_widgets_touch_no_processes_or_sockets() -> None:
 
     folder = Path(hermes_tui.tui.widgets.__file__).parent
     offenders = [
-        path.name for path in folder.glob("*.py")
+        path.name for path in folder.rglob("*.py")
         if re.search(r"^\s*(import|from)\s+(subprocess|socket|multiprocessing)\b", path.read_text(), re.MULTILINE)
     ]
     assert offenders == []

@@ -45,7 +45,8 @@ from hermes_tui.storage.choice import new_session_id
 from hermes_tui.tui.settings import remember_theme, remembered_theme
 from hermes_tui.tui.themes import DEFAULT_THEME, THEMES
 from hermes_tui.base.units import plural
-from hermes_tui.tui.widgets.conversation import PendingBlock, PromptInput, RunBlock
+from hermes_tui.tui.widgets.conversation.blocks import PendingBlock, RunBlock
+from hermes_tui.tui.widgets.conversation.prompt import PromptInput
 from hermes_tui.tui.widgets.delegate import OpenChild
 from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.screens.main import MainScreen

@@ -21,7 +21,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange, run_of
 from hermes_tui.base.text import reveal
 from hermes_tui.base.units import human_size
-from hermes_tui.tui.widgets.conversation import code_theme
+from hermes_tui.tui.widgets.conversation.blocks import code_theme
 from hermes_tui.tui.screens.dialog import Dialog
 
 BUTTONS = {"once": ("1 Once", "success"), "session": ("2 Session", "primary"), "always": ("3 Always", "warning"),

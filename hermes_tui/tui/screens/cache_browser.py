@@ -24,7 +24,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from hermes_tui.runtime.cache import CacheEntry, CacheError, delete_entry, load_record, scan
 from hermes_tui.base.units import human_size, noun, parse_duration, unique_prefixes
-from hermes_tui.tui.widgets.conversation import code_theme
+from hermes_tui.tui.widgets.conversation.blocks import code_theme
 from hermes_tui.tui.screens.dialog import Dialog
 from hermes_tui.tui.screens.dialogs import HelpScreen
 from hermes_tui.tui.widgets.entry_list import EntryList

@@ -20,7 +20,9 @@ from textual.widgets import Static
 from hermes_tui.agent.events import AgentEvent, ToolFinished
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.runtime.events import RuntimeEvent
-from hermes_tui.tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
+from hermes_tui.tui.widgets.conversation.blocks import RunBlock
+from hermes_tui.tui.widgets.conversation.pane import ConversationPane
+from hermes_tui.tui.widgets.conversation.prompt import PromptInput
 from hermes_tui.tui.widgets.delegate import one_line
 from hermes_tui.tui.widgets.footer import KeysFooter
 from hermes_tui.tui.widgets.output import OutputPane

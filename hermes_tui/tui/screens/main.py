@@ -24,7 +24,9 @@ from textual.widgets import Input, TextArea
 from hermes_tui.agent.events import AgentEvent, ToolFinished, UsageUpdated
 from hermes_tui.agent.usage import Totals, dollars, tokens
 from hermes_tui.runtime.events import RuntimeEvent
-from hermes_tui.tui.widgets.conversation import ConversationPane, PromptInput, RunBlock
+from hermes_tui.tui.widgets.conversation.blocks import RunBlock
+from hermes_tui.tui.widgets.conversation.pane import ConversationPane
+from hermes_tui.tui.widgets.conversation.prompt import PromptInput
 from hermes_tui.tui.widgets.footer import KeysFooter
 from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.widgets.output import OutputPane

@@ -19,16 +19,9 @@ from hermes_tui.agent.events import SHELL_PREFIX
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.runtime.models import ExecResult
 from hermes_tui.base.units import plural
-from hermes_tui.tui.widgets.conversation import (
-    MAX_BLOCKS,
-    ConversationPane,
-    MessageBlock,
-    ReplyBlock,
-    RunBlock,
-    note,
-    tool_block,
-    tool_output_note,
-)
+from hermes_tui.tui.widgets.conversation.blocks import MessageBlock, RunBlock, note, tool_block, tool_output_note
+from hermes_tui.tui.widgets.conversation.pane import MAX_BLOCKS, ConversationPane
+from hermes_tui.tui.widgets.reply import ReplyBlock
 from hermes_tui.tui.widgets.safe import plain
 
 FIRST_PAGE_BLOCKS = 10
