@@ -1,24 +1,9 @@
-"""The channel scripts call tools through: authentication, the budget, dispatch.
+"""The tool channel on a Unix socket: :class:`SocketRpcServer`.
 
-A request is one JSON object ``{"id", "token", "tool", "args"}``; the reply is
-``{"id", "result"}`` where ``result`` is always a dict (a failure has ``error``). Nothing a
-request holds — no token, a wrong one, garbage, a tool outside the seven — raises in the host.
-Only the kernel's own processes get that far (:mod:`.channel_guard`): a connection from any
-other process is refused by its pid, and the token comes on an inherited descriptor, written
-to no file.
-
-Two transports carry the same messages:
-
-* :class:`SocketRpcServer`: a Unix socket (0600, in a 0700 dir) named by
-  ``HERMES_RPC_SOCKET``; newline-delimited JSON; one connection for the kernel's life, with
-  replies matched by id so threads in a script may call at once.
-* :class:`FileRpcServer`: request/response files in ``HERMES_RPC_DIR`` (written to a temp
-  name and renamed, so never read half-written), polled. For backends with no shared socket.
-
-Both hold what a hostile script can make them hold to fixed bounds per kernel: a request line
-of at most :data:`MAX_REQUEST_BYTES`, :data:`HELD_BYTES` of requests at once,
-:data:`MAX_IN_FLIGHT` requests being answered, :data:`MAX_CONNECTIONS` connections and
-:data:`CHANNEL_THREADS` threads serving a socket.
+The socket (0600, in a 0700 dir) is named by ``HERMES_RPC_SOCKET``; requests and replies are
+newline-delimited JSON (:mod:`.host`); one connection serves the kernel's life, with replies
+matched by id so threads in a script may call at once. A connection from any process outside
+the kernel's tree is refused by its pid (:mod:`hermes_tui.runtime.channel_guard`).
 """
 
 from __future__ import annotations
@@ -27,188 +12,30 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
-import errno
 import functools
-import hmac
 import json
 import logging
 import os
-import secrets
 import selectors
 import socket
-import stat
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_tui.runtime.channel_guard import CREDENTIALS_SPACE, Owner, peer_pid, sender_pid, token_descriptor
-from hermes_tui.runtime.tools import TOOL_NAMES, ToolContext, call_tool, call_tool_blocking, get_tool
+from hermes_tui.runtime.rpc.host import (
+    CHANNEL_THREADS, HELD_BYTES, IDLE_GRACE, MAX_CONNECTIONS, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, OUTPUT_PAUSE_BYTES,
+    QUEUED_REPLY_BYTES, RECV_CHUNK, TOO_LARGE, ExecBudget, ToolHost, close_fd, error_reply, log_failure,
+)
+from hermes_tui.runtime.tools import call_tool, call_tool_blocking, get_tool
 
 log = logging.getLogger(__name__)
-
-MAX_REQUEST_BYTES = 64 << 20
-"""Largest request accepted (a write_file of a big file)."""
-HELD_BYTES = MAX_REQUEST_BYTES + (8 << 20)
-"""Request bytes one kernel's channel holds at once (lines being read and being answered):
-one request of the largest size plus room for small ones. Past it, a connection is not read
-until answers make room; a line is refused only if unfinished lines alone would pass it."""
-MAX_IN_FLIGHT = 32
-"""Requests of one kernel read but not answered yet; past it, the channel stops reading."""
-MAX_CONNECTIONS = 16
-"""Open connections per kernel: the module's one, one per forked child that calls, spares."""
-OUTPUT_PAUSE_BYTES = 4 << 20
-"""A connection whose unsent replies pass this is neither read nor answered until its script
-reads them."""
-QUEUED_REPLY_BYTES = 64 << 20
-"""Unsent replies one kernel's channel holds at once: past it, only a connection with no reply
-waiting is answered (one whose script reads its replies)."""
-IDLE_GRACE = 1.0
-"""Seconds a new connection has to send its first byte before the cap may close it as idle."""
-CHANNEL_THREADS = 5
-"""Threads per kernel serving the socket: one reading while up to four run file tools."""
-RECV_CHUNK = 1 << 18
-"""Bytes read per recv, into one reused buffer (no allocation per read)."""
-FILE_BATCH = 64
-"""Request files taken per poll."""
-FILE_SCAN = 4096
-"""Directory entries looked at per poll: a folder stuffed with junk costs a bounded scan."""
-FORBIDDEN = ("execute_code", "delegate_task")
-TOO_LARGE = (f"request too large: over {MAX_REQUEST_BYTES} bytes; the tool channel takes requests of up to "
-             f"{MAX_REQUEST_BYTES >> 20} MiB (write a big file in parts)")
-
-
-@dataclass(slots=True)
-class ExecBudget:
-    """Tool calls of the execution now running on a kernel."""
-
-    exec_id: str
-    limit: int
-    context: ToolContext
-    calls: int = 0
-    limit_hit: bool = False
-    tasks: set[concurrent.futures.Future[Any] | asyncio.Future[Any]] = field(default_factory=set)
-    """Calls of loop tools still running for this execution."""
-    ended: bool = False
-
-    def track(self, future: concurrent.futures.Future[Any] | asyncio.Future[Any]) -> None:
-        """Remember a running call, to be cancelled when the execution ends (any thread)."""
-        self.tasks.add(future)
-        future.add_done_callback(self.tasks.discard)
-        if self.ended:  # it ended while this call was being dispatched
-            future.cancel()
-
-    def cancel_calls(self) -> int:
-        """End the execution's calls still running (their commands are ended): call when the
-        execution ends, so that a thread it left behind cannot act in the next one. Returns how
-        many were cancelled."""
-        self.ended = True
-        cancelled = 0
-        for future in list(self.tasks):
-            cancelled += bool(future.cancel())
-        return cancelled
-
-
-class ToolHost:
-    """Checks and dispatches requests for one kernel (or standalone process).
-
-    Args:
-        token: the per-process secret; requests without it are refused.
-        tools: the tools enabled for the session.
-        current: returns the budget of the execution now running, or None between runs.
-        counted: told of each call counted against the budget (tool name, budget); called on
-            whichever thread checked the request.
-    """
-
-    def __init__(
-        self, token: str, tools: tuple[str, ...], current: Callable[[], ExecBudget | None],
-        counted: Callable[[str, ExecBudget], None] | None = None,
-    ) -> None:
-        self.token = token
-        self.tools = tools
-        self.current = current
-        self.counted = counted
-        self._count_lock = threading.Lock()  # requests are checked on several threads at once
-
-    def check(self, raw: bytes | bytearray | str) -> tuple[Any, str, dict[str, Any], ExecBudget] | dict[str, Any]:
-        """Authenticate and count a request: (id, tool, args, budget), or the error reply."""
-        try:
-            message = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return _reply(None, "malformed request: not a JSON object")
-        if not isinstance(message, dict):
-            return _reply(None, "malformed request: not a JSON object")
-        request_id = message.get("id")
-        token = message.get("token")
-        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
-            log.warning("tool request refused: missing or wrong token")
-            return _reply(request_id, "unauthorized: this request does not carry the kernel's token")
-        tool = message.get("tool")
-        if not isinstance(tool, str) or tool not in TOOL_NAMES:
-            name = tool if isinstance(tool, str) else repr(tool)
-            why = " (not available inside execute_code)" if tool in FORBIDDEN or str(tool).startswith("mcp") else ""
-            return _reply(request_id, f"unknown tool {name}{why}; scripts may call only: {', '.join(TOOL_NAMES)}")
-        if tool not in self.tools:
-            return _reply(request_id, f"{tool} is not enabled for this session; enabled: {', '.join(self.tools)}")
-        args = message.get("args", {})
-        if not isinstance(args, dict):
-            return _reply(request_id, f"{tool}(): args must be a JSON object")
-        with self._count_lock:
-            budget = self.current()
-            if budget is None:
-                return _reply(request_id, f"{tool}: no script is running in this kernel; tools work only while one runs")
-            if budget.calls >= budget.limit:
-                budget.limit_hit = True
-                return _reply(request_id, f"Tool call limit reached ({budget.limit}). "
-                                          "No more tool calls allowed in this execution.")
-            budget.calls += 1
-        if self.counted is not None:
-            self.counted(tool, budget)
-        args = {k: v for k, v in args.items() if v is not None}  # None = the tool's default
-        return request_id, tool, args, budget
-
-    async def handle(self, raw: bytes | str) -> dict[str, Any]:
-        """One request in, one reply out (``{"id", "result"}``), on the event loop."""
-        # Parsing a request of many megabytes takes long enough to stall the loop.
-        checked = self.check(raw) if len(raw) < (1 << 16) else await asyncio.to_thread(self.check, raw)
-        if isinstance(checked, dict):
-            return checked
-        request_id, tool, args, budget = checked
-        result = None
-        if get_tool(tool) is not None and get_tool(tool).blocking is not None:  # type: ignore[union-attr]
-            result = await asyncio.to_thread(call_tool_blocking, tool, args, budget.context)
-        if result is None:  # a loop tool, or a write that must be approved first
-            call = asyncio.ensure_future(call_tool(tool, args, budget.context))
-            budget.track(call)
-            try:
-                result = await asyncio.shield(call)
-            except asyncio.CancelledError:
-                if not call.cancelled():  # this request itself was cancelled
-                    call.cancel()
-                    raise
-                result = {"error": f"{tool}: cancelled (the script's execution ended)"}
-        return {"id": request_id, "result": result}
-
-
-def _reply(request_id: Any, error: str) -> dict[str, Any]:
-    return {"id": request_id, "result": {"error": error}}
-
-
-def _log_failure(what: str, exc: Exception) -> None:
-    """One line at warning (what may reach a user's terminal), the traceback at debug."""
-    log.warning("%s: %s: %s", what, type(exc).__name__, exc)
-    log.debug("%s", what, exc_info=exc)
 
 
 def _line(reply: dict[str, Any]) -> bytes:
     return (json.dumps(reply) + "\n").encode("utf-8")
-
-
-def new_token() -> str:
-    """A fresh per-process secret."""
-    return secrets.token_urlsafe(32)
 
 
 class _Connection:
@@ -352,7 +179,7 @@ class SocketRpcServer:
         if child is not None:
             with contextlib.suppress(OSError):
                 child.close()
-        self.token_fd = _close_fd(self.token_fd)
+        self.token_fd = close_fd(self.token_fd)
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -428,7 +255,7 @@ class SocketRpcServer:
             try:
                 job = self._next_job()
             except Exception as exc:  # a bug here must not pass silently: the kernel's tools would hang
-                _log_failure("the tool channel failed", exc)
+                log_failure("the tool channel failed", exc)
                 job = None
                 time.sleep(0.01)  # and must not spin
             finally:
@@ -751,7 +578,7 @@ class SocketRpcServer:
 
     def _refuse(self, connection: _Connection, error: str) -> None:
         """Say ``error`` (a reply with no id) and close the connection."""
-        self._send(connection, _line(_reply(None, error)))
+        self._send(connection, _line(error_reply(None, error)))
         self._drop(connection)
 
     def _drop(self, connection: _Connection) -> None:
@@ -796,8 +623,8 @@ class SocketRpcServer:
                 raise RuntimeError("the tool channel is closing")
             future = asyncio.run_coroutine_threadsafe(call_tool(tool, args, budget.context), self.loop)
         except Exception as exc:  # never let a request take the host down
-            _log_failure("a tool request failed", exc)
-            return self._finish(connection, _reply(request_id, f"internal error: {exc}"), charged)
+            log_failure("a tool request failed", exc)
+            return self._finish(connection, error_reply(request_id, f"internal error: {exc}"), charged)
         self._pending.add(future)
         future.add_done_callback(functools.partial(self._loop_done, connection, request_id, tool, charged))
         budget.track(future)
@@ -807,9 +634,9 @@ class SocketRpcServer:
         """Reply for a tool that ran on the event loop (runs on the loop: never blocks)."""
         self._pending.discard(finished)
         if finished.cancelled():
-            reply = _reply(request_id, f"{tool}: cancelled (the script's execution ended)")
+            reply = error_reply(request_id, f"{tool}: cancelled (the script's execution ended)")
         elif finished.exception() is not None:
-            reply = _reply(request_id, f"{tool} failed: {finished.exception()}")
+            reply = error_reply(request_id, f"{tool} failed: {finished.exception()}")
         else:
             reply = {"id": request_id, "result": finished.result()}
         self._finish(connection, reply, charged)
@@ -818,7 +645,7 @@ class SocketRpcServer:
         try:
             data = _line(reply)
         except (TypeError, ValueError) as exc:
-            data = _line(_reply(reply.get("id"), f"internal error: the reply is not JSON: {exc}"))
+            data = _line(error_reply(reply.get("id"), f"internal error: the reply is not JSON: {exc}"))
         self._release(charged, answered=connection)
         self._send(connection, data)
 
@@ -874,7 +701,7 @@ class SocketRpcServer:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.close()
-        self.token_fd = _close_fd(self.token_fd)
+        self.token_fd = close_fd(self.token_fd)
         selector, self._selector = self._selector, None
         if selector is not None:
             with contextlib.suppress(OSError):
@@ -913,257 +740,6 @@ def _runs_on_a_thread(checked: Any) -> bool:
 def _say_and_close(sock: socket.socket, error: str) -> None:
     """Tell a connection we will not serve why (if its buffer takes it), then close it."""
     with contextlib.suppress(OSError):
-        sock.send(_line(_reply(None, error)))
+        sock.send(_line(error_reply(None, error)))
     with contextlib.suppress(OSError):
         sock.close()
-
-
-@dataclass(slots=True)
-class _Taken:
-    """A request file read (``data``) or refused (``error``)."""
-
-    name: str
-    data: bytes = b""
-    error: str | None = None
-
-
-class FileRpcServer:
-    """Serves a :class:`ToolHost` through request/response files under ``folder``.
-
-    A request file is opened without following a symlink and without blocking, must be a
-    regular file, and is read to at most :data:`MAX_REQUEST_BYTES` + 1 bytes: a symlink to
-    ``/dev/zero``, a FIFO or a huge file gets an error reply under its name. Each poll takes at
-    most :data:`FILE_BATCH` requests, and none while :data:`HELD_BYTES` or
-    :data:`MAX_IN_FLIGHT` would be passed; replies are written to fresh private temp files.
-    """
-
-    POLL_ACTIVE = 0.005
-    POLL_IDLE = 0.1
-
-    def __init__(self, host: ToolHost, folder: Path) -> None:
-        self.host = host
-        self.folder = folder
-        self.requests = folder / "requests"
-        self.responses = folder / "responses"
-        self._poller: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._held = 0
-        self._stuck: set[str] = set()
-        """Names refused that could not be removed (a directory): not looked at again."""
-        self.owner = Owner()
-        """Unused here: a request file carries no sender; the token alone tells the kernel's."""
-        self.token_fd: int | None = None
-
-    def env(self) -> dict[str, str]:
-        return {"HERMES_RPC_DIR": str(self.folder)}
-
-    @property
-    def child_fds(self) -> tuple[int, ...]:
-        """Descriptors the child must inherit: the token's."""
-        return () if self.token_fd is None else (self.token_fd,)
-
-    @property
-    def writable(self) -> tuple[Path, ...]:
-        """The child writes its requests into the folder: a sandbox must let it."""
-        return (self.folder,)
-
-    def started(self) -> None:
-        """The child has started (or failed to): the token's descriptor is its own now."""
-        self.token_fd = _close_fd(self.token_fd)
-
-    def stub_config(self) -> dict[str, Any]:
-        return {"transport": "file", "rpc_dir": str(self.folder), "max_request": MAX_REQUEST_BYTES,
-                "token_fd": self.token_fd}
-
-    async def start(self) -> None:
-        self.token_fd = token_descriptor(self.host.token)
-        for folder in (self.folder, self.requests, self.responses):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._poller = asyncio.ensure_future(self._poll())
-
-    async def _poll(self) -> None:
-        while True:
-            slots = min(FILE_BATCH, MAX_IN_FLIGHT - len(self._tasks))
-            taken = await asyncio.to_thread(self._take_requests, slots, HELD_BYTES - self._held) if slots > 0 else []
-            for request in taken:
-                self._held += len(request.data)
-                task = asyncio.ensure_future(self._answer(request))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            busy = taken or self._tasks or self.host.current() is not None
-            await asyncio.sleep(self.POLL_ACTIVE if busy else self.POLL_IDLE)
-
-    def _take_requests(self, slots: int = FILE_BATCH, room: int = HELD_BYTES) -> list[_Taken]:
-        """Take up to ``slots`` requests holding at most ``room`` bytes. Blocking."""
-        taken: list[_Taken] = []
-        for name in self._names():
-            if len(taken) >= slots:
-                break
-            request = self._take(name, room)
-            if request is not None:
-                taken.append(request)
-                room -= len(request.data)
-        return taken
-
-    def _names(self) -> list[str]:
-        """Request names waiting, a bounded number of them, in name order."""
-        names: list[str] = []
-        try:
-            with os.scandir(self.requests) as entries:
-                for index, entry in enumerate(entries):
-                    if index >= FILE_SCAN or len(names) >= 4 * FILE_BATCH:
-                        break
-                    name = entry.name
-                    if name.endswith(".json") and not name.startswith(".") and name not in self._stuck:
-                        names.append(name)
-        except OSError:
-            return []
-        return sorted(names)
-
-    def _take(self, filename: str, room: int) -> _Taken | None:
-        """Read and remove one request file; None if it is gone or must wait for room."""
-        name = filename[: -len(".json")]
-        path = os.path.join(self.requests, filename)
-        try:
-            # Looked at before it is opened: opening a device can itself do something.
-            mode = os.lstat(path).st_mode
-            if not stat.S_ISREG(mode):
-                return self._refused(filename, f"request refused: requests/{filename} is {_kind(mode)}; "
-                                               "a request must be a regular file")
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            why = "a symbolic link" if exc.errno == errno.ELOOP else f"unreadable ({exc.strerror or exc})"
-            return self._refused(filename, f"request refused: requests/{filename} is {why}; "
-                                           "a request must be a regular file")
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):  # swapped in after the lstat
-                return self._refused(filename, f"request refused: requests/{filename} is {_kind(info.st_mode)}; "
-                                               "a request must be a regular file")
-            if info.st_size > MAX_REQUEST_BYTES:
-                return self._refused(filename, TOO_LARGE)
-            if info.st_size > room:
-                return None  # taken once the requests being answered have let go of theirs
-            data = _read_capped(fd, info.st_size)
-        except OSError as exc:
-            return self._refused(filename, f"request refused: requests/{filename} could not be read: "
-                                           f"{exc.strerror or exc}")
-        finally:
-            os.close(fd)
-        if len(data) > MAX_REQUEST_BYTES:  # it grew after fstat
-            return self._refused(filename, TOO_LARGE)
-        self._remove(filename)
-        return _Taken(name, data)
-
-    def _refused(self, filename: str, error: str) -> _Taken:
-        self._remove(filename)
-        return _Taken(filename[: -len(".json")], error=error)
-
-    def _remove(self, filename: str) -> None:
-        path = os.path.join(self.requests, filename)
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            try:
-                os.rmdir(path)
-            except OSError:
-                if len(self._stuck) < 4096:
-                    self._stuck.add(filename)
-
-    async def _answer(self, request: _Taken) -> None:
-        try:
-            if request.error is not None:
-                reply = _reply(request.name, request.error)
-            elif not request.data:
-                reply = _reply(request.name, "malformed request: the request file is empty")
-            else:
-                reply = await self.host.handle(request.data)
-        except Exception as exc:
-            _log_failure("a tool request failed", exc)
-            reply = _reply(request.name, f"internal error: {exc}")
-        finally:
-            self._held -= len(request.data)
-        # Reply under the file's own name: the caller polls for exactly that file.
-        try:
-            await asyncio.to_thread(self._write_response, request.name, reply)
-        except (OSError, TypeError, ValueError) as exc:
-            log.warning("tool reply %s could not be written: %s", request.name, exc)
-
-    def _write_response(self, name: str, reply: dict[str, Any]) -> None:
-        """Write ``responses/<name>.json`` via a fresh temp file (O_EXCL, no symlink followed),
-        so nothing the script planted there can block or redirect the write. Blocking."""
-        if "/" in name or "\0" in name or name.startswith("."):
-            return
-        data = json.dumps(reply).encode("utf-8")
-        temp = os.path.join(self.responses, f".reply-{secrets.token_hex(8)}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temp, os.path.join(self.responses, f"{name}.json"))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-
-    def cancel_calls(self, budget: ExecBudget) -> int:
-        """End the calls of an execution that has ended (see :meth:`ExecBudget.cancel_calls`)."""
-        return budget.cancel_calls()
-
-    async def close(self) -> None:
-        self.token_fd = _close_fd(self.token_fd)
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
-            self._poller = None
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def _close_fd(fd: int | None) -> None:
-    """Close ``fd`` if there is one; None (what the holder keeps after)."""
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    return None
-
-
-def _kind(mode: int) -> str:
-    """What a file that is not a regular one is, for an error message."""
-    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
-             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
-def _read_capped(fd: int, expected: int) -> bytes:
-    """At most ``MAX_REQUEST_BYTES + 1`` bytes of ``fd``: one read for a file of the size
-    fstat said, more only if it grew meanwhile."""
-    limit = MAX_REQUEST_BYTES + 1
-    parts: list[bytes] = []
-    total = 0
-    size = min(expected, MAX_REQUEST_BYTES) + 1
-    while total < limit:
-        chunk = os.read(fd, min(size, limit - total))
-        if not chunk:
-            break
-        parts.append(chunk)
-        total += len(chunk)
-        size = 1 << 20
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-RpcServer = SocketRpcServer | FileRpcServer
-
-
-async def open_rpc(transport: str, host: ToolHost, folder: Path) -> RpcServer:
-    """Start the tool channel of one process in ``folder`` (``socket`` or ``file``)."""
-    server: RpcServer = FileRpcServer(host, folder) if transport == "file" else SocketRpcServer(host, folder)
-    await server.start()
-    return server
