@@ -127,7 +127,7 @@ async def test_model_by_name_and_a_wrong_one_says_why(hermes_home: Path) -> None
 
 
 async def test_a_long_turn_ending_while_the_terminal_is_away_calls_the_user(hermes_home: Path, monkeypatch) -> None:
-    monkeypatch.setattr("hermes_tui.tui.app.LONG_TURN_SECONDS", 0.0)
+    monkeypatch.setattr("hermes_tui.tui.attention.LONG_TURN_SECONDS", 0.0)
     monkeypatch.setenv("TERM_PROGRAM", "WezTerm")  # a terminal that takes OSC 9 notifications
     with FakeModelServer([{"text": "done", "hang": 1.0}]) as server:
         app = app_for(server, hermes_home)
@@ -175,7 +175,7 @@ async def test_an_approval_waiting_while_the_terminal_is_away_calls_the_user(her
             request = ApprovalRequest(kind="terminal", text="make deploy", cwd=str(hermes_home), session="u1",
                                       origin="user", reasons=["a test"], choices=["once", "deny"],
                                       deadline=time.time() + 600)
-            asking = asyncio.ensure_future(app.ask_person(request))
+            asking = asyncio.ensure_future(app.answers.ask(request))
             await wait_until(pilot, lambda: bool(written))
             assert written == ["\x1b]777;notify;hermes-tui;An approval is waiting in session u1\x07\x07"]
             assert "make deploy" not in written[0]  # the command is the script's text: never sent out

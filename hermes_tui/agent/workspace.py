@@ -19,6 +19,7 @@ from pathlib import Path
 from hermes_tui.storage import sessions as db
 from hermes_tui.storage.opening import host_name
 from hermes_tui.storage.writer import SessionStore
+from hermes_tui.agent.answers import Answer, AnswerBroker, AnswerRefused
 from hermes_tui.agent.approvals import ApprovalRecorder
 from hermes_tui.agent.budget import Budget
 from hermes_tui.agent.events import Listener, NoticeLevel
@@ -29,6 +30,7 @@ from hermes_tui.config import Config
 from hermes_tui.agent.inject import Answerer, InjectServer
 from hermes_tui.runtime import Runtime
 from hermes_tui.runtime.approvals import Approver
+from hermes_tui.runtime.notices import SWITCH_NOTICE
 from hermes_tui.storage import leases
 from hermes_tui.storage.errors import DB_ERRORS
 
@@ -66,6 +68,9 @@ class Workspace:
         home: ``HERMES_HOME``.
         cwd: where scripts and commands run.
         ask: the front end's way to ask a person (dialog, prompt); its answers are recorded.
+        answers: the front end's open requests, when it takes answers from a shell too
+            (``hermes-tui approve`` through the inject socket or a shared store); its ``ask``
+            is then the front end's way to ask.
         settings: the model, or None (typed input runs as Python).
         provider_problem: why the configured model cannot be used, if it cannot.
         host_env: the environment kernels are derived from (default ``os.environ``).
@@ -81,7 +86,8 @@ class Workspace:
     """
 
     def __init__(
-        self, config: Config, *, home: Path, cwd: str, ask: Approver, settings: ProviderSettings | None,
+        self, config: Config, *, home: Path, cwd: str, ask: Approver | None = None,
+        answers: AnswerBroker | None = None, settings: ProviderSettings | None = None,
         provider_problem: str | None = None, host_env: Mapping[str, str] | None = None,
         max_cost: float | None = None, program: str = "hermes-tui", on_store: Callable[[str, str], None] | None = None,
         on_lost: Callable[[str], None] | None = None, memory_fallback: bool = True,
@@ -92,9 +98,15 @@ class Workspace:
         self.settings = settings
         self.provider_problem = provider_problem
         self.max_cost = max_cost
-        self.approvals = ApprovalRecorder(ask)
+        self.host_env = host_env
+        self.answers = answers
+        asking = ask if ask is not None else answers.ask if answers is not None else None
+        assert asking is not None, "a workspace needs a way to ask: ask or answers"
+        self.approvals = ApprovalRecorder(asking)
         self.runtime = Runtime(config, home=home, host_env=dict(host_env) if host_env is not None else None,
                                approver=self.approvals)
+        if answers is not None:
+            answers.audit = self.runtime.gate.audit
         self.store: SessionStore | None = None
         self.agent: Agent | None = None
         self._inject: InjectServer | None = None
@@ -209,11 +221,13 @@ class Workspace:
 
     async def listen_for_injected(self, agent: Agent, answer: Answerer | None = None) -> str | None:
         """Let ``hermes-tui inject`` reach ``agent`` (as injected turns), and ``hermes-tui
-        approve`` / ``deny`` the front end's open requests (``answer``); None when listening,
-        else why it cannot."""
+        approve`` / ``deny`` the front end's open requests (``answer``, by default the
+        workspace's :class:`AnswerBroker`); None when listening, else why it cannot."""
         async def deliver(text: str) -> int:
             return await agent.submit(text, "injected")
 
+        if answer is None and self.answers is not None:
+            answer = self.answers.serve
         self._answer = answer
         if answer is not None and self.store is not None and self.store.shared:
             self._listen_to_store(agent.session_id)
@@ -278,14 +292,67 @@ class Workspace:
             return 0
         applied = 0
         for request in stored:
-            given = request["answer"]
-            if given is None:
-                continue
-            reply = await self._answer({"session": session_id, "answer": {
-                "id": request["id"], "choice": given["decision"], "reason": given["reason"],
-                "who": given["who"] or "a shell"}})
-            applied += bool(reply.get("ok"))
+            if request["answer"] is not None:
+                applied += await self._apply(request["id"], Answer.from_row(request["answer"]))
         return applied
+
+    async def _apply(self, request_id: str, answer: Answer) -> bool:
+        """Give a stored answer to the open request it is for; False if it cannot be given."""
+        if self.answers is not None:
+            try:
+                await self.answers.give(request_id, answer)
+            except AnswerRefused:
+                return False
+            return True
+        assert self._answer is not None
+        reply = await self._answer({"answer": {"id": request_id, "choice": answer.choice, "reason": answer.reason,
+                                               "who": answer.who}})
+        return bool(reply.get("ok"))
+
+    # -- what a front end asks of the store ----------------------------------------------
+
+    async def leave_for(self, session_id: str | None) -> str | None:
+        """Leave the open session (its running script is interrupted, its kernels idle on) to
+        open ``session_id`` (None: a new one). Returns why not, in one line, when another
+        process drives ``session_id`` (its lease is fresh): then nothing is left."""
+        if session_id is not None and self.store is not None:
+            holder = leases.live_holder(await self.store.call(leases.lease_of, session_id),
+                                        self.config.store.lease_timeout)
+            if holder is not None and holder.owner != self.lease_owner:
+                return busy_message(session_id, holder)
+        if self.agent is not None:
+            await self.runtime.interrupt(self.agent.session_id, SWITCH_NOTICE)
+        await self.close_session()
+        return None
+
+    async def input_history(self) -> list[str]:
+        """Inputs typed in every session, oldest first (Up and Ctrl+R find them)."""
+        return await self.store.call(db.load_inputs) if self.store is not None else []
+
+    async def remember_input(self, session_id: str, text: str) -> None:
+        """Keep a submitted input for :meth:`input_history`."""
+        if self.store is not None:
+            await self.store.call(db.add_input, session_id, text)
+
+    async def sessions(self) -> list[db.SessionInfo]:
+        """Stored sessions with messages, newest first (empty ones are noise)."""
+        return await self.store.call(db.list_sessions) if self.store is not None else []
+
+    async def usage_rows(self, session_id: str) -> list[dict[str, object]]:
+        """``session_id``'s model calls: tokens and cost, per turn and per model."""
+        return await self.store.call(db.usage_rows, session_id) if self.store is not None else []
+
+    async def child_session(self, parent: str, name: str) -> str | None:
+        """The newest stored sub-agent session of ``parent`` named ``name`` (a block drawn from
+        the store knows its child by name only)."""
+        return await self.store.call(db.child_session_named, parent, name) if self.store is not None else None
+
+    async def load(self, session_id: str) -> LoadedSession | None:
+        """A stored session read back (a sub-agent's transcript), or None."""
+        if self.store is None:
+            return None
+        stored = await self.store.call(db.load_session, session_id)
+        return LoadedSession(stored) if stored is not None else None
 
     @property
     def listening(self) -> bool:

@@ -36,6 +36,7 @@ from hermes_tui.agent.events import (
     TurnStarted,
     UsageUpdated,
 )
+from hermes_tui.agent.answers import StoredAnswers
 from hermes_tui.agent.models.providers import ProviderSettings
 from hermes_tui.agent.subagents import ChildEvent, ChildState, DelegateProgress
 from hermes_tui.agent.usage import dollars, tokens
@@ -60,37 +61,26 @@ class RunApprover:
     """Answers a headless run's requests: an answer given from a shell first, then a person at
     the terminal, else a pause.
 
-    Each request left pending when the run paused takes its own answer, once: asked again as it
-    was (the same id), or asked anew by the re-run of its tool call — then the n-th such
-    question of that call (same kind and text) takes the n-th stored request's answer. One
-    left unanswered is denied. Anything else is a new question: asked, or paused on.
+    Each request left pending when the run paused takes its own answer, once
+    (:class:`~hermes_tui.agent.answers.StoredAnswers` matches them); one left unanswered is
+    denied. Anything else is a new question: asked, or paused on.
 
     Args:
-        waiting: the requests pending when the run resumed (``approvals`` rows, oldest first),
-            each with its ``answer`` from ``hermes-tui approve`` / ``deny`` or None.
+        stored: the requests pending when the run resumed, each with its answer from
+            ``hermes-tui approve`` / ``deny`` or None.
         ask: the terminal's approver (None: no terminal, or ``--pause-on approval``).
         pause: pause when nobody answers (False: ``--pause-on never`` with no terminal: denied).
         on_pause: called once with the first request that paused the run.
     """
 
-    waiting: list[dict[str, Any]] = field(default_factory=list)
+    stored: StoredAnswers = field(default_factory=StoredAnswers)
     ask: Approver | None = None
     pause: bool = True
     on_pause: Callable[[ApprovalRequest], None] | None = None
     paused: list[ApprovalRequest] = field(default_factory=list)
 
-    def _take(self, request: ApprovalRequest) -> dict[str, Any] | None:
-        """The waiting request this one is, removed so that its answer serves once."""
-        found = next((w for w in self.waiting if w["id"] == request.id), None)
-        if found is None and request.call_id:
-            found = next((w for w in self.waiting if w["tool_call_id"] == request.call_id
-                          and w["kind"] == request.kind and w["text"] == request.text), None)
-        if found is not None:
-            self.waiting.remove(found)
-        return found
-
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        waiting = self._take(request)
+        waiting = self.stored.take(request)
         if waiting is not None:
             answer = waiting.get("answer")
             if answer is None:
@@ -284,8 +274,8 @@ class HeadlessRun:
 
             # Only the requests pending now, each answered once: an answer given for an earlier
             # pause was used then and is never matched again.
-            self.approver.waiting = await store.call(db.pending_requests, self.session)
-            for waiting in self.approver.waiting:  # said before anything runs: who allowed what
+            self.approver.stored = StoredAnswers(await store.call(db.pending_requests, self.session))
+            for waiting in self.approver.stored.waiting:  # said before anything runs: who allowed what
                 answer = waiting["answer"]
                 said = f"answer {answer['decision']} given by {shown(answer['who'])}" if answer else \
                     "no answer: it will be denied"

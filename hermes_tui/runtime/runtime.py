@@ -310,6 +310,26 @@ class Runtime:
         async with kernel.lock:
             return len(await kernel.ask("names", timeout))
 
+    async def names_held(self, kernel_ids: list[str]) -> int | None:
+        """How many names these kernels hold (what ending them would lose), asked of each idle
+        one as :meth:`count_names` asks; None when one runs a script or does not answer, so it
+        cannot be counted. A kernel starting, dead or gone holds nothing to lose."""
+        states = {k.id: k.state for k in self.kernels()}
+        total = 0
+        for kernel_id in kernel_ids:
+            state = states.get(kernel_id, "dead")
+            if state in ("starting", "dead", "error"):
+                continue  # no script has run in it, or it is gone: nothing to lose
+            if state != "idle":
+                return None
+            try:
+                total += await self.count_names(kernel_id)  # names only: no user code runs
+            except LookupError:
+                continue  # it ended meanwhile
+            except Exception:  # busy by now, or no answer in time: ask without a count
+                return None
+        return total
+
     async def kernel_names(self, session: str, timeout: float = 2.0) -> list[dict[str, object]] | None:
         """The names in the session's kernel (its most recently used top-level one) with the
         name of each one's type (``name``, ``type``), for completing names the user types; None

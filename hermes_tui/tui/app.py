@@ -11,56 +11,48 @@ or the network.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
-import subprocess
 import sys
-import textwrap
-import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from hermes_tui import __version__
-from hermes_tui.tui import attention
-from hermes_tui.tui.attention import LONG_TURN_SECONDS
-from hermes_tui.agent.events import AgentEvent, ToolFinished, TurnEnded, TurnKind, TurnStarted
-from hermes_tui.tui.commands import PALETTE, PYTHON_PREFIX, command_argument, parse_command, python_of
+from hermes_tui.agent.answers import Answer, AnswerBroker
+from hermes_tui.agent.events import AgentEvent
 from hermes_tui.config import Config
 from hermes_tui.config.notes import backend_refusal
-from hermes_tui.tui.editor import editor_argv, editor_command
+from hermes_tui.tui.commands import PALETTE
+from hermes_tui.base.paths import hermes_home
 from hermes_tui.tui.heap import HeapKeeper
-from hermes_tui.base.paths import exec_cache_dir, hermes_home
-from hermes_tui.runtime.events import KernelDied, KernelStarted, KernelStateChanged
-from hermes_tui.runtime.hardening import spawn
-from hermes_tui.runtime.notices import STOP_NOTICE, SWITCH_NOTICE
-from hermes_tui.storage.choice import new_session_id
-from hermes_tui.tui.settings import remember_theme, remembered_theme
-from hermes_tui.tui.themes import DEFAULT_THEME, THEMES
-from hermes_tui.base.units import plural
-from hermes_tui.tui.widgets.conversation.blocks import PendingBlock, RunBlock
 from hermes_tui.tui.widgets.conversation.prompt import PromptInput
-from hermes_tui.tui.widgets.delegate import OpenChild
-from hermes_tui.tui.widgets.kernels import KernelsPane
+from hermes_tui.runtime.events import KernelDied, KernelStarted, KernelStateChanged
+from hermes_tui.storage.choice import new_session_id
+from hermes_tui.tui.settings import remembered_theme
+from hermes_tui.tui.themes import DEFAULT_THEME, THEMES
+from hermes_tui.tui.attention import Attention
+from hermes_tui.tui.children import ChildTranscripts
+from hermes_tui.tui.input_actions import InputActions
+from hermes_tui.tui.saved_outputs import SavedOutputs
+from hermes_tui.tui.theme_actions import ThemeActions
+from hermes_tui.tui.kernel_actions import KernelActions
+from hermes_tui.tui.model_actions import ModelActions
 from hermes_tui.tui.screens.main import MainScreen
-from hermes_tui.tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.tui.widgets.safe import visible
 
 if TYPE_CHECKING:
-    from hermes_tui.storage import sessions as db
     from hermes_tui.agent.loop import Agent
     from hermes_tui.agent.models.resolve import ProviderSettings
     from hermes_tui.agent.workspace import Workspace
     from hermes_tui.runtime import Runtime
     from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-    from hermes_tui.tui.screens.child_transcript import ChildTranscriptScreen
 
 # Screens not on the first frame (dialogs, help, the output browser) are imported when first
 # opened: the first screen comes up sooner. Notices that quote data (ids, paths, errors) are
@@ -73,7 +65,8 @@ SHOWN_WAIT = 0.1
 """Seconds a tool call waits at most for its block to be drawn before it runs."""
 
 
-class HermesApp(App[None]):
+class HermesApp(InputActions, KernelActions, ChildTranscripts, ModelActions, SavedOutputs, ThemeActions,
+                Attention):
     """hermes-tui: conversation, live output, kernels, and the approval dialog."""
 
     TITLE = "hermes-tui"
@@ -139,8 +132,8 @@ class HermesApp(App[None]):
         self._sandbox: str | None = "off" if self.config.code_execution.sandbox == "off" else None
         """The top bar's sandbox label: the runtime's once it probed it (:meth:`start_runtime`);
         before, ``off`` if the config says so, else None (nothing shown)."""
-        self._asking: dict[str, tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]]] = {}
-        """Requests the dialogs wait on, by id (``hermes-tui approve`` can answer them)."""
+        self.answers = AnswerBroker(self.show_request, self._withdrawn, self._answered)
+        """Requests the dialogs wait on (``hermes-tui approve`` can answer them too)."""
         self.main = MainScreen(self.settings, provider_problem)
         for theme in THEMES:
             self.register_theme(theme)
@@ -157,7 +150,7 @@ class HermesApp(App[None]):
         if self._workspace is None:
             from hermes_tui.agent.workspace import Workspace
 
-            self._workspace = Workspace(self.config, home=self.home, cwd=self.cwd, ask=self.ask_person,
+            self._workspace = Workspace(self.config, home=self.home, cwd=self.cwd, answers=self.answers,
                                         settings=self.settings, provider_problem=self.provider_problem,
                                         host_env=self.host_env, max_cost=self.max_cost, program="hermes-tui app",
                                         on_store=self._store_news, on_lost=self._session_lost)
@@ -181,7 +174,7 @@ class HermesApp(App[None]):
         # handed over within 0.5 ms instead of Python's 5, a flood of output drawn while keys are
         # pressed keeps its pace (issue 20: about 0.24 -> 0.19 s for 200 MB, docs/speed.md).
         sys.setswitchinterval(APP_SWITCH_INTERVAL)
-        self._update_topbar()
+        self.update_topbar()
         self.set_interval(1.0, self._every_second)
         # The rest after the first frame: readying the runtime imports every tool's modules in
         # a thread (httpx, bs4, tree-sitter...) and opening the session opens sessions.db; done
@@ -202,7 +195,7 @@ class HermesApp(App[None]):
         await self.workspace.aclose()
         sys.setswitchinterval(self._switch_interval)
 
-    def _update_topbar(self) -> None:
+    def update_topbar(self) -> None:
         label = self.settings.label if self.settings else None
         if self.settings is not None and self.settings.why.startswith("auto"):
             label = f"{label} (auto)"
@@ -225,9 +218,9 @@ class HermesApp(App[None]):
 
         self._session_ready.clear()
         self.session = self.main.session = session_id
-        self._update_topbar()
+        self.update_topbar()
         def listener(event: AgentEvent) -> None:
-            self._watch_turn(event)
+            self.watch_turn(event)
             self.main.post_message(MainScreen.AgentUpdate(event, session_id))
 
         try:
@@ -240,8 +233,7 @@ class HermesApp(App[None]):
         self.main.set_usage(opened.agent.totals if opened.agent.settings is not None else None)
         prompt = self.main.query_one(PromptInput)
         if not prompt.input_history.loaded and self.workspace.store is not None:  # earlier sessions' inputs: Up, Ctrl+R
-            from hermes_tui.storage import sessions as db
-            prompt.input_history.load(await self.workspace.store.call(db.load_inputs))
+            prompt.input_history.load(await self.workspace.input_history())
         conversation = self.main.conversation
         if not self._config_noticed:  # config.yaml's start-up notices, once (hermes_tui.config.notes)
             self._config_noticed = True
@@ -255,7 +247,7 @@ class HermesApp(App[None]):
             draw_session(conversation, opened.loaded)
         for text, level in opened.after:
             conversation.add_note(text, level)
-        problem = await self.workspace.listen_for_injected(opened.agent, self.answer_from_shell)
+        problem = await self.workspace.listen_for_injected(opened.agent)
         if problem:
             conversation.add_note(problem, "warning")
         self._session_ready.set()
@@ -293,21 +285,14 @@ class HermesApp(App[None]):
     async def switch_session(self, session_id: str | None) -> None:
         """Leave this session (its kernels idle on) and open another, or a new one. One that
         another process drives is not opened, and this one is not left."""
-        if session_id is not None and self.workspace.store is not None:
-            from hermes_tui.agent.workspace import busy_message
-            from hermes_tui.storage import leases
-
-            holder = leases.live_holder(await self.workspace.store.call(leases.lease_of, session_id),
-                                        self.config.store.lease_timeout)
-            if holder is not None and holder.owner != self.workspace.lease_owner:
-                self.main.conversation.add_note(busy_message(session_id, holder), "warning")
-                return
-        await self.runtime.interrupt(self.session, SWITCH_NOTICE)
-        await self.workspace.close_session()
+        busy = await self.workspace.leave_for(session_id)
+        if busy is not None:
+            self.main.conversation.add_note(busy, "warning")
+            return
         self.main.conversation.action_clear()
         self.open_session(session_id or new_session_id())
 
-    def _last_key(self) -> float:
+    def last_key(self) -> float:
         """``time.monotonic()`` of the last key typed in the input."""
         prompt = self.main.query(PromptInput)
         return prompt.first().last_key_at if prompt else float("-inf")
@@ -317,7 +302,7 @@ class HermesApp(App[None]):
         (hermes_tui/tui/heap.py)."""
         self.refresh_kernels()
         agent = self.workspace.agent if self._workspace is not None else None
-        self.heap.idle(self._last_key(), busy=bool(agent and agent.busy))
+        self.heap.idle(self.last_key(), busy=bool(agent and agent.busy))
 
     @work(group="runtime", exit_on_error=False)
     async def start_runtime(self) -> None:
@@ -330,7 +315,7 @@ class HermesApp(App[None]):
         await self.runtime.start()
         sandbox = self.runtime.sandbox
         self._sandbox = sandbox.label
-        self._update_topbar()
+        self.update_topbar()
         if sandbox.error:
             self.main.conversation.add_note(sandbox.error, "error")
 
@@ -366,196 +351,21 @@ class HermesApp(App[None]):
         self._memory = await self.runtime.kernel_memory()
         self.main.show_kernels(self.runtime.kernels(), self._memory)
 
-    async def ask_person(self, request: ApprovalRequest) -> ApprovalDecision:
-        """How this front end asks: the main screen's dialog (one at a time; the others wait).
-        Called from the runtime's tasks, so it only posts messages."""
-        answer: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self._asking[request.id] = (request, answer)
+    def show_request(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
+        """How this front end asks (:class:`~hermes_tui.agent.answers.AnswerBroker` calls it): the
+        main screen's dialog, one at a time (the others wait). Called from the runtime's tasks,
+        so it only posts messages."""
         self.main.post_message(MainScreen.ApprovalNeeded(request, answer))
         self.call_attention("An approval is waiting")
-        try:
-            return await answer
-        except asyncio.CancelledError:
-            self.main.post_message(MainScreen.ApprovalWithdrawn(request.id))
-            raise
-        finally:
-            self._asking.pop(request.id, None)
 
-    async def answer_from_shell(self, message: dict[str, object]) -> dict[str, object]:
-        """``hermes-tui approve`` / ``deny`` for this session (through the inject socket): list the
-        requests the dialogs wait on, or answer one as the user would in its dialog."""
-        if "pending" in message:
-            return {"ok": True, "requests": [request.model_dump(mode="json") for request, _ in self._asking.values()]}
-        answer = message.get("answer")
-        if not isinstance(answer, dict):
-            return {"ok": False, "error": "answer must be an object with id and choice"}
-        found = self._asking.get(str(answer.get("id")))
-        if found is None:
-            return {"ok": False, "error": f"no request {answer.get('id')} is waiting in the app"}
-        request, future = found
-        choice = answer.get("choice")
-        if choice not in request.choices:
-            return {"ok": False, "error": f"{choice!r} is not offered for this request (offered: {', '.join(request.choices)})"}
-        reason = answer.get("reason")
-        who = str(answer.get("who") or "a shell")
-        if not future.done():
-            from hermes_tui.runtime.approvals import ApprovalDecision
+    def _withdrawn(self, request_id: str) -> None:
+        self.main.post_message(MainScreen.ApprovalWithdrawn(request_id))
 
-            future.set_result(ApprovalDecision(choice=choice, reason=reason if isinstance(reason, str) else None,
-                                               by=who))
-        await self.runtime.gate.audit.write(event="answer_from_shell", id=request.id, session=request.session,
-                                            decision=choice, why=reason if isinstance(reason, str) else None, who=who,
-                                            text=request.text)
-        said = f"Answered from {who[:200]}: {choice}" + (f" ({reason[:200]})" if isinstance(reason, str) and reason
-                                                          else "") + f" — {request.text[:120]}"
-        self.main.conversation.add_note(said, "info")  # stays in the conversation; the toast fades
-        self.main.post_message(MainScreen.ApprovalWithdrawn(request.id, f"Answered from {who[:200]}: {choice}."))
-        return {"ok": True, "answered": request.id, "choice": choice}
-
-    # -- attention ------------------------------------------------------------------------
-
-    def _watch_turn(self, event: AgentEvent) -> None:
-        """A long turn that ends while the terminal is not focused calls the user back."""
-        if isinstance(event, TurnStarted):
-            self._turn_started[event.turn_id] = time.monotonic()
-        elif isinstance(event, TurnEnded):
-            started = self._turn_started.pop(event.turn_id, None)
-            if started is not None and time.monotonic() - started > LONG_TURN_SECONDS:
-                self.call_attention(f"The turn ended ({event.status})")
-
-    def call_attention(self, what: str) -> None:
-        """Bell and desktop notification (:mod:`hermes_tui.tui.attention`), only when the terminal
-        is not focused and ``ui.notify`` is on."""
-        if self.app_focus or not self.config.ui.notify:
-            return
-        self.write_to_terminal(attention.sequence("hermes-tui", f"{what} in session {self.session}",
-                                                  attention.dialect()))
-
-    def write_to_terminal(self, text: str) -> None:
-        """Raw text to the terminal (escape sequences the app composed itself; never data)."""
-        if not self.is_headless and self._driver is not None:
-            self._driver.write(text)
-
-    # -- the input ------------------------------------------------------------------------
-
-    @on(PendingBlock.Removed)
-    async def _remove_pending(self, event: PendingBlock.Removed) -> None:
-        """Esc on a queued input: it never runs."""
-        if self.agent is not None and self.agent.remove_queued(event.block.turn_id):
-            await self.main.conversation.drop_pending(event.block.turn_id)
-            self.main.conversation.add_note("Removed from the queue: it will not run.")
-            self.main.focus_pane("conversation")
-
-    @on(PromptInput.Submitted)
-    async def _submitted(self, event: PromptInput.Submitted) -> None:
-        text = event.text
-        self.remember_input(text)
-        if text.lstrip().startswith(("/", "!")):  # a stray blank line before a command is not Python
-            text = text.lstrip()
-        elif text[:1] in (" ", "\t") and self.agent is not None and self.agent.provider is None:
-            # A leading space keeps an input out of the history (as in shells); as Python it
-            # would be an IndentationError: the block is run dedented.
-            text = textwrap.dedent(text).lstrip("\n")
-        if text.startswith("/"):
-            # Its answer is a note at the end: scrolled up (PageUp), the view follows the end again,
-            # as it does for a message sent (/find then scrolls to what it found).
-            self.main.conversation.scroll_transcript("end")
-            command = parse_command(text[1:])
-            if isinstance(command, str):
-                self.main.conversation.add_note(command)
-            elif command.takes_argument:
-                outcome = getattr(self, f"action_{command.action}")(command_argument(text[1:]))
-                if inspect.isawaitable(outcome):  # a worker action returns its Worker: not awaited
-                    await outcome
-            else:
-                await self.run_action(command.action)
-        elif text.startswith("!"):
-            if text[1:].strip():
-                self.send(text[1:].strip(), kind="shell")
-            else:
-                self.main.conversation.add_note("Type a command after ! (for example: !git status).")
-        elif text.lstrip().startswith(PYTHON_PREFIX):  # Python beside the chat: a run in the kernel
-            code = python_of(text.lstrip())
-            if code.strip():
-                self.send(code, kind="python")
-            else:
-                self.main.conversation.add_note("Type Python after >>> (for example: >>> df.head()).")
-        else:
-            self.send(text)
-
-    @work(group="send", exit_on_error=False)
-    async def send(self, text: str, kind: TurnKind | None = None) -> None:
-        """Hand a turn to the agent once the session is open: a message, Python, or a ``!cmd``."""
-        await self._session_ready.wait()
-        assert self.agent is not None
-        await self.agent.submit(text, "user", kind)
-
-    @work(group="history", exit_on_error=False)
-    async def remember_input(self, text: str) -> None:
-        """Store a submitted input in sessions.db: Up and Ctrl+R find it, in later sessions too."""
-        await self._session_ready.wait()
-        if self.workspace.store is not None:
-            from hermes_tui.storage import sessions as db
-            await self.workspace.store.call(db.add_input, self.session, text)
-
-    @on(PromptInput.NamesWanted)
-    def _names_wanted(self, event: PromptInput.NamesWanted) -> None:
-        self.kernel_names(event)
-
-    @work(group="names", exclusive=True, exit_on_error=False)
-    async def kernel_names(self, event: PromptInput.NamesWanted) -> None:
-        """Tab on a Python name: the idle session kernel's names (asked without disturbing it;
-        None when it is busy or there is none: builtins and keywords only)."""
-        event.reply(await self.runtime.kernel_names(self.session))
-
-    @on(PromptInput.CompletionsWanted)
-    def _completions_wanted(self, event: PromptInput.CompletionsWanted) -> None:
-        self.kernel_completions(event)
-
-    @work(group="names", exclusive=True, exit_on_error=False)
-    async def kernel_completions(self, event: PromptInput.CompletionsWanted) -> None:
-        """Tab after ``a.b.``, in ``d["`` or in a string: the idle session kernel's attributes,
-        keys or paths (asked without disturbing it, running none of the script's code)."""
-        event.reply(await self.runtime.kernel_completions(self.session, event.text))
-
-    async def action_retry(self) -> None:
-        if self.agent is None or not await self.agent.retry():
-            self.main.conversation.add_note(
-                "Nothing to retry or continue: /retry (or /continue) sends the conversation again after a failed "
-                "request, or after the app stopped in the middle of a turn.")
-
-    @on(PromptInput.StopRequested)
-    async def action_stop(self) -> None:
-        """Stop the running turn (a running script is interrupted, a reply is cut)."""
-        if self.agent is not None and await self.agent.interrupt(STOP_NOTICE):
-            self.notify("Stopped the running turn.")
-
-    def action_new_session(self) -> None:
-        self.switch_session(None)
-
-    def action_find(self, argument: str = "") -> None:
-        """``/find TEXT``: scroll to the newest block holding TEXT (again: the next older);
-        ``/find`` alone: the last search again."""
-        conversation = self.main.conversation
-        query = argument.strip() or conversation.find_query
-        if not query:
-            conversation.add_note("Type what to find after /find (for example: /find traceback). Ctrl+F does it too.")
-            return
-        conversation.find(query)
-
-    def action_copy(self, argument: str = "") -> None:
-        """``/copy``: the last reply to the clipboard; ``/copy code``, ``/copy output``."""
-        self.main.conversation.copy(argument)
-
-    @work(group="reset", exit_on_error=False)
-    async def action_reset_session(self) -> None:
-        """End this session's kernels (asked first when they hold variables)."""
-        mine = [k.id for k in self.runtime.kernels() if self.runtime.session_of(k.id) == self.session]
-        if not await self._confirm_loss("reset", mine):
-            return
-        await self.runtime.dispose_session(self.session)
-        self.main.conversation.add_note("Kernel reset: the next input starts a fresh one.")
-        self.refresh_kernels()
+    def _answered(self, request: ApprovalRequest, answer: Answer) -> None:
+        """An answer given from a shell: said in the conversation (the toast fades), its dialog closed."""
+        self.main.conversation.add_note(answer.said(request), "info")
+        self.main.post_message(MainScreen.ApprovalWithdrawn(request.id, f"Answered from {(answer.who or '')[:200]}: "
+                                                                        f"{answer.choice}."))
 
     MAIN_SCREEN_ACTIONS = frozenset({"focus_pane", "toggle_maximize"})
     """Keys of the main screen's panes: on another screen (the output browser, a transcript)
@@ -570,163 +380,13 @@ class HermesApp(App[None]):
     def action_toggle_maximize(self) -> None:
         self.main.toggle_maximize()
 
-    # -- kernels --------------------------------------------------------------------------
-
-    @on(KernelsPane.Action)
-    async def _kernel_action(self, event: KernelsPane.Action) -> None:
-        kernel_id = event.kernel_id
-        if event.action in ("reset", "kill"):
-            self.end_kernel(kernel_id, event.action)
-        elif event.action == "interrupt":
-            session = self.runtime.session_of(kernel_id)
-            count = await self.runtime.interrupt(session, STOP_NOTICE) if session else 0
-            self.notify(f"Interrupted {plural(count, 'running script')}." if count else "Nothing is running there.")
-        elif event.action == "variables":
-            self.show_variables(kernel_id)
-        self.refresh_kernels()
-
-    @work(group="end-kernel", exit_on_error=False)
-    async def end_kernel(self, kernel_id: str, action: str) -> None:
-        """Reset or kill one kernel (``k`` is the hard kill), asked first when it holds variables."""
-        if not await self._confirm_loss(action, [kernel_id]):
-            return
-        reason = "was reset by the user" if action == "reset" else "was killed by the user"
-        if await self.runtime.kill_kernel(kernel_id, reason):
-            self.notify(f"Kernel {visible(kernel_id)} {'reset' if action == 'reset' else 'killed'}.", markup=False)
-        self.refresh_kernels()
-
-    async def _confirm_loss(self, action: str, kernel_ids: list[str]) -> bool:
-        """True when ending these kernels loses no user variables, or the user said yes."""
-        from hermes_tui.tui.screens.dialogs import ConfirmScreen, loss_question
-
-        if not kernel_ids:
-            return True
-        if isinstance(self.screen, ConfirmScreen):  # F5 again while the question is open
-            return False
-        names = await self._names_in(kernel_ids)
-        if names == 0:
-            return True
-        if await self.push_screen_wait(ConfirmScreen(loss_question(action, kernel_ids, names), yes=action.capitalize())):
-            return True
-        self.notify("Cancelled: the kernel keeps its variables.")
-        return False
-
-    async def _names_in(self, kernel_ids: list[str]) -> int | None:
-        """How many names these kernels hold, asked of each idle one as the variables view asks
-        (None: one is running a script, or did not answer, so it cannot be counted)."""
-        states = {k.id: k.state for k in self.runtime.kernels()}
-        total = 0
-        for kernel_id in kernel_ids:
-            state = states.get(kernel_id, "dead")
-            if state in ("starting", "dead", "error"):
-                continue  # no script has run in it, or it is gone: nothing to lose
-            if state != "idle":
-                return None
-            try:
-                total += await self.runtime.count_names(kernel_id)  # names only: no user code runs
-            except LookupError:
-                continue  # it ended meanwhile
-            except Exception:  # busy by now, or no answer in time: ask without a count
-                return None
-        return total
-
-    @work(exclusive=True, group="variables", exit_on_error=False)
-    async def show_variables(self, kernel_id: str) -> None:
-        try:
-            variables = await self.runtime.inspect_kernel(kernel_id)
-        except TimeoutError as exc:  # the walk calls each variable's __repr__ and __len__
-            self.notify(visible(f"{exc}: one of its variables is slow to show (its __repr__ or __len__); the "
-                                "walk was cut short, try again"), severity="warning", markup=False)
-            return
-        except Exception as exc:  # gone, busy, or it did not answer: say so
-            self.notify(visible(str(exc)), severity="warning", markup=False)
-            return
-        from hermes_tui.tui.screens.dialogs import VariablesScreen
-
-        await self.push_screen(VariablesScreen(kernel_id, variables))
-
-    # -- sub-agents -----------------------------------------------------------------------
-
-    @on(OpenChild)
-    def _open_child(self, event: OpenChild) -> None:
-        """Enter on a sub-agent's row: its transcript."""
-        event.stop()
-        self.open_child(event.session, event.name, event.goal)
-
-    @work(group="child-transcript", exit_on_error=False)
-    async def open_child(self, session: str | None, name: str, goal: str) -> None:
-        """Open a sub-agent's transcript: the screen first (the child's live events wait in it),
-        then its stored session, read on the store's thread."""
-        from hermes_tui.agent.restore import LoadedSession
-        from hermes_tui.tui.screens.child_transcript import ChildTranscriptScreen
-
-        store = self.workspace.store
-        if store is None:
-            self.notify("No sessions database: the sub-agent's transcript is not stored.", severity="warning")
-            return
-        if session is None:  # a block drawn from the store: find the child by its name
-            session = await store.call(self._child_session_named, self.session, name)
-            if session is None:
-                self.notify(visible(f"No stored transcript for the sub-agent {name}."), severity="warning",
-                            markup=False)
-                return
-        if self._child_screen(session) is not None:
-            return  # it is open already
-        screen = ChildTranscriptScreen(session, name, goal)
-        await self.push_screen(screen)
-        from hermes_tui.storage import sessions as db
-        stored = await store.call(db.load_session, session)
-        await screen.draw_stored(LoadedSession(stored) if stored is not None else None)
-
-    def _child_screen(self, session: str) -> ChildTranscriptScreen | None:
-        """The open transcript of sub-agent ``session``, if any."""
-        for screen in self.screen_stack:
-            if getattr(screen, "child_session", None) == session:
-                return screen  # type: ignore[return-value]
-        return None
-
-    @staticmethod
-    def _child_session_named(conn: db.Database, parent: str, name: str) -> str | None:
-        """The newest stored sub-agent session of ``parent`` named ``name`` (``PARENT::child::CALL-NAME``,
-        CALL the call id's last 6 characters): on the store's thread."""
-        from hermes_tui.runtime.models import SUBAGENT_SEPARATOR
-
-        prefix = parent + SUBAGENT_SEPARATOR
-        rows = conn.execute("SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC",
-                            (len(prefix), prefix)).fetchall()
-        for (session,) in rows:
-            rest = session[len(prefix):]
-            if SUBAGENT_SEPARATOR not in rest and rest.endswith("-" + name) and len(rest) - len(name) - 1 <= 10:
-                return str(session)
-        return None
-
-    @on(MainScreen.AgentUpdate)
-    async def _child_event(self, message: MainScreen.AgentUpdate) -> None:
-        """A sub-agent's event (after the main screen drew the parent's): to its open transcript
-        (a grandchild's, wrapped in its parent's, to its own). A run's end freezes the heap
-        once its frame is drawn (hermes_tui/tui/heap.py)."""
-        event = message.event
-        if isinstance(event, ToolFinished):
-            self.call_after_refresh(lambda: self.heap.run_ended(self._last_key()))
-        if message.session != self.session:
-            return
-        from hermes_tui.agent.subagents import ChildEvent
-
-        while isinstance(event, ChildEvent):
-            screen = self._child_screen(event.child_session)
-            if screen is not None:
-                await screen.show_event(event.event)
-            event = event.event
-
     # -- other screens --------------------------------------------------------------------
 
     @work(group="sessions", exclusive=True, exit_on_error=False)
     async def action_sessions(self) -> None:
         """The sessions picker: choose a stored session to continue."""
         await self._session_ready.wait()
-        assert self.workspace.store is not None
-        from hermes_tui.storage import sessions as db
-        sessions = await self.workspace.store.call(db.list_sessions)  # those with messages (empty ones are noise)
+        sessions = await self.workspace.sessions()
         from hermes_tui.tui.screens.sessions import SessionsScreen
 
         chosen = await self.push_screen_wait(SessionsScreen(sessions, current=self.session))
@@ -735,180 +395,11 @@ class HermesApp(App[None]):
         elif chosen and chosen != self.session:
             self.switch_session(chosen)
 
-    # -- usage, budget and the model -----------------------------------------------------
-
-    @work(group="usage", exclusive=True, exit_on_error=False)
-    async def action_usage(self) -> None:
-        """``/usage``: tokens and cost of this session, per turn and per model."""
-        await self._session_ready.wait()
-        assert self.workspace.store is not None and self.agent is not None
-        from hermes_tui.storage import sessions as db
-        rows = await self.workspace.store.call(db.usage_rows, self.session)
-        from hermes_tui.tui.screens.usage import UsageScreen
-
-        await self.push_screen(UsageScreen(self.session, rows, self.agent.totals))
-
-    async def action_budget(self, argument: str = "") -> None:
-        """``/budget``: show the ceilings; ``/budget 5.00`` sets the session's, ``/budget turn 1.00``
-        the turn's, ``/budget off`` removes the session's."""
-        from hermes_tui.agent.budget import parse_amount
-
-        await self._session_ready.wait()
-        agent = self.agent
-        assert agent is not None
-        note = self.main.conversation.add_note
-        if agent.settings is None:
-            note("No model is configured: nothing is spent, so there is no budget to set.")
-            return
-        words = argument.split()
-        turn = bool(words) and words[0].lower() == "turn"
-        amount = " ".join(words[1:] if turn else words)
-        if not amount:
-            if turn:
-                note("/budget turn needs an amount in US dollars, like /budget turn 1.00 (or /budget turn off).")
-            else:
-                note(agent.budget.describe(agent.totals.cost_usd, agent.totals.unpriced_calls))
-            return
-        if amount.lower() in ("off", "none"):
-            await agent.set_budget(None, turn=turn)
-            note(f"The {'turn' if turn else 'session'} has no cost ceiling now.")
-            return
-        value = parse_amount(amount)
-        if isinstance(value, str):
-            note(value)
-            return
-        await agent.set_budget(value, turn=turn)
-        from hermes_tui.agent.usage import dollars
-
-        if turn:
-            note(f"Each turn may cost up to {dollars(value)} now (for this session).")
-        elif value <= agent.totals.cost_usd:
-            note(f"This session has already spent {dollars(agent.totals.cost_usd)}, more than {dollars(value)}: "
-                 "no model call will be made until the ceiling is raised.", "warning")
-        else:
-            note(f"This session may cost up to {dollars(value)} now ({dollars(agent.totals.cost_usd)} spent). "
-                 "/retry goes on with a turn the ceiling stopped.")
-
-    @work(group="model", exclusive=True, exit_on_error=False)
-    async def action_model(self, argument: str = "") -> None:
-        """``/model``: the picker; ``/model NAME`` or ``/model PROVIDER:NAME`` switches directly."""
-        from hermes_tui.agent.models.catalog import PROVIDERS
-        from hermes_tui.agent.models.choices import parse_choice
-
-        await self._session_ready.wait()
-        note = self.main.conversation.add_note
-        if argument.strip():
-            known = {p.name for p in PROVIDERS} | set(self.config.providers) | {"custom"}
-            parsed = parse_choice(argument, self.settings, known)
-            if isinstance(parsed, str):
-                note(parsed)
-                return
-            await self._use_model(*parsed)
-            return
-        picker = await self._model_picker()
-        if picker is None:
-            note("No model is configured, so there is nothing to pick from: /model PROVIDER:NAME uses one "
-                 "(e.g. /model openrouter:anthropic/claude-sonnet-4), or set model.provider and model.default in "
-                 "config.yaml (docs/providers.md).")
-            return
-        chosen = await self.push_screen_wait(picker)
-        if chosen is not None and not chosen.current:
-            await self._use_model(chosen.provider, chosen.model)
-
-    async def _model_picker(self) -> Screen[object] | None:
-        """The picker, or None when there is nothing to offer (no model configured at all)."""
-        from hermes_tui.agent.models import choices
-        from hermes_tui.tui.screens.model_picker import ModelPicker
-
-        configured = choices.configured_choices(self.config, self.settings)
-        listed: list[choices.ModelChoice] = []
-        why = None
-        if self.agent is not None and self.agent.provider is not None and self.settings is not None:
-            self.notify("Asking the provider for its models…")
-            listed, why = await choices.endpoint_choices(self.agent.provider, self.settings)
-        every = choices.merge(configured, listed)
-        if not every:
-            return None
-        known = {self.settings.name: self.settings} if self.settings else {}
-        await asyncio.to_thread(choices.describe, every, known)
-        return ModelPicker(every, why)
-
-    async def _use_model(self, provider: str | None, model: str) -> None:
-        """Resolve the choice as --provider/--model are resolved, and use it from the next call."""
-        from hermes_tui.agent.models.keys import ProviderError
-        from hermes_tui.agent.models.resolve import resolve_provider
-
-        note = self.main.conversation.add_note
-        try:
-            settings = resolve_provider(self.config, self.home, self.host_env, provider=provider, model=model)
-        except ProviderError as exc:
-            note(f"Cannot use that model: {exc}")
-            return
-        if settings is None or self.agent is None:
-            note("Cannot use that model: no provider is configured (set model.provider in config.yaml).")
-            return
-        await self.agent.use_model(settings)
-        self.settings = self.workspace.settings = settings
-        self.provider_problem = None
-        self._update_topbar()
-        self.main.set_usage(self.agent.totals)
-        self.main.set_model(settings)
-        note(f"Model: {settings.label} from the next model call.")
-        for problem in settings.withheld:
-            note(problem, "warning")
-
-    def action_open_cache(self) -> None:
-        from hermes_tui.tui.screens.cache_browser import CacheBrowser
-
-        self.push_screen(CacheBrowser(exec_cache_dir(self.home)))
-
-    @on(OpenEntry)
-    async def _open_entry(self, event: OpenEntry) -> None:
-        from hermes_tui.runtime.cache import find
-        from hermes_tui.tui.screens.cache_browser import EntryScreen
-
-        await self.runtime.flush_records()
-        entry = await asyncio.to_thread(find, exec_cache_dir(self.home), event.exec_id)
-        if entry is None:
-            self.notify(f"No saved entry for {visible(event.exec_id)} (pruned?).", severity="warning",
-                        markup=False)
-            return
-        await self.push_screen(EntryScreen(entry))
-
-    @on(OpenInEditor)
-    def _open_path(self, event: OpenInEditor) -> None:
-        editor = editor_command()
-        # A file a script wrote, opened by a program that reads start-up files a script can
-        # write (~/.lesskey, ~/.vimrc): it gets a kernel's scrubbed environment and is forked
-        # like every child, without the capabilities that read the host (docs/security.md).
-        env = self.runtime.launcher.child_env(frozenset(self.config.terminal.env_passthrough))
-        try:
-            argv = editor_argv(editor, event.path, event.line)  # at the line, for editors that take one
-            with self.suspend():
-                spawn(lambda: subprocess.Popen(argv, env=env)).wait()
-        except Exception as exc:  # no terminal to suspend to (tests), or no such editor
-            self.notify(visible(f"Could not open {event.path} with {editor}: {exc}"), severity="error", markup=False)
-
     def action_help(self, pane: str | None = None) -> None:
         from hermes_tui.tui.screens.dialogs import HelpScreen
 
         keys = [(b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
         self.push_screen(HelpScreen.for_pane(pane or self.main.focused_help(), keys))
-
-    def action_cycle_theme(self) -> None:
-        names = [t.name for t in THEMES]
-        current = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(current + 1) % len(names)]
-        self.notify(f"Theme: {visible(self.theme)}", markup=False)
-
-    def watch_theme(self, theme: str) -> None:
-        if not self.is_running:  # the remembered one, set before the app runs: nothing to redraw or store
-            return
-        for block in self.main.query(RunBlock):
-            block.refresh_theme()
-        if theme in {t.name for t in THEMES}:
-            self.run_worker(asyncio.to_thread(remember_theme, self.home, theme), group="settings",
-                            exit_on_error=False)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

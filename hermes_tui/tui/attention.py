@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping
 from typing import Literal
+
+from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnStarted
+from hermes_tui.tui.app_parts import AppParts
 
 LONG_TURN_SECONDS = 10.0
 """A turn that took longer than this is worth a notification when it ends unseen."""
@@ -54,3 +58,30 @@ def sequence(title: str, body: str, kind: Dialect) -> str:
     if kind == "osc777":
         return f"\x1b]777;notify;{title};{body}\x07\x07"
     return "\x07"
+
+
+class Attention(AppParts):
+    """A part of :class:`~hermes_tui.tui.app.HermesApp`: the bell and the notification."""
+
+    _turn_started: dict[str, float]
+
+    def watch_turn(self, event: AgentEvent) -> None:
+        """A long turn that ends while the terminal is not focused calls the user back."""
+        if isinstance(event, TurnStarted):
+            self._turn_started[event.turn_id] = time.monotonic()
+        elif isinstance(event, TurnEnded):
+            started = self._turn_started.pop(event.turn_id, None)
+            if started is not None and time.monotonic() - started > LONG_TURN_SECONDS:
+                self.call_attention(f"The turn ended ({event.status})")
+
+    def call_attention(self, what: str) -> None:
+        """Bell and desktop notification, only when the terminal is not focused and
+        ``ui.notify`` is on."""
+        if self.app_focus or not self.config.ui.notify:
+            return
+        self.write_to_terminal(sequence("hermes-tui", f"{what} in session {self.session}", dialect()))
+
+    def write_to_terminal(self, text: str) -> None:
+        """Raw text to the terminal (escape sequences the app composed itself; never data)."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(text)
