@@ -18,7 +18,7 @@ from fake_models import FakeModelServer
 from hermes_tui.storage import sessions as db
 from hermes_tui.storage import opening
 from hermes_tui.storage import leases
-from hermes_tui.storage.url import parse_store_url
+from hermes_tui.config.store_url import parse_store_url
 
 CLI = [sys.executable, "-m", "hermes_tui"]
 

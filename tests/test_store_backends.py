@@ -25,7 +25,7 @@ from hermes_tui.storage.writer import SessionStore
 from hermes_tui.storage import leases
 from hermes_tui.storage.errors import SchemaTooNew
 from hermes_tui.storage.schema import LATEST, MIGRATIONS, migrate
-from hermes_tui.storage.url import parse_store_url
+from hermes_tui.config.store_url import parse_store_url
 
 from conftest import open_store_db
 
@@ -588,7 +588,7 @@ RACER = """
 import sys, time
 from hermes_tui.storage import opening
 from hermes_tui.storage import leases
-from hermes_tui.storage.url import parse_store_url
+from hermes_tui.config.store_url import parse_store_url
 
 url, index, rounds = parse_store_url(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 conn = opening.open_database(url)
@@ -641,7 +641,7 @@ MIGRATOR = """
 import sys, time
 from hermes_tui.storage import opening
 from hermes_tui.storage import postgres, schema, sqlite  # imported now, not in the race
-from hermes_tui.storage.url import parse_store_url
+from hermes_tui.config.store_url import parse_store_url
 
 url, tag = parse_store_url(sys.argv[1]), sys.argv[2]
 opening.PROGRAM = tag  # what schema_version records as the program that applied a migration
@@ -794,7 +794,7 @@ def test_a_password_a_url_cannot_carry_is_never_shown_and_the_fix_is_said() -> N
 
 
 def test_password_env_is_given_only_to_the_server_the_config_means() -> None:
-    from hermes_tui.storage.url import resolve_store_url
+    from hermes_tui.config.store_url import resolve_store_url
 
     env = {"TEAM_PW": "team-secret"}
     configured = "postgresql://hermes@db.internal:5432/hermes"

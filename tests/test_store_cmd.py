@@ -19,7 +19,7 @@ from hermes_tui.storage import sessions as db
 from hermes_tui.storage import opening
 from hermes_tui.cli import main
 from hermes_tui.storage.copy import identity
-from hermes_tui.storage.url import parse_store_url
+from hermes_tui.config.store_url import parse_store_url
 from pg_server import PASSWORD as PG_PASSWORD
 
 EXE = Path(sys.executable).parent / "hermes-tui"

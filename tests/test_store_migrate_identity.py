@@ -21,7 +21,7 @@ from hermes_tui.storage import sessions as db
 from hermes_tui.storage import opening
 from hermes_tui.cli import main
 from hermes_tui.storage import copy
-from hermes_tui.storage.url import parse_store_url
+from hermes_tui.config.store_url import parse_store_url
 
 
 def open_url(url: str) -> db.Database:

@@ -21,7 +21,7 @@ from hermes_tui.storage import opening
 from hermes_tui.storage.writer import SessionStore
 from hermes_tui.storage.errors import StoreUnavailable
 from hermes_tui.storage.postgres import NotifyListener
-from hermes_tui.storage.url import parse_store_url
+from hermes_tui.config.store_url import parse_store_url
 
 
 @pytest.fixture(scope="module")

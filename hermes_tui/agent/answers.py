@@ -17,10 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest
-
-if TYPE_CHECKING:
-    from hermes_tui.runtime.approvals import AuditLog
+if TYPE_CHECKING:  # the app makes its broker before its first frame: pydantic's models load later
+    from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, AuditLog
 
 
 class AnswerRefused(ValueError):
@@ -67,6 +65,8 @@ class Answer:
 
     def decision(self) -> ApprovalDecision:
         """What the gate applies."""
+        from hermes_tui.runtime.approvals import ApprovalDecision
+
         return ApprovalDecision(choice=self.choice, reason=self.reason, by=self.who,  # type: ignore[arg-type]
                                 whole_run=self.whole_run)
 
@@ -76,7 +76,7 @@ class Answer:
         return f"Answered from {(self.who or 'a shell')[:200]}: {self.choice}{why} — {request.text[:120]}"
 
 
-Show = Callable[[ApprovalRequest, "asyncio.Future[ApprovalDecision]"], None]
+Show = Callable[["ApprovalRequest", "asyncio.Future[ApprovalDecision]"], None]
 """How a front end puts a request in front of a person: it sets the future with the answer."""
 
 

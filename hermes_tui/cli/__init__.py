@@ -288,7 +288,7 @@ def _choose_store(args: argparse.Namespace) -> None:
     from hermes_tui.base.paths import hermes_home
     from hermes_tui.storage.choice import choose_store
     from hermes_tui.storage.errors import StoreError
-    from hermes_tui.storage.url import parse_store_url, resolve_store_url
+    from hermes_tui.config.store_url import parse_store_url, resolve_store_url
 
     flag = getattr(args, "store", None)
     if flag is not None and parse_store_url(flag, origin="--store").secrets():  # a bad one: one line now

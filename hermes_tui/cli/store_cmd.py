@@ -237,7 +237,7 @@ def _store_url(text: str | None, flag: str, current: Any) -> Any:
     a password, keeps the one ``store.password_env`` gave it (never handed to another server)."""
     from hermes_tui.base.paths import hermes_home
     from hermes_tui.storage.copy import same_place
-    from hermes_tui.storage.url import StoreURL, parse_store_url
+    from hermes_tui.config.store_url import StoreURL, parse_store_url
 
     if text is None:
         return current

@@ -500,7 +500,7 @@ class StoreConfig(_Section):
     def _problems(self) -> list[tuple[str, str]]:
         problems = []
         if self.url is not None:
-            from hermes_tui.storage.url import StoreURLError, parse_store_url
+            from hermes_tui.config.store_url import StoreURLError, parse_store_url
 
             try:
                 parse_store_url(self.url)

@@ -11,7 +11,7 @@ machines), behind one small interface (:class:`~hermes_tui.storage.base.Database
 - :mod:`~hermes_tui.storage.base`, :mod:`~hermes_tui.storage.sqlite`,
   :mod:`~hermes_tui.storage.postgres`: the interface and its two backends.
 - :mod:`~hermes_tui.storage.schema`: the one schema and its migrations.
-- :mod:`~hermes_tui.storage.url`, :mod:`~hermes_tui.storage.choice`: which store a URL names,
+- :mod:`~hermes_tui.config.store_url`, :mod:`~hermes_tui.storage.choice`: which store a URL names,
   the one this process chose, and new session ids.
 - :mod:`~hermes_tui.storage.inputs`: which inputs the history keeps.
 - :mod:`~hermes_tui.storage.errors`: what a store's failures raise.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tui.storage.errors import StoreError
-from hermes_tui.storage.url import StoreURL
+from hermes_tui.config.store_url import StoreURL
 
 _chosen: StoreURL | None = None
 _chosen_problem: StoreError | None = None
@@ -36,7 +36,7 @@ def store_url(config: Any = None, home: Path | None = None) -> StoreURL:
         raise _chosen_problem
     if _chosen is not None:
         return _chosen
-    from hermes_tui.storage.url import resolve_store_url
+    from hermes_tui.config.store_url import resolve_store_url
 
     section = getattr(config, "store", None)
     return resolve_store_url(getattr(section, "url", None), getattr(section, "password_env", None), home)

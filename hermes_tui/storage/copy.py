@@ -50,7 +50,7 @@ from hermes_tui.storage.leases import STALE_AFTER, all_leases
 from hermes_tui.storage.schema import LATEST
 from hermes_tui.storage.sessions import CHILD
 from hermes_tui.storage.sqlite import SQLiteDatabase
-from hermes_tui.storage.url import StoreURL
+from hermes_tui.config.store_url import StoreURL
 
 SESSION_TABLES = ("turns", "messages", "tool_calls", "approvals", "approval_answers", "usage")
 """The tables that hold a session's rows (``session_id``), in the order they are copied."""

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
+from hermes_tui.config.store_url import StoreError, StoreURLError
 
-class StoreError(Exception):
-    """The sessions store cannot do what was asked; ``str(err)`` is one line for a user (a
-    password never appears in it)."""
+__all__ = ["DB_ERRORS", "SchemaTooNew", "StoreError", "StoreUnavailable", "StoreURLError"]
 
 
 class StoreUnavailable(StoreError):
@@ -19,15 +18,6 @@ class StoreUnavailable(StoreError):
 
 class SchemaTooNew(StoreError):
     """The store was written by a newer hermes-tui: this one refuses it rather than guess."""
-
-
-class StoreURLError(StoreError, ValueError):
-    """``store.url`` / ``--store`` / ``HERMES_TUI_STORE_URL`` is not a URL hermes-tui can use;
-    ``allowed`` says what would be (for the config's "must be ..." message)."""
-
-    def __init__(self, message: str, allowed: str = "") -> None:
-        super().__init__(message)
-        self.allowed = allowed or message
 
 
 DB_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, StoreError)

@@ -22,7 +22,7 @@ from hermes_tui.base.paths import tui_dir
 from hermes_tui.storage.base import Database
 from hermes_tui.storage.schema import LATEST, migrate
 from hermes_tui.storage.sqlite import SQLiteDatabase
-from hermes_tui.storage.url import StoreURL
+from hermes_tui.config.store_url import StoreURL
 
 SCHEMA_VERSION = LATEST
 """The schema version this hermes-tui writes (``schema_version`` table; SQLite's

@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from hermes_tui.storage.base import row_class
 from hermes_tui.storage.errors import StoreError, StoreUnavailable
-from hermes_tui.storage.url import StoreURL
+from hermes_tui.config.store_url import StoreURL
 
 log = logging.getLogger(__name__)
 

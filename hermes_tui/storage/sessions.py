@@ -24,7 +24,7 @@ from hermes_tui.storage.errors import DB_ERRORS, StoreError, StoreUnavailable
 from hermes_tui.storage.inputs import INPUT_MAX_CHARS, worth_keeping
 from hermes_tui.storage.leases import FUTURE_SLACK, STALE_AFTER
 from hermes_tui.storage.opening import host_name, local_user
-from hermes_tui.storage.url import StoreURL
+from hermes_tui.config.store_url import StoreURL
 
 __all__ = ["DB_ERRORS", "INPUT_MAX_CHARS", "Database", "StoreError", "StoreUnavailable", "StoreURL", "choose_store",
            "new_session_id", "store_url", "worth_keeping"]

@@ -24,7 +24,7 @@ from hermes_tui.storage.base import Database
 from hermes_tui.storage.choice import store_url
 from hermes_tui.storage.errors import StoreUnavailable
 from hermes_tui.storage.opening import open_database
-from hermes_tui.storage.url import StoreURL
+from hermes_tui.config.store_url import StoreURL
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ from fake_models import FakeModelServer  # noqa: E402
 
 from hermes_tui.storage import sessions as db  # noqa: E402
 from hermes_tui.storage.writer import SessionStore  # noqa: E402
-from hermes_tui.storage.url import StoreURL, parse_store_url  # noqa: E402
+from hermes_tui.config.store_url import StoreURL, parse_store_url  # noqa: E402
 
 BACKENDS = ("sqlite", "postgresql")
 

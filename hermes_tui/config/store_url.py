@@ -12,14 +12,30 @@ URL forms:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from hermes_tui.base.paths import tui_dir
-from hermes_tui.storage.errors import StoreURLError
+from hermes_tui.base.text import SECRET_PARAMETERS, redact_url, userinfo_password
+
+
+
+class StoreError(Exception):
+    """The sessions store cannot do what was asked; ``str(err)`` is one line for a user (a
+    password never appears in it). The root of the store's errors (:mod:`hermes_tui.storage.errors`);
+    here because a store URL that cannot be used is one, and config checks ``store.url``."""
+
+
+class StoreURLError(StoreError, ValueError):
+    """``store.url`` / ``--store`` / ``HERMES_TUI_STORE_URL`` is not a URL hermes-tui can use;
+    ``allowed`` says what would be (for the config's "must be ..." message)."""
+
+    def __init__(self, message: str, allowed: str = "") -> None:
+        super().__init__(message)
+        self.allowed = allowed or message
+
 
 ENV_URL = "HERMES_TUI_STORE_URL"
 SCHEMES = "sqlite:///PATH or postgresql://USER@HOST[:PORT]/DATABASE"
@@ -70,12 +86,12 @@ class StoreURL:
             parts = urlsplit(self.text)
             query = parse_qsl(parts.query)
         except ValueError:
-            raw = _userinfo_password(self.text)
+            raw = userinfo_password(self.text)
             return [*found, raw] if raw else found
         if parts.password:
             found += [parts.password, *parts.password.split("@")]
         found += [v for k, v in query if k in SECRET_PARAMETERS and v]
-        raw = _userinfo_password(self.text)
+        raw = userinfo_password(self.text)
         if raw:
             found += [raw, *raw.split("@")]
         return sorted({f for f in found if f}, key=len, reverse=True)
@@ -87,34 +103,8 @@ class StoreURL:
         return message
 
 
-SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
-"""libpq parameters that hold a secret (masked, scrubbed)."""
-
-
-_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/?#]*):(?P<password>.*)@")
-"""``scheme://user:PASSWORD@``, the password running to the LAST ``@``: whatever it holds (an
-unencoded ``/``, ``#``, ``?`` or ``@`` that makes the URL unreadable), none of it is shown."""
-
-
-def _userinfo_password(url: str) -> str | None:
-    found = _USERINFO.match(url)
-    return found.group("password") if found else None
-
-
-def redact(url: str) -> str:
-    """``url`` without its password (in the user part, or a ``password=`` / ``sslpassword=``
-    parameter). A URL Python cannot even split is shown only up to its scheme."""
-    url = _USERINFO.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", url, count=1)
-    try:
-        parts = urlsplit(url)
-        query = parse_qsl(parts.query, keep_blank_values=True)
-    except ValueError:
-        return url.partition("://")[0] + "://(not shown: not a valid URL)"
-    query_text = urlencode([(k, "***" if k in SECRET_PARAMETERS else v) for k, v in query], safe="/:*")
-    shown = urlunsplit((parts.scheme, parts.netloc, parts.path, query_text, parts.fragment))
-    if not parts.netloc and url.startswith(f"{parts.scheme}:///"):  # postgresql:///db (the default host)
-        shown = shown.replace(f"{parts.scheme}:", f"{parts.scheme}://", 1)
-    return shown
+redact = redact_url
+"""``url`` without its password (:func:`hermes_tui.base.text.redact_url`)."""
 
 
 def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store.url") -> StoreURL:
@@ -133,7 +123,7 @@ def parse_store_url(text: str, home: Path | None = None, *, origin: str = "store
             path = tui_dir(home).parent / path
         return StoreURL("sqlite", text, path, origin=origin)
     if scheme in ("postgresql", "postgres"):
-        raw = _userinfo_password(text)
+        raw = userinfo_password(text)
         if raw is not None and any(c in raw for c in "/?#@"):
             raise StoreURLError(f"{origin} {redact(text)!r}: the password holds a character a URL cannot carry as it "
                                 "is (/ ? # or @): write it percent-encoded (%2F %3F %23 %40), or give it with "
