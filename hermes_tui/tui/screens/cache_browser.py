@@ -18,15 +18,14 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
 from hermes_tui.runtime.cache import CacheEntry, CacheError, delete_entry, load_record, scan
 from hermes_tui.base.units import human_size, noun, parse_duration, unique_prefixes
 from hermes_tui.tui.widgets.conversation.blocks import code_theme
-from hermes_tui.tui.screens.dialog import Dialog
-from hermes_tui.tui.screens.dialogs import HelpScreen
+from hermes_tui.tui.screens.dialogs import ConfirmScreen, HelpScreen
 from hermes_tui.tui.widgets.entry_list import EntryList
 from hermes_tui.tui.widgets.footer import KeysFooter
 from hermes_tui.tui.widgets.messages import OpenInEditor
@@ -68,42 +67,10 @@ def parse_filter(text: str) -> tuple[str, dict[str, object]]:
     return " ".join(words), options
 
 
-class ConfirmScreen(Dialog[bool]):
-    """Yes or no; Esc and n say no."""
-
-    DEFAULT_CSS = """
-    ConfirmScreen > #dialog { width: 70; height: auto; border: thick $error; padding: 1; }
-    ConfirmScreen Horizontal { height: auto; margin-top: 1; }
-    ConfirmScreen Button { margin-right: 1; }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "Yes", id="confirm-yes"),
-                                              Binding("n,escape", "answer(False)", "No", id="confirm-no")]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose_dialog(self) -> ComposeResult:
-        yield Label(plain(self.question))  # it names files
-        with Horizontal():
-            yield Button("y Delete", id="yes", variant="error")
-            yield Button("n Keep", id="no", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-
 async def confirm_and_delete(screen: Screen[None], entry: CacheEntry) -> bool:
     """Ask, then delete every file of ``entry`` (off the loop). True if it was deleted."""
     names = ", ".join(p.name for p in entry.files)
-    if not await screen.app.push_screen_wait(ConfirmScreen(f"Delete {names}?")):
+    if not await screen.app.push_screen_wait(ConfirmScreen(f"Delete {names}?", yes="Delete", default=False)):
         return False
     await asyncio.to_thread(delete_entry, entry)
     screen.notify(f"Deleted {visible(entry.id)}.", markup=False)

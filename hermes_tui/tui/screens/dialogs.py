@@ -46,8 +46,10 @@ class ConfirmScreen(Dialog[bool]):
 
     Args:
         question: the question (plain text: it may quote ids).
-        yes: the label of the yes button ("Reset", "Kill").
+        yes: the label of the yes button ("Reset", "Kill", "Delete").
         no: the label of the no button.
+        default: the answer Enter gives (its button has the focus): yes to end a kernel the
+            user asked to end, no to delete files.
     """
 
     DEFAULT_CSS = """
@@ -59,11 +61,12 @@ class ConfirmScreen(Dialog[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("y,enter", "answer(True)", "Yes", id="confirm-yes"),
                                               Binding("n,escape", "answer(False)", "No", id="confirm-no")]
 
-    def __init__(self, question: str, *, yes: str = "Yes", no: str = "Keep") -> None:
+    def __init__(self, question: str, *, yes: str = "Yes", no: str = "Keep", default: bool = True) -> None:
         super().__init__()
         self.question = question
         self.yes = yes
         self.no = no
+        self.default = default
 
     def compose_dialog(self) -> ComposeResult:
         yield Label(plain(self.question), id="question")
@@ -72,7 +75,8 @@ class ConfirmScreen(Dialog[bool]):
             yield Button(plain(f"n {self.no}"), id="no", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()  # Enter confirms, as the keys say
+        # Enter presses the focused button: the default answer (the keys say y and n)
+        self.query_one("#yes" if self.default else "#no", Button).focus()
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
