@@ -45,6 +45,7 @@ from hermes_tui.tui.theme_actions import ThemeActions
 from hermes_tui.tui.kernel_actions import KernelActions
 from hermes_tui.tui.model_actions import ModelActions
 from hermes_tui.tui.screens.main import MainScreen
+from hermes_tui.tui.textual_compat import event_loop
 from hermes_tui.tui.widgets.safe import visible
 
 if TYPE_CHECKING:
@@ -322,8 +323,9 @@ class HermesApp(InputActions, KernelActions, ChildTranscripts, ModelActions, Sav
     def _import_refused(self, line: str) -> None:
         """A module the host refused to import (runtime/import_guard.py), said in the conversation.
         Called from whichever thread imported, often while a widget is being built: posted."""
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self.main.conversation.add_note, line, "warning")
+        loop = event_loop(self)
+        if loop is not None:
+            loop.call_soon_threadsafe(self.main.conversation.add_note, line, "warning")
 
     @work(exclusive=True, group="events", exit_on_error=False)
     async def follow_events(self) -> None:

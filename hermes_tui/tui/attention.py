@@ -22,6 +22,7 @@ from typing import Literal
 
 from hermes_tui.agent.events import AgentEvent, TurnEnded, TurnStarted
 from hermes_tui.tui.app_parts import AppParts
+from hermes_tui.tui.textual_compat import driver_write
 
 LONG_TURN_SECONDS = 10.0
 """A turn that took longer than this is worth a notification when it ends unseen."""
@@ -83,5 +84,5 @@ class Attention(AppParts):
 
     def write_to_terminal(self, text: str) -> None:
         """Raw text to the terminal (escape sequences the app composed itself; never data)."""
-        if not self.is_headless and self._driver is not None:
-            self._driver.write(text)
+        if not self.is_headless:
+            driver_write(self, text)

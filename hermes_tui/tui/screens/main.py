@@ -24,6 +24,7 @@ from textual.widgets import Input, TextArea
 from hermes_tui.agent.events import AgentEvent, ToolFinished, UsageUpdated
 from hermes_tui.agent.usage import Totals, dollars, tokens
 from hermes_tui.runtime.events import RuntimeEvent
+from hermes_tui.tui.textual_compat import draw_now
 from hermes_tui.tui.widgets.conversation.blocks import RunBlock
 from hermes_tui.tui.widgets.conversation.pane import ConversationPane
 from hermes_tui.tui.widgets.conversation.prompt import PromptInput
@@ -312,12 +313,8 @@ class MainScreen(Screen[None]):
         waited up to 17 ms for the next one, and the run with it (issue 20). The layout is
         forced: the new block's own request for one is still queued behind this message, and
         without it a one-line input's frame would show the input cleared but not the block.
-        ``_on_timer_update`` is what the tick calls (Textual is pinned to a tested release)."""
-        if self.is_current and not self.app._batch_count:
-            self._layout_required = True
-            self._on_timer_update()
-            return True
-        return False
+        Textual's private hooks (what the tick calls): tui/textual_compat.py."""
+        return draw_now(self)
 
     def show_runtime_event(self, event: RuntimeEvent) -> None:
         """Live output of this session's scripts, and their tool-call count."""

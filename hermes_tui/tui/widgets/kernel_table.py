@@ -22,6 +22,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from hermes_tui.tui.textual_compat import scroll_update
 from hermes_tui.tui.widgets.safe import visible
 
 PADDING = 1
@@ -272,7 +273,7 @@ class KernelTable(ScrollView, can_focus=True):
         size = Size(sum(width + 2 * PADDING for _, width in self._shown), len(self._rows) + 1)
         if size != self.virtual_size:
             self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)
+            scroll_update(self, size)
 
     def _styles(self) -> tuple[Style, Style, Style, Style]:
         """The plain, header, even-row and cursor styles (a theme or focus change drops the

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.cells import cell_len, chop_cells
 from rich.text import Text
 from textual import events
-from textual._line_split import line_split
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -21,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from hermes_tui.runtime.events import ExecFinished, ExecOutput, ExecStarted, RuntimeEvent, ToolCallMade
+from hermes_tui.tui.textual_compat import line_split, scroll_update
 from hermes_tui.tui.widgets.focus_frame import FocusFrame
 from hermes_tui.tui.widgets.messages import OpenEntry, OpenInEditor
 from hermes_tui.tui.widgets.safe import plain, visible
@@ -66,7 +66,11 @@ def header_line(status: str, elapsed: str, limit: str, skipped: str | None, call
 class OutputLog(Log):
     """A :class:`Log` that wraps long lines at its width (``wrap``), and whose writes repaint
     only itself: Textual's ``Log.write`` changes ``virtual_size``, which lays out the whole
-    screen again, every flush of a flood. ``lines`` stay the raw lines either way."""
+    screen again, every flush of a flood. ``lines`` stay the raw lines either way.
+
+    It overrides and uses Log's private state and hooks (``_lines``, ``_width``,
+    ``_render_line_cache``, ``_updates``, ``_clear_y``, ``_render_line``, ``_process_line``,
+    ``_prune_max_lines``): each is checked at import by tui/textual_compat.py."""
 
     DEFAULT_CSS = """
     OutputLog.-wrap { overflow-x: hidden; }
@@ -100,7 +104,7 @@ class OutputLog(Log):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     @classmethod
-    def _process_line(cls, line: str) -> str:
+    def _process_line(cls, line: str) -> str:  # Log's private hook (tui/textual_compat.py)
         """A line as drawn: Textual's filter only replaces \\x00-\\x14, so ESC, DEL and the C1
         controls would reach the terminal raw; every control is shown as an escape first."""
         if line.isascii() and line.isprintable():  # most output: nothing to replace (each line is
@@ -152,7 +156,7 @@ class OutputLog(Log):
             size = Size(self._width, self.line_count)
         if size != self.virtual_size:
             self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)
+            scroll_update(self, size)
 
     def on_resize(self, event: events.Resize) -> None:
         if self._wrap and self._content_width() != self._wrap_width:
@@ -190,14 +194,15 @@ class OutputLog(Log):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         return self
 
-    def _prune_max_lines(self) -> None:
+    def _prune_max_lines(self) -> None:  # Log's private hook (tui/textual_compat.py)
         if self.max_lines is not None and len(self._lines) > self.max_lines:
             del self._counts[:len(self._lines) - self.max_lines]
             self._starts = None
         super()._prune_max_lines()
 
     def clear(self) -> Self:
-        """Empty the log (what ``Log.clear`` does, without a layout of the screen)."""
+        """Empty the log (what ``Log.clear`` does, without a layout of the screen; Log's private
+        state: tui/textual_compat.py)."""
         self._forget_rows(0)
         self._lines.clear()
         self._width = 0
@@ -210,7 +215,7 @@ class OutputLog(Log):
 
     # -- drawing ---------------------------------------------------------------------------
 
-    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
+    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:  # Log's private hook (tui/textual_compat.py)
         if not self._wrap:
             return super()._render_line(y, scroll_x, width)
         rich_style = self.rich_style

@@ -170,7 +170,8 @@ class RunBlock(Static, can_focus=True):
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         # A block's height is what the layout that found it gave it; Textual's reactive for its
-        # new virtual size would lay the whole screen out once more (see Transcript).
+        # new virtual size would lay the whole screen out once more (see Transcript). Widget's
+        # private hook, checked by tui/textual_compat.py.
         return super()._size_updated(size, virtual_size, container_size, layout=False)
 
     def _body(self) -> Text:

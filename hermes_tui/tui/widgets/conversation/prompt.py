@@ -211,7 +211,7 @@ class PromptInput(TextArea):
         key.set_sender(self.app)
         self.post_message(key)
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def _on_key(self, event: events.Key) -> None:  # TextArea's private hook (tui/textual_compat.py)
         self._key_seen = event
         self.last_key_at = time.monotonic()
         if self._search is not None and self._search_key(event):
@@ -609,7 +609,7 @@ class PromptInput(TextArea):
             super().action_delete_left()
         self._refresh_popup()
 
-    async def _on_paste(self, event: events.Paste) -> None:
+    async def _on_paste(self, event: events.Paste) -> None:  # TextArea's private hook (tui/textual_compat.py)
         """A paste of more than 20 lines goes in as a placeholder (expanded when sent);
         a smaller one is inserted by TextArea's own handler."""
         text = normalise(event.text)

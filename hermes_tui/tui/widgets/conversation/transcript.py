@@ -12,6 +12,7 @@ from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar
 
+from hermes_tui.tui.textual_compat import vertical_scrollbar
 
 
 class QuietScrollBar(ScrollBar):
@@ -21,6 +22,7 @@ class QuietScrollBar(ScrollBar):
     height changes each time Enter shrinks the input, and that second layout came in the run's
     first frames (issue 20)."""
 
+    # Widget's private hook, checked by tui/textual_compat.py (as Transcript's below)
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         return super()._size_updated(size, virtual_size, container_size, layout=False)
 
@@ -44,7 +46,7 @@ class Transcript(VerticalScroll):
         # Textual sets a container's new virtual size (found by a layout of the screen) as a
         # reactive that asks for a layout again: a second layout of the whole screen for
         # each one needed. The layout that found the size has placed every block (and the
-        # view, anchored) at it already.
+        # view, anchored) at it already. (Widget's private hook: tui/textual_compat.py.)
         changed = super()._size_updated(size, virtual_size, container_size, layout=False)
         long = self.max_scroll_y > 0
         if long and not self.is_anchored and self._held_at is None and not self._moved:
@@ -58,12 +60,8 @@ class Transcript(VerticalScroll):
     @property
     def vertical_scrollbar(self) -> ScrollBar:
         """The vertical scrollbar, a :class:`QuietScrollBar` (made as Textual makes its own)."""
-        if self._vertical_scrollbar is None:
-            bar = self._vertical_scrollbar = QuietScrollBar(vertical=True, name="vertical",
-                                                            thickness=self.scrollbar_size_vertical)
-            bar.display = False
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
+        return vertical_scrollbar(self, lambda: QuietScrollBar(vertical=True, name="vertical",
+                                                               thickness=self.scrollbar_size_vertical))
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
