@@ -61,13 +61,13 @@ class Database(Protocol):
         """Close the connection(s)."""
 
 
-class Row(tuple):  # type: ignore[type-arg]
+class Row(tuple[Any, ...]):
     """A row by position and by column name, as ``sqlite3.Row``."""
 
     __slots__ = ()
     names: tuple[str, ...] = ()
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             try:
                 return tuple.__getitem__(self, self.names.index(key))

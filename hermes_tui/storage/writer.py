@@ -105,15 +105,16 @@ class SessionStore:
         self._started.set()
         next_tick = time.monotonic() + self.tick_every
         while True:
+            idle = False
             try:
                 item = self._queue.get(timeout=max(0.0, next_tick - time.monotonic()))
             except queue.Empty:
-                item = ()  # type: ignore[assignment]
+                item, idle = None, True
             if time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + self.tick_every
                 if self._tick is not None and self._closing is None:
                     self._attempt(lambda: self._tick(self._db) if self._tick and self._db else None, Future())
-            if item == ():
+            if idle:
                 continue
             if item is None:
                 break
