@@ -340,19 +340,6 @@ class HermesApp(InputActions, KernelActions, ChildTranscripts, ModelActions, Sav
         finally:
             subscription.close()
 
-    def show_kernel_states(self) -> None:
-        """A kernel started, changed state or died: its row now, with the memory last read. A
-        run starts and ends with a state change, and reading /proc in a thread then (a worker,
-        a thread hop) was work on the event loop while the run's output wanted it (issue 20);
-        the memory is read again within the second."""
-        self.main.show_kernels(self.runtime.kernels(), self._memory)
-
-    @work(exclusive=True, group="kernels", exit_on_error=False)
-    async def refresh_kernels(self) -> None:
-        """Kernel rows and their memory (read off /proc by the runtime, in a thread)."""
-        self._memory = await self.runtime.kernel_memory()
-        self.main.show_kernels(self.runtime.kernels(), self._memory)
-
     def show_request(self, request: ApprovalRequest, answer: asyncio.Future[ApprovalDecision]) -> None:
         """How this front end asks (:class:`~hermes_tui.agent.answers.AnswerBroker` calls it): the
         main screen's dialog, one at a time (the others wait). Called from the runtime's tasks,

@@ -1,5 +1,6 @@
-"""The app's kernel actions: reset (F5, ``r``), kill (``k``), interrupt and the variables view,
-asked first when a kernel holds variables that would be lost."""
+"""The kernels in the app: their rows (a state change at once, memory each second), and reset
+(F5, ``r``), kill (``k``), interrupt and the variables view, asked first when a kernel holds
+variables that would be lost."""
 
 from __future__ import annotations
 
@@ -13,7 +14,23 @@ from hermes_tui.tui.widgets.safe import visible
 
 
 class KernelActions(AppParts):
-    """A part of :class:`~hermes_tui.tui.app.HermesApp`: what the kernels pane and F5 ask for."""
+    """A part of :class:`~hermes_tui.tui.app.HermesApp`: the kernels pane's rows, and what it
+    and F5 ask for."""
+
+    _memory: dict[str, int]
+
+    def show_kernel_states(self) -> None:
+        """A kernel started, changed state or died: its row now, with the memory last read. A
+        run starts and ends with a state change, and reading /proc in a thread then (a worker,
+        a thread hop) was work on the event loop while the run's output wanted it (issue 20);
+        the memory is read again within the second."""
+        self.main.show_kernels(self.runtime.kernels(), self._memory)
+
+    @work(exclusive=True, group="kernels", exit_on_error=False)
+    async def refresh_kernels(self) -> None:
+        """Kernel rows and their memory (read off /proc by the runtime, in a thread)."""
+        self._memory = await self.runtime.kernel_memory()
+        self.main.show_kernels(self.runtime.kernels(), self._memory)
 
     @on(KernelsPane.Action)
     async def _kernel_action(self, event: KernelsPane.Action) -> None:
