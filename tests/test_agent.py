@@ -326,3 +326,19 @@ async def test_a_fallback_answers_and_the_conversation_says_so(harness_factory):
     assert notes == ["custom · fake-model could not answer (HTTP 503: overloaded); custom · backup-model answered "
                      "(fallback_providers[0])."]
     assert h.of(Notice)[0].level == "warning"
+
+
+async def test_web_tools_without_a_backend_are_not_offered_to_the_model(harness_factory) -> None:
+    from fake_models import FakeModelServer
+
+    with FakeModelServer([{"text": "hi"}, {"text": "hi"}]) as server:
+        bare = await harness_factory(server)
+        assert await bare.turn("hello") == "done"
+        configured = await harness_factory(server, session="s2", yaml_extra=(
+            "web:\n  search_backend: searxng\n  searxng_url: http://127.0.0.1:9\n  extract_backend: http\n"))
+        assert await configured.turn("hello") == "done"
+    offered = {t["function"]["name"]: t["function"]["description"] for t in server.requests[0]["tools"]}
+    assert "web_search" not in offered and "web_extract" not in offered and "terminal" in offered
+    assert "Here web_search and web_extract are off" in offered["execute_code"]
+    both = {t["function"]["name"]: t["function"]["description"] for t in server.requests[1]["tools"]}
+    assert {"web_search", "web_extract"} <= set(both) and "are off" not in both["execute_code"]

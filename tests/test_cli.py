@@ -157,3 +157,31 @@ def test_a_reader_that_leaves_early_ends_it_quietly(hermes_home: Path) -> None:
         process.kill()
         process.wait()
     assert process.returncode == 1 and err == b"", err.decode()[-2000:]
+
+
+def cli(*argv: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The command with its stdin empty (or ``stdin``), in a session of its own."""
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          input=stdin if stdin is not None else "", start_new_session=True)
+
+
+def test_top_level_yolo_applies_to_exec_and_is_refused_elsewhere(hermes_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("from hermes_tools import terminal\nprint(terminal('echo ran')['output'], end='')\n")
+    done = cli("--yolo", "exec", "t.py", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    assert "YOLO: approvals are off for this run" in done.stderr
+    refused = cli("--yolo", "cache", "ls", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "--yolo applies to the app and to exec, not to cache" in refused.stderr
+
+
+def test_exec_tracebacks_name_the_script_file(hermes_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text("x = 1\n")
+    (tmp_path / "analyse.py").write_text("def f():\n    raise ValueError('boom')\n\nf()\n")
+    done = cli("exec", "setup.py", "analyse.py", cwd=tmp_path)
+    assert done.returncode == 1
+    assert 'File "analyse.py", line 4, in <module>' in done.stdout + done.stderr, done.stdout + done.stderr
+    assert 'File "analyse.py", line 2, in f\n    raise ValueError' in done.stdout + done.stderr
+    assert "<cell" not in done.stdout + done.stderr
+    piped = cli("exec", "-", cwd=tmp_path, stdin="1 / 0\n")
+    assert 'File "<stdin>", line 1, in <module>' in piped.stdout + piped.stderr

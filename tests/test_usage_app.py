@@ -182,3 +182,24 @@ async def test_an_approval_waiting_while_the_terminal_is_away_calls_the_user(her
             app.app_focus = True
             asking.cancel()
             await asyncio.gather(asking, return_exceptions=True)
+
+
+async def test_model_with_no_model_configured_says_how_instead_of_an_empty_picker(
+        hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.widgets.conversation import PromptInput
+    from hermes_tui.tui.screens.model_picker import ModelPicker
+
+    app = HermesApp(cwd=str(tmp_path), home=hermes_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert("/model")
+        await pilot.press("enter")
+        for _ in range(100):
+            shown = "\n".join(str(block.render()) for block in app.query("#transcript > *"))
+            if "No model is configured" in shown:
+                break
+            await pilot.pause(0.05)
+        assert not isinstance(app.screen, ModelPicker)
+        assert "/model PROVIDER:NAME" in shown and "model.provider" in shown
