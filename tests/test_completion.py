@@ -2,8 +2,8 @@
 strings, from the idle kernel, running none of the script's code); never a control character
 put into the input (a file named ``\\x1b[2Jclear.txt`` offered by path completion cleared the
 terminal: the driver leaves such names out, and the input refuses any kernel candidate that is
-not printable, since the script can replace the driver's answers); and typed spaces after an
-auto-indent that do not double it."""
+not printable, since the script can replace the driver's answers); typed spaces after an
+auto-indent that do not double it; and the / popup, one row per command."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hermes_tui.runtime.child import driver
 from hermes_tui.tui.widgets.completion import asks_kernel, insertable
 
 from fake_models import FakeModelServer
-from helpers.pilot import blocks, make_app, SIZE, wait_until
+from helpers.pilot import blocks, make_app, SIZE, SMALL, wait_until
 from helpers.models import model_app
 from helpers.prompt import popup, ready, run, type_text
 
@@ -411,3 +411,23 @@ async def test_tab_on_a_folder_holding_an_escape_named_file_puts_no_escape_in_th
             await pilot.pause(0.3)
         assert "\x1b" not in prompt.text
         assert prompt.text == "open('./d/zz.txt"
+
+
+async def test_the_slash_popup_keeps_each_command_to_one_row(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.tui.widgets.completion import MAX_ITEMS, CompletionList, slash_candidates
+    from hermes_tui.tui.widgets.conversation import PromptInput
+
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        app.query_one(PromptInput).focus()
+        await pilot.press("slash")
+        popup = app.query_one(CompletionList)
+        await wait_until(pilot, lambda: popup.active)
+        await pilot.pause()
+        shown = min(len(slash_candidates("")), MAX_ITEMS, 8)
+        assert len(popup.options) >= shown > 4
+        # one row per candidate: as many rows as candidates (up to the popup's height)
+        assert popup.virtual_size.height == len(popup.options), (popup.virtual_size, len(popup.options))
+        assert popup.region.height == shown
+        rows = [popup.render_line(y).text for y in range(popup.region.height)]
+        assert any(row.rstrip().endswith("…") for row in rows), rows  # a long description is cut with …

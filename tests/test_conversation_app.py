@@ -1,5 +1,6 @@
 """The conversation in the app, with the pilot: a real model server on 127.0.0.1, real
-kernels, the approval dialog answered by keys, the sessions database, inject, export."""
+kernels, the approval dialog answered by keys, the sessions database (a resumed session drawn
+as it was live), inject, export."""
 
 from __future__ import annotations
 
@@ -341,3 +342,41 @@ async def test_python_beside_the_chat_runs_in_the_kernel_and_the_model_sees_it(h
             await wait_until(pilot, lambda: "x is 42." in replies(app))
         sent = json.dumps(server.requests[-1]["messages"])
     assert "x = 6 * 7" in sent and "execute_code" in sent  # the run is in the history it reads
+
+
+def transcript_rows(app) -> list[tuple[str, str]]:
+    """(kind, text) of each block in the transcript (the resumed session's head line left out)."""
+    from hermes_tui.tui.widgets.conversation import MessageBlock, RunBlock
+
+    rows = []
+    for widget in app.query_one("#transcript").children:
+        if isinstance(widget, MessageBlock):
+            rows.append(("message", widget.text))
+        elif isinstance(widget, RunBlock):
+            rows.append(("run", f"{widget.code} · {widget.status}"))
+        elif "note" in widget.classes and not str(widget.render()).startswith("Session "):
+            rows.append(("note", str(widget.render())))
+    return rows
+
+
+async def test_a_resumed_session_draws_a_typed_command_as_it_was_drawn_live(hermes_home: Path, tmp_path: Path) -> None:
+    from conftest import make_config
+    from helpers.pilot import blocks, submit
+
+    from hermes_tui.tui.app import HermesApp
+
+    app = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-bang")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, app, "!echo hi there")
+        await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success")
+        await wait_until(pilot, lambda: any("hi there" in text for kind, text in transcript_rows(app) if kind == "note"))
+        await submit(pilot, app, "print(6 * 7)")
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success")
+        await pilot.pause()
+        live = transcript_rows(app)
+    assert ("message", "!echo hi there") not in live
+    again = HermesApp(make_config(), cwd=str(tmp_path), home=hermes_home, session="s-bang")
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: len(blocks(again)) == 2)
+        await pilot.pause()
+        assert transcript_rows(again) == live

@@ -1,6 +1,7 @@
-"""The input as people expect it (issue 15), with the pilot: history on Up/Down and Ctrl+R
-(stored in sessions.db across sessions), slash-command and Python-name completion, and big
-pastes shown as a placeholder and run whole."""
+"""The input as people expect it, with the pilot: history on Up/Down and Ctrl+R (stored in
+sessions.db across sessions), slash-command and Python-name completion, big pastes shown as a
+placeholder and run whole, keys typed into a pane that go to the input, the no-model hint that
+shortens by whole parts, and Backspace that removes an indent level."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from hermes_tui.tui.widgets.history_search import HistorySearchBar, InputHistory
 
 from conftest import open_store_db, strict_config
 from fake_models import FakeModelServer
-from helpers.pilot import blocks, log_text, make_app, SIZE, submit, wait_until
+from helpers.pilot import blocks, burst, log_text, make_app, SIZE, SMALL, submit, wait_until
 from helpers.prompt import popup, ready, run, type_text
 
 
@@ -414,3 +415,90 @@ async def test_a_message_s_leading_whitespace_never_reaches_the_model(hermes_hom
             await pilot.pause(0.2)
         sent = [m for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert sent[-1]["content"] == "hello there", sent
+
+
+# -- A burst typed into a pane goes whole to the input ----------------------------------------
+
+async def test_a_burst_typed_into_a_pane_goes_whole_to_the_input(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.tui.widgets.conversation import PromptInput
+
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        prompt = app.query_one(PromptInput)
+        await pilot.press("f3")  # the output pane: w, o, y, c are its keys
+        await pilot.pause()
+        burst(app, 'print("wow yo")')
+        await pilot.pause()
+        await pilot.pause()
+        assert app.focused is prompt and prompt.text == 'print("wow yo")', prompt.text
+        prompt.clear()
+        await pilot.press("f4")  # the kernels pane: r, i, k, v are its keys
+        await pilot.pause()
+        burst(app, "print(2)")
+        await pilot.pause()
+        await pilot.pause()
+        assert app.focused is prompt and prompt.text == "print(2)", prompt.text
+        prompt.clear()
+        # A pane's own key pressed on its own still is the pane's: w toggles the output's wrapping.
+        await pilot.press("f3")
+        await pilot.pause()
+        output = app.query_one("#output-log")
+        wrapped = output.wrap
+        await pilot.press("w")
+        await pilot.pause()
+        assert output.wrap is not wrapped and prompt.text == "" and app.focused is not prompt
+        # pilot.press (each key handled before the next) gives the same.
+        await pilot.press(*"print(7)")
+        assert app.focused is prompt and prompt.text == "print(7)", prompt.text
+
+
+# -- The no-model hint shortens at 80x24 instead of being cut mid-sentence --------------------
+
+async def test_the_no_model_hint_shortens_without_cutting_a_word(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.tui.widgets.conversation import wrapped_rows
+    from hermes_tui.tui.screens.main import INPUT_HINT
+
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=(64, 24)) as pilot:  # (at 80 columns the pane has room for it: issue 32)
+        hint = app.query_one("#hint")
+        await pilot.pause()
+        await pilot.pause()
+        shown = str(hint.render())
+        width = hint.content_size.width
+        assert width < len(INPUT_HINT) // 2  # the case: it does not fit in two rows
+        assert shown.startswith("No model: type Python") and INPUT_HINT.startswith(shown)
+        assert INPUT_HINT[len(shown):].startswith(" · ")  # whole parts dropped from the end
+        assert wrapped_rows(shown, width) <= hint.region.height <= 2, (shown, width)
+    wide = make_app(hermes_home, tmp_path)
+    async with wide.run_test(size=(200, 40)) as pilot:  # room for it all: all of it
+        await pilot.pause()
+        await pilot.pause()
+        assert str(wide.query_one("#hint").render()) == INPUT_HINT
+
+
+# -- Backspace in an indent removes a whole indent level --------------------------------------
+
+async def test_backspace_in_an_indent_removes_a_level(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.tui.widgets.conversation import PromptInput
+
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press(*"if a:", "enter", *"if b:", "enter")
+        assert prompt.text == "if a:\n    if b:\n        "
+        await pilot.press("backspace")
+        assert prompt.text == "if a:\n    if b:\n    "
+        await pilot.press("backspace")
+        assert prompt.text == "if a:\n    if b:\n"
+        await pilot.press("backspace")  # at the start of the line: joins it to the one before
+        assert prompt.text == "if a:\n    if b:"
+        prompt.clear()
+        # 6 spaces (the first 4 typed are taken as the auto-indent, issue 32): back to 4
+        await pilot.press(*"if a:", "enter", *["space"] * 6)
+        await pilot.press("backspace")
+        assert prompt.text == "if a:\n    "
+        await pilot.press(*"x = 1")  # after text, one character
+        await pilot.press("backspace", "backspace")
+        assert prompt.text == "if a:\n    x ="
+

@@ -1,4 +1,4 @@
-"""Issue 15: a run's output under its block, wrapping in the output pane, a header that
+"""A run's output under its block (a cut one points to its saved file), wrapping in the output pane, a header that
 shortens, a stored session drawn a page at a time, and the footer that leaked its keys."""
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.config import parse_config
 from hermes_tui.runtime.models import ExecResult, KernelRef
 from hermes_tui.tui.widgets.conversation import MAX_BLOCKS, MessageBlock, ReplyBlock, RunBlock, output_preview
+from hermes_tui.tui.screens.cache_browser import EntryScreen
 from hermes_tui.tui.widgets.output import OutputLog, OutputPane, header_line
+from hermes_tui.tui.widgets.pager import Pager
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
 
 from bench_ui import make_session  # noqa: E402
-from helpers.pilot import layouts_asked
+from helpers.pilot import SMALL, layouts_asked, make_app
 
 
 def result(output: str, exec_id: str = "20260101-000000-abcd1234") -> ExecResult:
@@ -285,3 +287,32 @@ async def test_focus_changes_leave_no_widgets_behind() -> None:
         gc.collect()
         gone = [o for o in gc.get_objects() if isinstance(o, Widget) and not o.is_attached]
         assert len(gone) < 20, len(gone)  # Textual's footer left ~12 keys behind per change
+
+
+def rendered(renderable, width: int = 200) -> str:
+    """What a Rich renderable shows, as plain text."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+async def test_the_preview_of_a_cut_output_points_to_the_saved_file(hermes_home: Path, tmp_path: Path) -> None:
+    from helpers.pilot import blocks, submit
+
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await submit(pilot, app, 'for i in range(200000): print("line", i)\n')
+        await wait_until(pilot, lambda: blocks(app) and blocks(app)[-1].status == "success", timeout=60)
+        block = blocks(app)[-1]
+        assert block.result is not None and block.result.stdout_truncated
+        shown = rendered(block.content)
+        assert "output pane" not in shown, shown
+        assert "is saved: c (or F9) opens it in the pager" in shown
+        block.focus()
+        await pilot.press("c")  # what it says works: the saved entry, with the whole output in the pager
+        await wait_until(pilot, lambda: isinstance(app.screen, EntryScreen))
+        await wait_until(pilot, lambda: app.screen.query(Pager) and app.screen.query_one(Pager).file_size > 0)

@@ -1,4 +1,5 @@
-"""The transcript follows its newest block with no second layout of the screen (issue 20).
+"""The transcript follows its newest block (and a last block that grows) with no second layout
+of the screen.
 
 A layout of the screen redraws every widget on it (the kernels table included). Each run typed
 in the conversation used to lay it out twice per change: once for the change, once more because
@@ -303,3 +304,30 @@ async def test_a_models_tool_call_is_on_screen_before_it_runs(hermes_home, tmp_p
                                  and all(b.status == "success" for b in app.query(RunBlock)), timeout=30)
     released = [step for step in steps if step.startswith("released")]
     assert released == ["released"] * 3, steps
+
+
+async def test_the_conversation_follows_a_growing_last_block() -> None:
+    from hermes_tui.tui.widgets.conversation import ConversationPane
+
+    app = ConversationApp()
+    async with app.run_test(size=SMALL) as pilot:
+        pane = app.query_one(ConversationPane)
+        transcript = pane.query_one("#transcript")
+        for n in range(12):
+            pane.add_note(f"note {n}")
+        block = pane.add_run("import time\ntime.sleep(20)")
+        await pilot.pause()
+        await wait_until(pilot, lambda: transcript.max_scroll_y > 0 and transcript.scroll_y == transcript.max_scroll_y)
+        # The run is interrupted: its block gains lines (the summary, the warnings).
+        block.set_summary("interrupted", "interrupted\n" + "\n".join(f"warning {n}: state was lost" for n in range(6)))
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == transcript.max_scroll_y, (transcript.scroll_y, transcript.max_scroll_y)
+        # Scrolled up to read, the view stays where the user put it.
+        transcript.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        block.set_summary("interrupted", "interrupted\n" + "\n".join(f"warning {n}" for n in range(12)))
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.scroll_y == 0
+
