@@ -1,7 +1,7 @@
 """The input as people expect it, with the pilot: history on Up/Down and Ctrl+R (stored in
 sessions.db across sessions), slash-command and Python-name completion, big pastes shown as a
-placeholder and run whole, keys typed into a pane that go to the input, the no-model hint that
-shortens by whole parts, and Backspace that removes an indent level."""
+placeholder and run whole, keys typed into a pane or after a click on a run that go to the input,
+the no-model hint that shortens by whole parts, and Backspace that removes an indent level."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hermes_tui.storage import opening
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.commands import COMMANDS
 from hermes_tui.tui.widgets.conversation import MessageBlock, PastedRunBlock, PromptInput, RunBlock
-from hermes_tui.tui.screens.dialogs import HelpScreen
+from hermes_tui.tui.screens.dialogs import ConfirmScreen, HelpScreen
 from hermes_tui.tui.widgets.history_search import HistorySearchBar, InputHistory
 
 from conftest import open_store_db, strict_config
@@ -502,3 +502,26 @@ async def test_backspace_in_an_indent_removes_a_level(hermes_home: Path, tmp_pat
         await pilot.press("backspace", "backspace")
         assert prompt.text == "if a:\n    x ="
 
+
+# -- Typed keys after a click on a run go to the input -----------------------------------------
+
+async def test_typing_after_clicking_a_run_goes_to_the_input(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await run(pilot, app, "x = 6")
+        await pilot.click(RunBlock)
+        await wait_until(pilot, lambda: isinstance(app.focused, RunBlock))
+        await pilot.press(*"print(x * 7)")
+        prompt = app.query_one(PromptInput)
+        assert app.focused is prompt and prompt.text == "print(x * 7)"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(blocks(app)) == 2 and blocks(app)[-1].status == "success")
+        assert blocks(app)[-1].result.output == "42\n"
+        await pilot.press("f4")  # a pane's own keys stay its own: r asks to reset the kernel
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert prompt.text == ""
+        await pilot.press("a")  # a key the kernels pane does not bind goes to the input
+        assert app.focused is prompt and prompt.text == "a"

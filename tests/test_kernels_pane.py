@@ -1,15 +1,26 @@
 """The kernels pane refreshes every second: the same kernels change only their cells (a rebuilt
 table is laid out and restyled again, which a flood of output cannot afford); new or gone
-kernels rebuild it, and the selected row stays selected."""
+kernels rebuild it, and the selected row stays selected. Reset (F5, /reset, the pane's r) and
+kill (the pane's k) ask first when a kernel's variables would be lost (Ctrl+R is the input's),
+and at 80x24 the table shows its useful columns first."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from textual.app import App, ComposeResult
 
 from hermes_tui.runtime.models import KernelInfo
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.screens.dialogs import ConfirmScreen, loss_question
+from hermes_tui.tui.widgets.kernel_table import KernelTable
 from hermes_tui.tui.widgets.kernels import KernelsPane
+
+from conftest import pid_running
+from helpers.pilot import blocks, make_app, submit, wait_until
+from helpers.pilot import SMALL, run
 
 NOW = datetime(2026, 11, 30, 12, 0, 0)
 
@@ -125,3 +136,137 @@ async def test_the_cursor_stays_in_view_above_the_sideways_scrollbar() -> None:
         assert pane.selected_id() == selected and cursor_in_view()
         await pilot.click(table, offset=(3, shown))  # the last row in view
         assert pane.selected_id() == table.key_at(table.scroll_offset.y + shown - 1)
+
+
+# -- reset and kill, asked first when variables would be lost ----------------------------------
+
+def question(app: HermesApp) -> str:
+    assert isinstance(app.screen, ConfirmScreen)
+    return app.screen.question
+
+
+def alive(app: HermesApp) -> list[str]:
+    return [k.id for k in app.runtime.kernels()]
+
+
+async def test_f5_resets_after_asking_when_the_kernel_holds_variables(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await run(pilot, app, "a = 1\nb = 2\nimport json\n")
+        kernel = alive(app)[0]
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert question(app) == loss_question("reset", [kernel], 3)
+        assert "3 names" in question(app)
+        await pilot.press("n")  # no: the kernel and its names stay
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert alive(app) == [kernel]
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("escape")  # Esc says no too
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await run(pilot, app, "print(a + b)")
+        assert alive(app) == [kernel] and blocks(app)[-1].result.output == "3\n"
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("enter")  # Enter confirms
+        await wait_until(pilot, lambda: not alive(app))
+        assert any("Kernel reset" in str(n.render()) for n in app.query(".note"))
+
+
+async def test_slash_reset_asks_and_y_confirms(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await run(pilot, app, "kept = 'x'")
+        await submit(pilot, app, "/reset")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "1 name " in question(app)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not alive(app))
+
+
+async def test_ctrl_r_does_not_reset(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    assert not any(b.key == "ctrl+r" for b in app.BINDINGS)  # the input's reverse search has it
+    async with app.run_test(size=SMALL) as pilot:
+        await run(pilot, app, "kept = 1")
+        kernel = alive(app)[0]
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.3)
+        assert alive(app) == [kernel] and not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_a_kernel_without_variables_is_reset_without_asking(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await run(pilot, app, "print('nothing kept')")
+        assert alive(app)
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: not alive(app))
+        assert not isinstance(app.screen, ConfirmScreen)
+        await run(pilot, app, "print('again')")
+        await pilot.press("f4")
+        await pilot.press("k")  # the kernels pane's kill: nothing to lose, nothing asked
+        await wait_until(pilot, lambda: not alive(app))
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_kernels_pane_reset_and_kill_ask_first(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await run(pilot, app, "x = 1")
+        pane = app.query_one(KernelsPane)
+        await wait_until(pilot, lambda: bool(pane.kernels))
+        kernel, pid = pane.kernels[0].id, pane.kernels[0].pid
+        await pilot.press("f4")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert question(app).startswith(f"Reset kernel {kernel}? 1 name ")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert alive(app) == [kernel]
+        await pilot.press("k")  # the hard kill, asked first
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert question(app).startswith(f"Kill kernel {kernel}? 1 name ")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not alive(app))
+        assert not pid_running(pid)
+
+
+async def test_killing_a_busy_kernel_asks_without_a_count(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await submit(pilot, app, "import time\nprint('sleeping', flush=True)\ntime.sleep(30)\n")
+        pane = app.query_one(KernelsPane)
+        await wait_until(pilot, lambda: pane.kernels and pane.kernels[0].state == "busy")
+        await pilot.press("f4")
+        await pilot.press("k")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "Its variables will be lost" in question(app) and not re.search(r"\d+ name", question(app))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not alive(app))
+        await wait_until(pilot, lambda: blocks(app)[-1].status == "interrupted")
+
+
+# -- the table at 80x24 ------------------------------------------------------------------------
+
+async def test_kernels_table_shows_the_useful_columns_first(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path, "code_execution:\n  kernel_idle_timeout: 600\n")
+    async with app.run_test(size=SMALL) as pilot:
+        await run(pilot, app, "pass")
+        pane = app.query_one(KernelsPane)
+        await wait_until(pilot, lambda: pane.kernels and pane.memory)
+        table = app.query_one("#kernel-table", KernelTable)
+        labels = list(table.columns)
+        assert labels[:5] == ["state", "id", "idle", "reaped in", "memory"]
+        assert labels[5:] == ["session", "mode", "sandbox", "pid", "runs", "flags", "cwd", "python"]
+        await pilot.pause()
+        # Issue 32: the columns drawn fit the pane; at 80 columns state, id, the session (a
+        # sub-agent's kernel shows there under its parent's) and memory; Right shows the next.
+        assert table.shown_columns == ["state", "id", "session", "memory"]
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        table.action_sideways(1)
+        assert table.shown_columns[:3] == ["state", "id", "memory"] and "idle" in table.shown_columns
+        row = table.get_row_at(0)
+        assert row[1] == pane.kernels[0].id and row[4].endswith("MB") and re.fullmatch(r"\d+m\d\ds", row[3])
+
