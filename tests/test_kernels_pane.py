@@ -2,7 +2,7 @@
 table is laid out and restyled again, which a flood of output cannot afford); new or gone
 kernels rebuild it, and the selected row stays selected. Reset (F5, /reset, the pane's r) and
 kill (the pane's k) ask first when a kernel's variables would be lost (Ctrl+R is the input's),
-and at 80x24 the table shows its useful columns first."""
+and at 80x24 the table shows its useful columns first and fits its pane."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+from rich.cells import cell_len
 from textual.app import App, ComposeResult
 
 from hermes_tui.runtime.models import KernelInfo
@@ -270,3 +272,30 @@ async def test_kernels_table_shows_the_useful_columns_first(hermes_home: Path, t
         row = table.get_row_at(0)
         assert row[1] == pane.kernels[0].id and row[4].endswith("MB") and re.fullmatch(r"\d+m\d\ds", row[3])
 
+
+def kernel_info(kernel_id: str, session: str, state: str = "idle") -> KernelInfo:
+    now = datetime(2026, 12, 1, 12, 0, 0)
+    return KernelInfo(id=kernel_id, key=kernel_id, session=session, mode="project", interpreter="/usr/bin/python3",
+                      cwd="/home/user/project", pid=4242, state=state, started_at=now, last_used=now,
+                      execution_count=3, idle_deadline=now + timedelta(minutes=29), subagent="::child::" in session,
+                      sandbox="workspace-write·bwrap")
+
+
+async def test_the_kernels_table_fits_its_pane_at_80x24_with_a_header_on_the_state_column(
+        hermes_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(HermesApp, "_every_second", lambda self: None)  # the rows below stay
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        pane = app.main.query_one(KernelsPane)
+        table = pane.table()
+        pane.update_kernels([kernel_info("k1", "20261201-120000-abcd", "busy"),
+                             kernel_info("k2", "20261201-120000-abcd::child::0a1b2c3d4e-alpha")],
+                            {"k1": 40 << 20}, now=datetime(2026, 12, 1, 12, 0, 5))
+        await pilot.pause()
+        width = table.scrollable_content_region.width
+        assert 0 < table.virtual_size.width <= width  # every column drawn fits: nothing to scroll to
+        header = table.render_line(0).text
+        assert header.split()[:2] == ["state", "id"] and "session" in header
+        child = table.render_line(2).text  # under the header and its parent's row
+        assert child.split()[1] == "k2" and "└ alpha" in child
+        assert cell_len(header.rstrip()) <= width

@@ -1,13 +1,24 @@
 """The screen's layout at 80x24 and wider: a maximised pane fits and the focus keys restore it,
-help scrolls, and the top bar shortens part by part and keeps what matters (approvals, YOLO)."""
+help scrolls, the top bar shortens part by part and keeps what matters (approvals, YOLO), every
+footer key is in sight, the conversation takes half the width, and the pager's and a dialog's
+status lines are never cut."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from rich.cells import cell_len
+
 from hermes_tui.agent.models.resolve import ProviderSettings
+from hermes_tui.runtime.approvals import ApprovalRequest, FileChange
+from hermes_tui.runtime.cache import CacheEntry
 from hermes_tui.tui.app import HermesApp
-from hermes_tui.tui.widgets.conversation import PromptInput
+from hermes_tui.tui.screens.approval import ApprovalScreen
+from hermes_tui.tui.screens.cache_browser import EntryScreen
+from hermes_tui.tui.widgets.conversation import ConversationPane, PromptInput
+from hermes_tui.tui.widgets.footer import KeysFooter
+from hermes_tui.tui.widgets.pager import Pager
 from hermes_tui.tui.screens.dialogs import HelpScreen
 from hermes_tui.tui.screens.main import topbar_line
 
@@ -97,3 +108,80 @@ async def test_topbar_fits_80_columns_and_keeps_yolo(hermes_home: Path, tmp_path
         # The model's label says "openrouter"; the top bar only has room for the model's own name.
         assert "openrouter" not in shown
 
+
+# -- every key and status line in sight at 80x24 -----------------------------------------------
+
+def footer_shown(footer: KeysFooter) -> str:
+    """The footer's text as it is on screen: its lines, each cut to its width."""
+    lines = footer.render().plain.split("\n")[:footer.size.height]
+    return "\n".join(line[:footer.size.width] for line in lines)
+
+
+async def test_every_footer_key_is_in_sight_at_80x24_and_f8_maximises_the_conversation(
+        hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_until(pilot, lambda: app.agent is not None)
+        for pane in ("f4", "f3", "f2"):  # the kernels pane, the output pane, the input
+            await pilot.press(pane)
+            await pilot.pause()
+            footer = app.main.query_one(KeysFooter)
+            shown = footer_shown(footer)
+            assert footer.keys and all(f" {key.display} {key.description}" in shown for key in footer.keys), shown
+        assert " f8 Maximise" in shown and " ^f Find" in shown
+        conversation = app.main.query_one(ConversationPane)
+        await pilot.press("f8")
+        await pilot.pause()
+        assert app.main.maximized is conversation and conversation.outer_size.width == 80
+        assert app.focused is app.query_one(PromptInput)
+        await pilot.press("f8")
+        await pilot.pause()
+        assert app.main.maximized is None
+
+
+async def test_the_conversation_takes_half_the_width_at_80_columns(hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        assert app.main.query_one(ConversationPane).outer_size.width >= 40
+        assert app.main.query_one("#right").outer_size.width >= 30  # the output and kernels keep room
+    wide = make_app(hermes_home, tmp_path)
+    async with wide.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        assert wide.main.query_one(ConversationPane).outer_size.width == 64  # wide: as it was (2fr of 5)
+
+
+async def test_the_pager_status_and_a_dialog_title_are_not_cut_at_80x24(hermes_home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "stdout.txt"
+    path.write_text("".join(f"line {n} {'needle' if n == 250_000 else 'x' * 40}\n" for n in range(300_000)))
+    entry = CacheEntry(id="x", path=path, kind="file", when=0, size=path.stat().st_size, title="row", files=[path])
+    app = HermesApp(cwd=str(tmp_path), home=hermes_home)
+    async with app.run_test(size=SMALL) as pilot:
+        await app.push_screen(EntryScreen(entry))
+        await wait_until(pilot, lambda: app.screen.query(Pager) and app.screen.query_one(Pager).file_size > 0)
+        pager = app.screen.query_one(Pager)
+        await pilot.press("slash", *"needle", "enter")
+        await wait_until(pilot, lambda: "at byte" in str(pager.query_one("#pager-status").render()))
+        await pilot.pause()
+        status = pager.query_one("#pager-status")
+        text = status.content.plain
+        assert re.fullmatch(r"line 250,001 · byte [\d,]+ of [\d,]+ \(\d+%\) · 'needle' at byte [\d,]+", text), text
+        assert status.region.right <= 80 and cell_len(text) <= status.content_size.width * status.content_size.height
+        footer = app.screen.query_one(KeysFooter)  # the screen's keys, every one in sight
+        assert all(f" {key.display} {key.description}" in footer_shown(footer) for key in footer.keys)
+        assert "Copy path" in footer_shown(footer) and "Previous" in footer_shown(footer)
+        await pilot.press("escape")
+
+        request = ApprovalRequest(kind="file", text="write_file config/*.yaml", cwd=str(tmp_path), session="s",
+                                  origin="user", reasons=["writes outside the working dir"],
+                                  choices=["once", "deny"], deadline=1_000_300.0, diff="--- a\n+++ b\n",
+                                  files=[FileChange(path=f"/home/user/project/config/{n}.yaml", size=10)
+                                         for n in range(12)])
+        app.push_screen(ApprovalScreen(request, position=2, total=3, clock=lambda: 1_000_000.0, arming=0))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query("#title"))
+        await pilot.pause()
+        title = app.screen.query_one("#title")
+        words = title.content.plain
+        assert words.endswith("request 2 of 3")
+        assert title.region.right <= app.screen.query_one("#countdown").region.x
+        assert cell_len(words) <= title.content_size.width * title.content_size.height

@@ -1,7 +1,8 @@
 """Sub-agents on screen: the delegate block, the child's transcript screen, the kernels pane.
 
 Layout tests post the agent's events straight to the main screen (as the workspace's listener
-does); one end-to-end test runs a real fan-out against the scripted model server.
+does); end-to-end tests run real fan-outs against the scripted model server (a child's kernel
+drawn under its parent's at 80x24, and the first Enter typed after a child's transcript closes).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from textual import events
 from textual.app import App, ComposeResult
 
 from hermes_tui.agent.events import ReplyDone, ReplyText, ToolFinished, ToolStarted, TurnEnded, TurnStarted
@@ -17,13 +19,13 @@ from hermes_tui.agent.subagents import ChildEvent, ChildState, DelegateProgress
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.runtime.models import KernelInfo
 from hermes_tui.tui.screens.child_transcript import ChildTranscriptScreen
-from hermes_tui.tui.widgets.conversation import ReplyBlock, RunBlock
+from hermes_tui.tui.widgets.conversation import PromptInput, ReplyBlock, RunBlock
 from hermes_tui.tui.widgets.delegate import ChildRow, DelegateBlock, child_row_text
 from hermes_tui.tui.widgets.kernels import KernelsPane
 from hermes_tui.tui.screens.main import MainScreen
 
 from fake_models import FakeModelServer
-from helpers.pilot import make_app, SIZE, wait_until
+from helpers.pilot import burst, make_app, SIZE, SMALL, submit, wait_until
 from helpers.models import model_app
 
 PARENT = "working in the user's terminal"
@@ -210,3 +212,88 @@ async def test_a_real_fan_out_enter_on_a_child_opens_its_stored_reply(hermes_hom
             assert app.screen.child_session.endswith("-beta")
             await wait_until(pilot, lambda: any("BETA is 7." in b.text for b in app.screen.query(ReplyBlock)))
             await pilot.press("escape")
+
+
+# -- at 80x24: a sub-agent's kernel under its parent's; the first Enter after its transcript --
+
+async def test_a_real_sub_agents_kernel_shows_under_its_parents_at_80x24(hermes_home: Path, tmp_path: Path) -> None:
+    flag = tmp_path / "go"
+    waits = f"import os, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.05)\nprint('child ran')"
+    tasks = [{"goal": "run the ALPHA script", "name": "alpha"}]
+    with FakeModelServer([
+        {"match": "first", "text": "", "tool_calls": [{"name": "execute_code", "arguments": {"code": "x = 1"}}]},
+        {"match": PARENT, "text": "", "tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]},
+        {"match": "ALPHA", "text": "", "tool_calls": [{"name": "execute_code", "arguments": {"code": waits}}]},
+        {"match": "child ran", "text": "alpha is done."},
+        {"match": PARENT, "text": "All done."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-kernels")
+        async with app.run_test(size=SMALL) as pilot:
+            await wait_until(pilot, lambda: app.agent is not None)
+            await submit(pilot, app, "first run some code, then fan out")
+            pane = app.main.query_one(KernelsPane)
+            table = pane.table()
+
+            def rows() -> list[str]:
+                return [table.render_line(y).text for y in range(1, table.row_count + 1)]
+
+            try:
+                await wait_until(pilot, lambda: table.row_count == 2, 60)
+                await pilot.pause(0.2)
+                parent, child = rows()
+                kernels = {info.id: info for info in app.runtime.kernels()}
+                assert kernels[parent.split()[1]].session == "s-kernels"
+                assert kernels[child.split()[1]].session.startswith("s-kernels::child::")
+                assert "s-kernels" in parent and "└ alpha" in child  # drawn, in the 80-column layout
+            finally:
+                flag.write_text("go")
+            await wait_until(pilot, lambda: any("All done." in b.text for b in app.query(ReplyBlock)), 60)
+            await wait_until(pilot, lambda: table.row_count == 1)  # its kernel ends with the sub-agent
+
+
+def typed_at_once(app: HermesApp, text: str) -> None:
+    """``text`` and Enter as a terminal hands them to the app, in one read: all queued at once,
+    sent to the widget focused then (``pilot.press`` waits for each key, which hides the race)."""
+    burst(app, text)
+    enter = events.Key("enter", "\r")
+    enter.set_sender(app)
+    app._driver.send_message(enter)
+
+
+async def test_the_first_enter_after_a_sub_agents_transcript_closes_sends(hermes_home: Path, tmp_path: Path) -> None:
+    """Esc on a sub-agent's transcript gives the focus back to its row; ``plain words`` and Enter
+    typed then went to the row: the first key moved the focus to the input, the words followed,
+    and Enter, checked against the input's bindings by then, was lost (a second Enter sent)."""
+    tasks = [{"goal": "find the ALPHA number", "name": "alpha"}]
+    with FakeModelServer([
+        {"match": PARENT, "text": "", "tool_calls": [{"name": "delegate_task", "arguments": {"tasks": tasks}}]},
+        {"match": "ALPHA", "text": "ALPHA is 42."},
+        {"match": PARENT, "text": "Found it."},
+        {"match": "plain words", "text": "Heard the plain words."},
+        {"match": "more words", "text": "Heard more words."},
+    ]) as server:
+        app = model_app(hermes_home, tmp_path, server, session="s-enter")
+        async with app.run_test(size=SMALL) as pilot:
+            await wait_until(pilot, lambda: app.agent is not None)
+            await submit(pilot, app, "fan out please")
+            await wait_until(pilot, lambda: any("Found it." in b.text for b in app.main.query(ReplyBlock)), 60)
+            prompt = app.main.query_one(PromptInput)
+            row = app.main.query_one(ChildRow)
+            await pilot.click(ChildRow)
+            await wait_until(pilot, lambda: isinstance(app.screen, ChildTranscriptScreen) and app.screen.drawn)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.main)
+            assert app.focused is row  # Textual gives the focus back to the row
+            typed_at_once(app, "plain words")
+            await wait_until(pilot, lambda: prompt.text == "")  # the first Enter sent it
+            await wait_until(pilot, lambda: any("Heard the plain words." in b.text for b in app.main.query(ReplyBlock)))
+            assert prompt.text == "" and app.focused is prompt and app.screen is app.main
+            # Enter on the row (the keyboard's way in), then keys typed one by one: the same.
+            row.focus()
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ChildTranscriptScreen) and app.screen.drawn)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.main)
+            await pilot.press(*"more words", "enter")
+            await wait_until(pilot, lambda: any("Heard more words." in b.text for b in app.main.query(ReplyBlock)))
+            assert prompt.text == "" and app.screen is app.main

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 
-from hermes_tui.tui.widgets.conversation import ConversationPane
+from hermes_tui.tui.widgets.conversation import ConversationPane, PromptInput
 
-from helpers.pilot import wait_until
+from helpers.pilot import filled, make_app, wait_until
 from helpers.pilot import layouts_asked
 from helpers.pilot import ConversationApp, SMALL
 
@@ -331,3 +332,56 @@ async def test_the_conversation_follows_a_growing_last_block() -> None:
         await pilot.pause()
         assert transcript.scroll_y == 0
 
+
+# -- from the input: PageUp, Home, Ctrl+End; and an answer typed while scrolled up ------------
+
+async def test_pageup_from_the_input_scrolls_the_transcript_and_the_input_keeps_the_focus(
+        hermes_home: Path, tmp_path: Path) -> None:
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        view = await filled(pilot, app)
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        end = view.scroll_y
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < end and app.focused is prompt
+        up = view.scroll_y
+        app.main.conversation.add_note("a block that comes while the user reads above")
+        await pilot.pause(0.2)
+        assert view.scroll_y == up  # it stays where the user put it
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert view.scroll_y > up and app.focused is prompt
+        await pilot.press("home")  # in an empty input: the top of the transcript
+        await pilot.pause()
+        assert view.scroll_y == 0 and app.focused is prompt
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y
+        app.main.conversation.add_note("followed again")
+        await wait_until(pilot, lambda: view.scroll_y == view.max_scroll_y and view.max_scroll_y > end)
+        prompt.insert("x = 1")
+        await pilot.press("home")  # in typed text Home is the start of the line, as before
+        await pilot.pause()
+        assert prompt.cursor_location == (0, 0) and view.scroll_y == view.max_scroll_y
+        await pilot.press("ctrl+home")  # Ctrl+Home scrolls whatever is typed
+        await pilot.pause()
+        assert view.scroll_y == 0 and prompt.text == "x = 1" and app.focused is prompt
+
+
+async def test_a_command_typed_while_scrolled_up_shows_its_answer(hermes_home: Path, tmp_path: Path) -> None:
+    """Final trial: PageUp, then /budget: its note was added out of sight until Ctrl+End."""
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        view = await filled(pilot, app)
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < view.max_scroll_y
+        prompt.insert("/budget")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "no budget to set" in str(list(app.query("#transcript > *"))[-1].render()))
+        await pilot.pause(0.3)
+        assert view.scroll_y == view.max_scroll_y  # the answer is in sight

@@ -16,7 +16,7 @@ from textual.widget import Widget
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.screens.approval import ApprovalScreen
 from hermes_tui.tui.screens.main import TopBar
-from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock
+from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock, Transcript
 
 from conftest import strict_config
 
@@ -131,3 +131,18 @@ def layouts_asked() -> Iterator[list[Widget]]:
 
 def topbar(app: HermesApp) -> str:
     return app.query_one(TopBar).render().plain
+
+
+def transcript(app: HermesApp) -> Transcript:
+    return app.main.query_one("#transcript", Transcript)
+
+
+async def filled(pilot, app: HermesApp, count: int = 60, marks: dict[int, str] | None = None) -> Transcript:
+    """The transcript with ``count`` notes (note N says ``marks[N]`` too), scrolled to its end."""
+    await wait_until(pilot, lambda: app.agent is not None)
+    conversation = app.main.conversation
+    for index in range(count):
+        conversation.add_note(f"note {index} {(marks or {}).get(index, '')}")
+    view = transcript(app)
+    await wait_until(pilot, lambda: view.max_scroll_y > 0 and view.scroll_y == view.max_scroll_y)
+    return view
