@@ -306,7 +306,7 @@ class SpillWriter:
         except OSError as exc:
             self.error = f"cannot create {self.path}: {exc.strerror or exc}"
         while (item := self._queue.get()) is not None:
-            data, lease = item if type(item) is tuple else (item, None)
+            data, lease = item if isinstance(item, tuple) else (item, None)
             try:
                 if fd is None or self.cut is not None:
                     continue  # keep draining so the reader never blocks

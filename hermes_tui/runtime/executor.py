@@ -309,7 +309,7 @@ class Executor:
                 await asyncio.to_thread(script.write_text, code, encoding="utf-8")
                 sandbox = self.launcher.sandbox
                 confinement = await asyncio.to_thread(sandbox.confine, workspace=cwd, tmpdir=str(folder / "tmp"),
-                                                      cwd=cwd, extra=server.writable)
+                                                      cwd=cwd, extra=[str(p) for p in server.writable])
                 ended_by = await run_to_end(child, [key.interpreter, str(script)], cwd=cwd, env=child.env,
                                             outcome=future, timeout=timeout, stop=running.interrupt,
                                             pass_fds=server.child_fds, confinement=confinement)

@@ -215,7 +215,7 @@ def spawn_restricted(start: Callable[[], T], restrict: Callable[[], None] | None
     ok, value = outcome[0]
     if not ok:
         raise value
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 async def spawn_apart(start: Callable[[], T]) -> T:

@@ -71,7 +71,7 @@ class _SourceOnlyLoader(SourceFileLoader):
             raise OSError(f"{path}: bytecode changed after hermes-tui started; compiling the source")
         return super().get_data(path)
 
-    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
+    def set_data(self, path: str, data: object, *, _mode: int = 0o666) -> None:  # writes nothing
         pass
 
 
@@ -284,7 +284,7 @@ def listen(listener: Listener) -> None:
 def _weakly(listener: Listener) -> Listener:
     if not hasattr(listener, "__self__"):
         return listener
-    method = weakref.WeakMethod(listener)  # type: ignore[arg-type]
+    method = weakref.WeakMethod(listener)
 
     def call(line: str) -> None:
         alive = method()

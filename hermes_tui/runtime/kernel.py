@@ -174,7 +174,7 @@ class Kernel(ChildProcess):
         confinement = None
         if self.sandbox is not None:  # raises SandboxError: no kernel starts unconfined
             confinement = self.sandbox.confine(workspace=self.cwd, tmpdir=str(self.temp_dir), cwd=self.cwd,
-                                               extra=self.rpc.writable if self.rpc is not None else ())
+                                               extra=[str(p) for p in self.rpc.writable] if self.rpc is not None else ())
             self.layout = confinement.layout
         try:
             child_in, self._ctrl_in = os.pipe()

@@ -231,6 +231,7 @@ class Pump(threading.Thread):
         open_streams = len(self._fds)
         chunk: dict[int, int] = {}
         drain_deadline: float | None = None
+        data: bytes | memoryview  # a view of a lent buffer in a flood (below)
         try:
             while True:
                 if self.returncode is None and pidfd is None and self.proc.poll() is not None:
@@ -352,7 +353,7 @@ class Pump(threading.Thread):
             else:
                 self._post(self.on_reply, message)
 
-    def _on_stream(self, index: int, data: bytes) -> None:
+    def _on_stream(self, index: int, data: bytes | memoryview) -> None:
         cell = self.cell
         if cell is None or cell.marker_seen[index] or cell.future.done():
             self._stray(index, data)
@@ -381,12 +382,12 @@ class Pump(threading.Thread):
         self._held[index] = bytes(buffer[len(buffer) - keep:]) if keep else b""
         self._credit(cell, index, buffer[: len(buffer) - keep] if keep else buffer)
 
-    def _credit(self, cell: CellCapture, index: int, data: bytes) -> None:
+    def _credit(self, cell: CellCapture, index: int, data: bytes | memoryview) -> None:
         if data:
             cell.captures[index].feed(data, self._lease)
             self._live[index].add(cell.exec_id, data, self._flush_one)
 
-    def _stray(self, index: int, data: bytes) -> None:
+    def _stray(self, index: int, data: bytes | memoryview) -> None:
         self._live[index].add(None, data, self._flush_one)
         if index == 1:
             self.recent_stderr += data

@@ -26,6 +26,10 @@ import time
 import traceback
 import types
 
+TYPE_CHECKING = False  # mypy takes this name as true; nothing imports typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
 _KEEP_CELLS_IN_LINECACHE = 200
 _CO_COROUTINE = 0x0080
 _INSPECT_SECONDS = 1.0
@@ -51,10 +55,11 @@ _LINE_LIMIT = 4000
 _MISSING = object()
 _MRO = type.__dict__["__mro__"].__get__
 _CLASS_DICT = type.__dict__["__dict__"].__get__
-_MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__
+# vars(ModuleType) is ModuleType.__dict__ (typeshed types that name as the instances' property)
+_MODULE_DICT = vars(types.ModuleType)["__dict__"].__get__
 _STATIC_FUNC = staticmethod.__dict__["__func__"].__get__
 _CLASS_FUNC = classmethod.__dict__["__func__"].__get__
-_PLAIN_GETATTRIBUTE = (object.__dict__["__getattribute__"], types.ModuleType.__dict__["__getattribute__"])
+_PLAIN_GETATTRIBUTE = (object.__dict__["__getattribute__"], vars(types.ModuleType)["__getattribute__"])
 _NAME = r"[^\W\d]\w*"
 
 
@@ -256,7 +261,7 @@ def _literal(key, quote):
 def _keys(container, prefix, quote, string_prefix, limit):
     """The keys of an exact dict offered after ``d[`` (literals) or ``d["`` (text of str keys,
     or of bytes keys after ``d[b"``). Keys that are not str, bytes or int are left out."""
-    found = []
+    found = []  # type: list[dict[str, object]]
     want = bytes if "b" in string_prefix.lower() else str
     try:
         for count, (key, value) in enumerate(dict.items(container)):
@@ -291,7 +296,7 @@ def _paths(typed, quote, limit):
     real = os.path.expanduser(typed) if typed.startswith("~/") else typed
     folder, partial = os.path.split(real)
     shown = typed[:len(typed) - len(partial)]
-    found = []
+    found = []  # type: list[dict[str, Any]]
     try:
         with os.scandir(folder or ".") as entries:
             for count, entry in enumerate(entries):
@@ -447,7 +452,7 @@ class Driver(object):
     def names(self, limit=20000):
         """The user's names and the names of their types, for completion and counting: cheap,
         and no code of the script runs (no repr, len or getsizeof; type(v), not v.__class__)."""
-        found = []
+        found = []  # type: list[dict[str, Any]]
         for name, value in self._user_items():
             if len(found) >= limit:
                 break
@@ -460,7 +465,7 @@ class Driver(object):
 
         The script's __repr__, __len__ and __sizeof__ run here: after ``seconds`` in all (or a
         SIGINT from the host, which gave up waiting) the rest is listed by name and type only."""
-        found = []
+        found = []  # type: list[dict[str, Any]]
         try:
             try:
                 self.inspecting = True
@@ -643,6 +648,8 @@ class Driver(object):
 
     def _end_output(self, marker):
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            if stream is None:  # the process started without it
+                continue
             try:
                 stream.flush()
             except Exception:
@@ -682,7 +689,8 @@ def main(argv):
     # Tracebacks and prints are UTF-8 whatever the locale; the host decodes UTF-8.
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+            # a TextIOWrapper at start (typeshed says TextIO); a replaced stream raises, and is left
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[union-attr]
         except Exception:
             pass
     cwd = os.getcwd()

@@ -17,7 +17,11 @@ import sys
 import threading
 import time
 
-_CONFIG: dict  # declared apart: runtime/stub.py replaces the next line verbatim
+TYPE_CHECKING = False  # mypy takes this name as true; nothing imports typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+_CONFIG: "dict[str, Any]"  # declared apart: runtime/stub.py replaces the next line verbatim
 _CONFIG = {}  # replaced by the host when it stages this file
 
 _ALL_TOOLS = ("web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal")
@@ -272,8 +276,8 @@ class _FileChannel(object):
         return result
 
 
-_channel = None
-_TOKEN = []
+_channel = None  # type: _SocketChannel | _FileChannel | None
+_TOKEN = []  # type: list[str]
 
 
 def _token():

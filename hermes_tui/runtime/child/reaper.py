@@ -43,8 +43,8 @@ def main():
     _undumpable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    groups = set()
-    folders = set()
+    groups = set()  # type: set[int]
+    folders = set()  # type: set[str]
     for raw in sys.stdin.buffer:
         line = raw.rstrip(b"\n").decode("utf-8", "surrogateescape")
         op, _, value = line.partition(" ")

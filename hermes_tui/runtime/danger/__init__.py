@@ -562,6 +562,7 @@ def _xargs_input(command: Command, args: list[str]) -> list[str]:
     if any(a in ("-a", "--arg-file") or a.startswith(("--arg-file=", "-a")) for a in args
            if a.startswith("-") and not a.startswith("--a") or a.startswith("--arg-file")):
         return [COMPUTED]  # read from a file
+    text: str | None
     if command.stdin is not None:
         text = command.stdin
     elif len(command.fed_by) == 1 and command.fed_by[0].words[:1] == ["find"] and \

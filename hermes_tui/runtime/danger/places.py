@@ -253,9 +253,9 @@ class Place:
             return (f"deletes what {word} matches, which is too many paths to check ({MAX_MATCHES}+): "
                     "name the folders instead")
         for match in matches:
-            real = self.landing(match + ("/" if trailing else ""))
-            if real in self.protected:
-                return f"deletes {self.show(real)}, which {word} matches"
+            landed = self.landing(match + ("/" if trailing else ""))
+            if landed in self.protected:
+                return f"deletes {self.show(landed)}, which {word} matches"
             parent, name = os.path.split(match)
             if _real(parent) in self.protected and covers_all(pattern):
                 return f"deletes everything in {self.show(_real(parent))} ({word})"

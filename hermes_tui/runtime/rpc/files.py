@@ -79,7 +79,8 @@ class FileRpcServer:
 
     def started(self) -> None:
         """The child has started (or failed to): the token's descriptor is its own now."""
-        self.token_fd = close_fd(self.token_fd)
+        close_fd(self.token_fd)
+        self.token_fd = None
 
     def stub_config(self) -> dict[str, Any]:
         return {"transport": "file", "rpc_dir": str(self.folder), "max_request": MAX_REQUEST_BYTES,
@@ -225,7 +226,8 @@ class FileRpcServer:
         return budget.cancel_calls()
 
     async def close(self) -> None:
-        self.token_fd = close_fd(self.token_fd)
+        close_fd(self.token_fd)
+        self.token_fd = None
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -186,8 +186,7 @@ def new_token() -> str:
 
 
 def close_fd(fd: int | None) -> None:
-    """Close ``fd`` if there is one; None (what the holder keeps after)."""
+    """Close ``fd`` if there is one (the holder keeps None after)."""
     if fd is not None:
         with contextlib.suppress(OSError):
             os.close(fd)
-    return None

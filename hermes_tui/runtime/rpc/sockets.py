@@ -179,7 +179,8 @@ class SocketRpcServer:
         if child is not None:
             with contextlib.suppress(OSError):
                 child.close()
-        self.token_fd = close_fd(self.token_fd)
+        close_fd(self.token_fd)
+        self.token_fd = None
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -701,7 +702,8 @@ class SocketRpcServer:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.close()
-        self.token_fd = close_fd(self.token_fd)
+        close_fd(self.token_fd)
+        self.token_fd = None
         selector, self._selector = self._selector, None
         if selector is not None:
             with contextlib.suppress(OSError):
