@@ -680,7 +680,8 @@ class Agent:
         names = {c.get("id"): (c.get("function") or {}).get("name") for c in messages[tail - 1].get("tool_calls") or ()}
         for message in messages[tail:]:
             call_id = message.get("tool_call_id")
-            if names.get(call_id) != "delegate_task" or turn.interrupted:
+            # no id (a malformed row): the new result could be stored nowhere (`id = NULL`)
+            if call_id is None or names.get(call_id) != "delegate_task" or turn.interrupted:
                 continue
             try:
                 outcome = json.loads(message["content"])

@@ -36,6 +36,12 @@ from hermes_tui.storage.errors import DB_ERRORS
 
 log = logging.getLogger(__name__)
 
+# Named tuples of exception classes: mypy does not follow `except (A, *B)`.
+_OPEN_ERRORS: tuple[type[BaseException], ...] = (OSError, *DB_ERRORS)
+"""Opening the store failed."""
+_CLOSED_ERRORS: tuple[type[BaseException], ...] = (*DB_ERRORS, RuntimeError)
+"""The store failed, is unreachable or is closed."""
+
 
 class SessionBusy(Exception):
     """Another process drives the session (its lease is fresh); ``str(err)`` is one line."""
@@ -133,7 +139,7 @@ class Workspace:
         try:
             url = db.store_url(self.config, self.home)
             self.store = await asyncio.to_thread(SessionStore.open, self.home, url, on_health=self._health)
-        except (OSError, *DB_ERRORS) as exc:  # the front end still works; this session is not kept
+        except _OPEN_ERRORS as exc:  # the front end still works; this session is not kept
             if not self.memory_fallback:
                 raise
             self.store = await asyncio.to_thread(SessionStore, Path(":memory:"))
@@ -180,13 +186,14 @@ class Workspace:
         if session is not None and self.store is not None:
             try:
                 await self.store.call(leases.release, session, self.lease_owner)
-            except (*DB_ERRORS, RuntimeError):  # closed or unreachable: the lease goes stale by itself
+            except _CLOSED_ERRORS:  # closed or unreachable: the lease goes stale by itself
                 pass
 
     async def open(self, session_id: str, listener: Listener) -> OpenedSession:
         """Open (or create) ``session_id``: its agent loaded and serving, nothing asked yet
         (call ``opened.agent.resume_pending()`` once the front end has drawn it)."""
         notes = await self.open_store()
+        assert self.store is not None  # open_store opened it (on disk or in memory) or raised
         after = await self._take_lease(session_id)  # SessionBusy when another process drives it
         agent = Agent(
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd, listener=listener,
@@ -287,7 +294,7 @@ class Workspace:
             return 0
         try:
             stored = await self.store.call(db.pending_requests, session_id)
-        except (*DB_ERRORS, RuntimeError):
+        except _CLOSED_ERRORS:
             return 0
         applied = 0
         for request in stored:
@@ -375,7 +382,7 @@ class Workspace:
         if created is not None and self.store is not None:
             try:
                 await self.store.call(db.delete_session_if_empty, created)
-            except (*DB_ERRORS, RuntimeError):  # the store failed or is closed: an empty row is harmless
+            except _CLOSED_ERRORS:  # the store failed or is closed: an empty row is harmless
                 pass
         await self._release_lease()
 
@@ -392,10 +399,10 @@ class Workspace:
             await asyncio.to_thread(self.store.close)
 
 
-def provider_notes(settings: ProviderSettings) -> list[tuple[str, str]]:
+def provider_notes(settings: ProviderSettings) -> list[tuple[str, NoticeLevel]]:
     """What to say about the model when a session opens: which provider ``auto`` chose and
     why, a missing key (before the first message finds out), and what is held back."""
-    notes: list[tuple[str, str]] = []
+    notes: list[tuple[str, NoticeLevel]] = []
     if settings.why.startswith("auto"):
         notes.append((f"Model: {settings.label} ({settings.why}).", "info"))
     if settings.missing_key:

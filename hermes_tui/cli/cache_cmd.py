@@ -24,7 +24,7 @@ from hermes_tui.base.fsutil import open_regular
 from hermes_tui.base.units import human_size, parse_duration, parse_size, plural, unique_prefixes
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``cache`` subcommand and its actions."""
     cache = commands.add_parser("cache", help="list, show and prune saved outputs ($HERMES_HOME/cache/exec)")
     what = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
@@ -148,13 +148,13 @@ def _show(folder: Path, args: argparse.Namespace) -> int:
                 out.write(line)
                 shown_to += len(line)
         if args.tail is not None:
-            lines = _tail(handle, args.tail)
-            start = handle.seek(0, 2) - sum(map(len, lines))
-            while lines and start < shown_to:  # already shown by --head
-                start += len(lines.pop(0))
+            last = _tail(handle, args.tail)
+            start = handle.seek(0, 2) - sum(map(len, last))
+            while last and start < shown_to:  # already shown by --head
+                start += len(last.pop(0))
             if args.head is not None and start > shown_to:
                 out.gap(f"{start - shown_to:,} bytes not shown")
-            for line in lines:
+            for line in last:
                 out.write(line)
         elif args.head is None:
             while chunk := handle.read(1 << 20):

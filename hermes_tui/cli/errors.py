@@ -25,12 +25,14 @@ class UsageError(Exception):
     """
 
 
-def database_problem(path: Path, exc: sqlite3.Error) -> str:
-    """One line for a sessions database that cannot be used: what is wrong and what to do."""
+def database_problem(path: Path | str, exc: sqlite3.Error) -> str:
+    """One line for a sessions database that cannot be used: what is wrong and what to do.
+    ``path``: its file, or the store's redacted URL when it has none."""
     detail = str(exc) or type(exc).__name__
     if any(text in detail for text in _DAMAGED):
-        return (f"the sessions database {path} is not a usable SQLite database ({detail}); move it aside "
-                f"(e.g. rename it to {path.name}.broken) and the next run starts a new one; "
+        rename = f" (e.g. rename it to {path.name}.broken)" if isinstance(path, Path) else ""
+        return (f"the sessions database {path} is not a usable SQLite database ({detail}); move it aside"
+                f"{rename} and the next run starts a new one; "
                 "`sqlite3 FILE .recover` may get its sessions back")
     if "locked" in detail or "busy" in detail:
         return f"the sessions database {path} is locked by another process ({detail}); try again when it is done"

@@ -28,6 +28,7 @@ from hermes_tui.storage import sessions as db
 from hermes_tui.agent.events import (
     AgentEvent,
     Notice,
+    NoticeLevel,
     ReplyDone,
     ReplyText,
     ToolFinished,
@@ -44,7 +45,7 @@ from hermes_tui.base.units import plural
 from hermes_tui.agent.workspace import Workspace
 from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalPaused, ApprovalRequest, Approver
-from hermes_tui.runtime.models import is_subagent_session
+from hermes_tui.runtime.models import Origin, is_subagent_session
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_PAUSED, EXIT_BUDGET = 0, 1, 2, 3, 4
 """``run`` / ``resume`` exit codes: finished, failed, usage or config, paused, budget reached."""
@@ -284,7 +285,7 @@ class HeadlessRun:
             if loaded.pending:  # answered beforehand: a script's commands are answered as it reaches them
                 await opened.agent.resume_pending(ask_inner_first=False)
             else:  # the run died mid-turn (no approval waited): the model goes on from what is stored
-                origin = next((t["origin"] for t in loaded.stored.turns if t["id"] == turn_id), "automation")
+                origin: Origin = next((t["origin"] for t in loaded.stored.turns if t["id"] == turn_id), "automation")
                 opened.agent.continue_turn(turn_id, origin)
             ended = await self._ended.get()
             outcome = self._outcome(ended)
@@ -293,9 +294,9 @@ class HeadlessRun:
         finally:
             await self._close()
 
-    def _notes(self, notes: list[tuple[str, str]]) -> None:
+    def _notes(self, notes: list[tuple[str, NoticeLevel]]) -> None:
         for text, level in notes:
-            self.printer(Notice("", text, level))  # type: ignore[arg-type]
+            self.printer(Notice("", text, level))
 
     def _outcome(self, ended: TurnEnded) -> Outcome:
         codes = {"done": EXIT_DONE, "paused": EXIT_PAUSED, "budget": EXIT_BUDGET}

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hermes_tui.cli.errors import EXIT_OK, UsageError
 from hermes_tui.base.text import shown
@@ -368,10 +368,12 @@ def answer_command(args: argparse.Namespace, config: Config) -> int:
         session = _find(conn, args.session)
     if app_holds(session, home):  # the app's dialog answers it, as if the user had
         try:
-            waiting = ask_app(session, {"pending": True, "session": session}, home)["requests"]
+            # the app's answer is JSON: "requests" is the list of its pending requests
+            answer = ask_app(session, {"pending": True, "session": session}, home)
+            waiting = cast("list[dict[str, Any]]", answer["requests"])
         except InjectError as exc:
             raise UsageError(str(exc)) from None
-        targets = _select(list(waiting), args, approving)  # type: ignore[arg-type]
+        targets = _select(list(waiting), args, approving)
         for request in targets:
             try:
                 ask_app(session, {"session": session, "answer": {"id": request["id"], "choice": choice,

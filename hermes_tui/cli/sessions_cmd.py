@@ -39,7 +39,7 @@ def _database() -> Iterator[db.Database]:
     try:
         conn = open_database(url)
     except sqlite3.Error as exc:
-        raise UsageError(database_problem(path, exc)) from None
+        raise UsageError(database_problem(path or url.redacted(), exc)) from None
     except FileRefused as exc:  # a FIFO or a device: SQLite would wait on it for ever
         raise UsageError(f"the sessions database {path} cannot be used ({exc.strerror}); move it aside and the "
                          "next run starts a new one") from None
@@ -50,7 +50,7 @@ def _database() -> Iterator[db.Database]:
     try:
         yield conn
     except sqlite3.Error as exc:  # a damaged file may open and fail on the first read
-        raise UsageError(database_problem(path, exc)) from None
+        raise UsageError(database_problem(path or url.redacted(), exc)) from None
     except db.StoreError as exc:
         raise UsageError(str(exc)) from None
     finally:

@@ -71,7 +71,7 @@ ORIGINS = {"--store": "--store", "HERMES_TUI_STORE_URL": "HERMES_TUI_STORE_URL",
 """What chose the store (:attr:`StoreURL.origin`), as ``info`` says it."""
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``store`` command's parser: ``store info`` and ``store migrate``."""
     store = commands.add_parser(
         "store", help="the sessions store: which one is in use and what it holds; copy sessions between stores",
@@ -128,7 +128,8 @@ def _problems(url: Any, side: str = "") -> Iterator[None]:
 
 def store_facts(conn: Any) -> dict[str, Any]:
     """What a store holds, read in one snapshot (tables an older schema lacks count 0)."""
-    from hermes_tui.storage.copy import CHILD, reading, schema_version, tables
+    from hermes_tui.storage.copy import reading, schema_version, tables
+    from hermes_tui.storage.sessions import CHILD
     from hermes_tui.storage.leases import STALE_AFTER
 
     with reading(conn):

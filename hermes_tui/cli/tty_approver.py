@@ -119,7 +119,7 @@ def _ask(terminal: _Terminal, lines: queue.SimpleQueue[str | None], request: App
             if choice == "deny":
                 terminal.write("  reason (optional, Enter to skip) > ")
                 reason = (lines.get() or "").strip() or None
-            return ApprovalDecision(choice=choice, reason=reason)  # type: ignore[arg-type]
+            return ApprovalDecision(choice=choice, reason=reason)
         terminal.write(f"  please answer one of: {', '.join(offered)}\n")
 
 

@@ -139,7 +139,9 @@ def _fallbacks(raw: Mapping[Any, Any], fields: set[str], notices: list[str], ign
 
 
 def _turn_limit(raw: Mapping[Any, Any], config: Any, notices: list[str], ignored: list[str]) -> None:
-    agent = raw.get("agent") if isinstance(raw.get("agent"), dict) else {}
+    agent = raw.get("agent")
+    if not isinstance(agent, dict):
+        agent = {}
     value = agent.get("max_turns", raw.get("max_turns"))
     if value is None:
         return

@@ -40,7 +40,7 @@ class _Section(msgspec.Struct, kw_only=True, dict=True):
     * ``_problems()``: ``(field, what is allowed)`` for values the types cannot check.
     """
 
-    _secret = frozenset()
+    _secret: ClassVar[frozenset[str]] = frozenset()
     """Fields never shown by ``repr`` (keys, headers, a URL that may carry a password)."""
     _field_before: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 
@@ -283,7 +283,7 @@ class PricingConfig(_Section):
     """Input written to the cache (default: the input price)."""
 
 
-_ENDPOINT_BEFORE = {
+_ENDPOINT_BEFORE: dict[str, Callable[[Any], Any]] = {
     # What the model section and a provider entry read alike: header maps (values as text,
     # empty ones dropped) and yes/no words for booleans, as Hermes Agent reads them.
     "default_headers": _headers, "extra_headers": _headers, "streaming": _truthy, "enabled": _truthy,

@@ -74,12 +74,13 @@ def _read(cls: type[Any], data: Any, path: tuple[Any, ...], problems: list[str])
         if not isinstance(key, str):  # YAML allows `1: 2`; a key here is a name
             problems.append(_problem((*path, key), value, "must be under a name (text)"))
     values = {key: value for key, value in data.items() if key in fields}
-    for name in _floats(cls):  # NaN would only fail a bound ("greater than 0"): say what is wrong
+    # NaN would only fail a bound ("greater than 0"): say what is wrong
+    for name in _floats(cls):  # type: ignore[arg-type]  # a class is hashable: mypy checks type[Any] against object.__hash__ unbound
         if name in values and not _finite(values[name]):
             problems.append(_problem((*path, name), values.pop(name), "must be a finite number"))
     sections: dict[str, Any] = {}
     failed = len(problems) > start
-    for name, kind, inner in _nested(cls):
+    for name, kind, inner in _nested(cls):  # type: ignore[arg-type]  # a class is hashable: mypy checks type[Any] against object.__hash__ unbound
         if name not in values:
             continue
         value, where = values.pop(name), (*path, name)
@@ -168,7 +169,7 @@ def _from_msgspec(cls: type[Any], values: dict[str, Any], path: tuple[Any, ...],
     value: Any = values
     for step in steps:
         value = value[step] if isinstance(value, (dict, list)) else None
-    options = _literal(cls, steps[0]) if steps else None
+    options = _literal(cls, steps[0]) if steps else None  # type: ignore[arg-type]  # a class is hashable: mypy checks type[Any] against object.__hash__ unbound
     if options and len(steps) == 1:
         allowed = "must be " + (" or ".join([", ".join(map(repr, options[:-1])), repr(options[-1])])
                                 if len(options) > 1 else repr(options[0]))

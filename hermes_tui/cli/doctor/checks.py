@@ -318,13 +318,19 @@ def check_shared_store(url: Any) -> Check:
     where = url.redacted()
     try:
         with psycopg.connect(url.text, **connection_kwargs(url)) as conn:
+
+            def value(sql: str) -> Any:
+                row = conn.execute(sql).fetchone()
+                assert row is not None  # SHOW, a SELECT with no FROM and an aggregate return one row
+                return row[0]
+
             started = time.perf_counter()
             conn.execute("SELECT 1").fetchone()
             trip = time.perf_counter() - started
-            server = conn.execute("SHOW server_version").fetchone()[0]
-            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-            known = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()[0]
-            version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] if known else None
+            server = value("SHOW server_version")
+            size = value("SELECT pg_database_size(current_database())")
+            known = value("SELECT to_regclass('schema_version') IS NOT NULL")
+            version = value("SELECT MAX(version) FROM schema_version") if known else None
     except psycopg.Error as exc:
         detail = url.scrub(" ".join(str(exc).split()))
         return fail(name, f"{where} cannot be used: {detail}",
