@@ -5,6 +5,7 @@ sets. Each part is a subclass, so its ``@on`` handlers and workers are the app's
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
@@ -23,6 +24,7 @@ class AppParts(App[None]):
     """The app as its parts see it (declarations only)."""
 
     config: Config
+    home: Path
     session: str
     settings: ProviderSettings | None
     provider_problem: str | None
@@ -44,6 +46,10 @@ class AppParts(App[None]):
 
     def refresh_kernels(self) -> Any:
         """Redraw the kernels' rows (a worker)."""
+        raise NotImplementedError
+
+    def switch_session(self, session_id: str | None) -> Any:
+        """Leave this session and open ``session_id``, or a new one for None (a worker)."""
         raise NotImplementedError
 
     def update_topbar(self) -> None:

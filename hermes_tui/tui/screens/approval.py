@@ -232,7 +232,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         # While arming the key is still taken here (so Esc does not reach the app and stop the
         # turn), but answers nothing.
         if self.armed and choice in self.request.choices:
-            self.dismiss(ApprovalDecision(choice=choice))  # type: ignore[arg-type]
+            self.dismiss(ApprovalDecision(choice=choice))
 
     def action_deny_run(self) -> None:
         """Deny this request and every other request of its script run."""

@@ -143,10 +143,10 @@ def topbar_line(width: int, *, version: str, session: str, model: str | None, cw
         ending = confined(True) + Text(f"approvals {approvals}")
         for _, brief_badge in badges:
             ending.append(" ").append(f" {brief_badge} ", WARNING_BADGE)
-    head, room = Text.assemble(*heads[-1]), width - ending.cell_len
+    first, room = Text.assemble(*heads[-1]), width - ending.cell_len
     if room > 1:
-        head.truncate(room, overflow="ellipsis")
-    line = (head if room > 1 else Text()) + ending
+        first.truncate(room, overflow="ellipsis")
+    line = (first if room > 1 else Text()) + ending
     line.truncate(width)  # narrower than the tail alone (under 45 cells): cut
     return line
 
@@ -225,6 +225,7 @@ class MainScreen(Screen[None]):
         self.chat = settings is not None
         self.topbar = TopBar(id="topbar")
         """Set before it is mounted too: the app fills it in before the first frame."""
+        self.busy_hint: str | None
         if settings is not None:
             self.hint, self.busy_hint = model_hints(settings)
         else:
@@ -403,8 +404,15 @@ class MainScreen(Screen[None]):
     def focus_pane(self, pane: str) -> None:
         """Focus the input (``conversation``), the output log (``output``) or the kernels table.
         Another pane maximised is restored first: focus never goes to a hidden widget."""
-        target = (self.query_one(KernelsPane).table() if pane == "kernels"
-                  else self.query_one({"conversation": PromptInput, "output": "#output-log"}[pane]))
+        target: Widget
+        if pane == "kernels":
+            target = self.query_one(KernelsPane).table()
+        elif pane == "conversation":
+            target = self.query_one(PromptInput)
+        elif pane == "output":
+            target = self.query_one("#output-log")
+        else:
+            raise KeyError(pane)
         if self.maximized is not None and self.maximized is not target and self.maximized not in target.ancestors:
             self.minimize()
         # Now, not after the messages already queued (Widget.focus defers): the rest of a burst

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.segment import Segment
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
@@ -101,7 +102,7 @@ class EntryList(ScrollView, can_focus=True):
         if self.rows:
             self.post_message(self.Selected(self.cursor))
 
-    def on_click(self, event) -> None:  # type: ignore[no-untyped-def]
+    def on_click(self, event: events.Click) -> None:
         index = self.scroll_offset.y + event.y
         if 0 <= index < len(self.rows):
             if index == self.cursor:

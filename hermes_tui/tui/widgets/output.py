@@ -48,7 +48,7 @@ def header_line(status: str, elapsed: str, limit: str, skipped: str | None, call
     """The header after ``status`` (which is styled apart): what fits in ``room`` cells. The
     exec id goes first, then the kernel, the time limit, the tool count and the flood note: a
     narrow pane shows whole words, never a cut."""
-    candidates = [
+    candidates: list[list[str | None]] = [
         [elapsed + limit, skipped, calls, kernel, exec_id],
         [elapsed + limit, skipped, calls, kernel],
         [elapsed + limit, skipped, calls],

@@ -115,7 +115,7 @@ class SessionPages:
         if (message["origin"] or "user") != "user" or index + 1 >= len(self.messages):
             return False
         answer = self.messages[index + 1]
-        calls = answer["tool_calls"] or ()
+        calls = answer["tool_calls"] or []
         if answer["turn_id"] != message["turn_id"] or answer["role"] != "assistant" or answer["content"] \
                 or len(calls) != 1:
             return False

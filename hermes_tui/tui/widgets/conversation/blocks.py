@@ -160,7 +160,7 @@ class RunBlock(Static, can_focus=True):
         if self.is_attached:
             self.refresh(layout=True)
 
-    @property
+    @property  # type: ignore[misc]  # read-only here: the block draws its state; nothing sets it
     def content(self) -> Group:
         """What the block draws: its code, status line, warning and first lines of output."""
         return Group(*self._parts())

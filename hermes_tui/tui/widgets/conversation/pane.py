@@ -360,7 +360,8 @@ class ConversationPane(FocusFrame, Vertical, TranscriptHost):
         blocks = list(reversed(self.query_one("#transcript", Transcript).children))
         found: tuple[str, str] | None = None
         if what in ("", "reply"):
-            found = next(((block.text, "the last reply") for block in blocks
+            # (a ReplyBlock, known by name: widgets/reply.py is imported after the first frame)
+            found = next(((block.text, "the last reply") for block in blocks  # type: ignore[attr-defined]
                           if type(block).__name__ == "ReplyBlock" and getattr(block, "text", "").strip()), None)
         elif what == "code":
             for block in blocks:

@@ -20,6 +20,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import TextArea
 
 from hermes_tui.tui.commands import PYTHON_PREFIX
@@ -182,10 +183,11 @@ class PromptInput(TextArea):
     def _mount_popups(self) -> CompletionList | None:
         """The completion popup (mounted now, with the search bar, if it is not yet)."""
         # (Not once the app is closing: a quit right after the first frame mounts nothing.)
-        if self.parent is not None and self.parent.is_attached and self._completions is None:
+        parent = self.parent  # a container or the screen: a widget
+        if isinstance(parent, Widget) and parent.is_attached and self._completions is None:
             self._completions = CompletionList(self, id="prompt-completions")
             self._search_bar = HistorySearchBar(id="prompt-search")
-            self.parent.mount(self._completions, self._search_bar, before=self)
+            parent.mount(self._completions, self._search_bar, before=self)
         return self._completions
 
     @staticmethod
