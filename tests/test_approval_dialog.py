@@ -14,13 +14,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from textual.widgets import TextArea
 
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.cli import tty_approver
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange
 from hermes_tui.runtime.models import KernelInfo
-from hermes_tui.tui.screens.approval import TYPING_NOTE, ApprovalScreen
+from hermes_tui.tui.screens.approval import TYPING_NOTE, ApprovalScreen, NumberedLines
 from hermes_tui.tui.widgets.conversation import PromptInput, RunBlock
 from hermes_tui.tui.screens.dialogs import VariablesScreen
 from hermes_tui.tui.widgets.kernels import KernelsPane
@@ -225,21 +224,22 @@ async def test_keys_in_the_first_half_second_do_not_answer(hermes_home: Path, tm
 
 
 async def test_no_answer_key_or_click_works_while_arming(hermes_home: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(ApprovalScreen, "ARMING", 3.0)  # time to try every key (a slow machine too)
+    # Long enough to try every key however slow the machine; the arming's end is then brought
+    # forward (that the timer ends it is shown by every other test of the dialog).
+    monkeypatch.setattr(ApprovalScreen, "ARMING", 60.0)
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         answer = ask(app, request(always_rule="echo hi", always_file="/h/allow.yaml"))
         await wait_until(pilot, lambda: dialog(app) is not None, timeout=5)
-        opened = time.monotonic()
         await pilot.press("1", "2", "3", "4", "o", "s", "a", "d", "r", "enter", "escape", "space")
         for button in ("#once", "#session", "#always", "#deny"):
             await pilot.click(button)
-        assert time.monotonic() - opened < 3.0
         screen = dialog(app)
         assert screen is not None and not screen.armed and not answer.done()
         assert all(button.disabled for button in screen.query("Button"))
         assert not screen.query_one("#deny-reason").has_class("visible")  # r did nothing either
-        await shows_literally(pilot, app, "arming… keys are ignored for 3 s")
+        await shows_literally(pilot, app, "arming… keys are ignored for 60 s")
+        screen._arm()
         await wait_until(pilot, lambda: dialog_ready(app), timeout=5)
         await pilot.press("a")
         assert (await asyncio.wait_for(answer, 5)).choice == "always"
@@ -485,8 +485,14 @@ async def test_a_megabyte_script_is_shown_whole_without_freezing_the_app(hermes_
         answer = ask(app, request("script", script, choices=["once", "session", "deny"]))
         await wait_until(pilot, lambda: dialog_ready(app), timeout=10)
         assert time.monotonic() - started < 5  # it took 10 s when the whole script was highlighted at once
-        shown = dialog(app).query_one("#code-text", TextArea)
-        assert shown.text == script and shown.read_only
+        shown = dialog(app).query_one("#code-text", NumberedLines)
+        assert shown.text == script
+        lines = script.splitlines()
+        assert len(shown.lines) == len(lines) == 10_001
+        assert all(row.split(" │ ", 1)[1] == line for row, line in zip(shown.lines, lines)), "every line, whole"
+        assert shown.lines[0] == "    1 │ " + lines[0] and shown.lines[-1].startswith("10001 │ import os")
+        shown.scroll_end(animate=False)
+        await shows_literally(pilot, app, "10001 │ import os; os.system('[bold]x[/]')")  # the last line, as text
         await pilot.press("d")
         assert (await asyncio.wait_for(answer, 5)).choice == "deny"
 

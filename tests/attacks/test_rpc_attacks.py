@@ -327,7 +327,9 @@ async def test_a_script_that_never_reads_its_replies_cannot_block_the_event_loop
                                                         meanwhile()), 30)
     assert other.status == "success" and other.output == "still here\n"
     assert attack.status == "success", attack.error
-    assert watch.lag < 0.5, watch.lag  # the old channel's sendall on the loop blocked it for good
+    # The old channel's sendall on the loop blocked it for good; a loaded machine's hiccup is
+    # not that (the lag's figure is a benchmark's: tests/bench/bench_rpc.py).
+    assert watch.lag < 2.0, watch.lag
 
 
 async def test_a_request_over_the_cap_is_refused_in_the_script_and_the_channel_survives(runtime: Runtime,

@@ -16,7 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button, Input, Label, Log, Static
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange, run_of
 from hermes_tui.base.text import reveal
@@ -27,7 +27,7 @@ from hermes_tui.tui.screens.dialog import Dialog
 BUTTONS = {"once": ("1 Once", "success"), "session": ("2 Session", "primary"), "always": ("3 Always", "warning"),
            "deny": ("4 Deny", "error"), "deny_run": ("5 Deny all", "error")}
 HIGHLIGHT_LIMIT = 64_000
-"""Longer text is shown in a read-only editor, unhighlighted: highlighting and laying out a
+"""Longer text is shown by :class:`NumberedLines`, unhighlighted: highlighting and laying out a
 megabyte of script at once would freeze the app for seconds."""
 TYPING_NOTE = "⌨ it opened while you were typing: your keys were not taken as answers"
 
@@ -42,6 +42,27 @@ def size_label(change: FileChange) -> str:
 def shown(text: str, style: str = "") -> Text:
     """Untrusted text as it is: never markup, hidden characters as escapes."""
     return Text(reveal(text), style=style)
+
+
+class NumberedLines(Log):
+    """A long text, numbered, drawn only as its lines scroll into view; never markup.
+
+    A read-only ``TextArea`` measured every line again on each resize (six times as the dialog
+    opened: 3 to 5 s for a megabyte of script); a log keeps the lines and draws the ones shown.
+
+    Args:
+        text: the text, as it came (hidden characters are shown as escapes).
+    """
+
+    def __init__(self, text: str, *, id: str | None = None) -> None:
+        super().__init__(highlight=False, auto_scroll=False, id=id)
+        self.text = text
+        """The whole text shown."""
+        lines = reveal(text).split("\n")
+        if len(lines) > 1 and not lines[-1]:
+            lines.pop()  # the newline that ends the last line starts no line of its own
+        width = len(str(len(lines)))
+        self.write_lines(f"{number:>{width}} │ {line}" for number, line in enumerate(lines, 1))
 
 
 class ApprovalScreen(Dialog[ApprovalDecision]):
@@ -76,7 +97,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     #dialog #countdown { color: $error; text-style: bold; width: auto; }
     #dialog #typing { color: $warning; }
     #dialog #code { height: auto; max-height: 20; border: round $panel-lighten-2; }
-    #dialog TextArea#code-text { height: 20; }
+    #dialog NumberedLines#code-text { height: 20; border: round $panel-lighten-2; }
     #dialog .file { width: 1fr; }
     #dialog .reason { color: $error; width: 1fr; }
     #dialog .meta { color: $text-muted; width: 1fr; }
@@ -141,8 +162,8 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         if len(self._source()) <= HIGHLIGHT_LIMIT:
             with VerticalScroll(id="code"):
                 yield Static(self._code(), id="code-text")
-        else:  # a huge script: a read-only editor draws only the lines in view
-            yield TextArea(reveal(self._source()), read_only=True, show_line_numbers=True, id="code-text")
+        else:  # a huge script: only the lines in view are drawn
+            yield NumberedLines(self._source(), id="code-text")
         with Vertical(id="details"):  # the dialog scrolls on a small terminal: nothing is cut off
             where = f"in {request.cwd} · session {request.session}"
             if request.kernel:
