@@ -46,11 +46,15 @@ def backend_refusal(terminal: Any) -> str | None:
     if isinstance(refused, str):
         return refused
     backend = getattr(terminal, "backend", "local")
-    if backend == "local":
+    if backend in ("local", "docker"):
+        return None
+    if backend == "ssh":
+        if not str(getattr(terminal, "ssh_host", "") or "").strip():
+            return "terminal.backend is ssh but terminal.ssh_host is not set: name the host scripts and commands run on"
         return None
     name = backend if isinstance(backend, str) and _SIMPLE_NAME.fullmatch(backend) else _short(backend, 40)
-    return (f"terminal.backend is {name}: hermes-tui runs commands on this machine only; "
-            "set terminal.backend: local to accept that")
+    return (f"terminal.backend is {name}: hermes-tui runs kernels and commands on local, docker or ssh only "
+            "(it cannot reach the others from here); set terminal.backend to one of those")
 
 
 def review(raw: Mapping[Any, Any], config: msgspec.Struct, mode_renamed: Mapping[str, str]) -> tuple[list[str], list[str]]:

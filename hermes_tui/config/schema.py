@@ -138,6 +138,12 @@ def _backend_name(value: Any) -> Any:
     return (value.strip().lower() or "local") if isinstance(value, str) else value
 
 
+def _one_or_many(value: Any) -> Any:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else value
+
+
 class TerminalConfig(_Section):
     """``terminal``: the terminal() tool."""
 
@@ -146,16 +152,44 @@ class TerminalConfig(_Section):
     timeout: Seconds = 180.0
     """Seconds for one terminal() command."""
     backend: str = "local"
-    """Where Hermes Agent runs commands. hermes-tui runs them on this machine only: any other
-    value (docker, ssh, modal, ...) refuses terminal() and scripts, never runs them here."""
+    """Where kernels and terminal() commands run: ``local``, ``docker`` or ``ssh``. Any other
+    value Hermes Agent knows (modal, daytona, singularity...) refuses terminal() and scripts,
+    saying what is supported; nothing then runs here instead."""
+    cwd: str = "."
+    """The working dir inside the backend (``.``: where a login or the image starts; for
+    ``local`` scripts run where hermes-tui was started, as before)."""
+    docker_image: str = "python:3.12-slim"
+    """The image session containers are made from (it must have ``python3``)."""
+    docker_mount_cwd_to_workspace: bool = False
+    """Bind-mount the project folder at ``/workspace`` (read-write) in the container."""
+    docker_run_as_host_user: bool = False
+    """Run the container as this user's uid:gid (files it writes to a mount are yours)."""
+    docker_forward_env: list[str] = []
+    """Host variables sent into the container by name (nothing else of the host's goes in)."""
+    docker_extra_args: list[str] = []
+    """More ``docker run`` arguments, as given (e.g. ``["--cap-add", "SYS_PTRACE"]``)."""
+    container_cpu: Annotated[float, msgspec.Meta(ge=0)] = 0
+    """CPU cores a container may use (0: no limit)."""
+    container_memory: Annotated[int, msgspec.Meta(ge=0)] = 0
+    """Megabytes of memory a container may use (0: no limit)."""
+    container_disk: Annotated[int, msgspec.Meta(ge=0)] = 0
+    """Megabytes of disk (read by Hermes Agent; Docker enforces it only on some storage drivers,
+    so hermes-tui does not pass it: docs/engine.md)."""
+    container_persistent: bool = False
+    """Keep a session's container (stopped) when its kernels end, and reuse it by name."""
+    ssh_host: str = ""
+    """The SSH host (a name from ~/.ssh/config works)."""
+    ssh_user: str = ""
+    """The login (empty: ssh's own default)."""
+    ssh_port: Annotated[int, msgspec.Meta(ge=1, le=65535)] = 22
+    ssh_key: str = ""
+    """A private key file (``~`` expanded); empty: ssh's agent and defaults."""
 
-    _field_before = {"backend": _backend_name}
-
-
-def _one_or_many(value: Any) -> Any:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else value
+    _field_before = {"backend": _backend_name, "cwd": lambda value: "." if value is None else value,
+                     "docker_forward_env": _one_or_many, "docker_extra_args": _one_or_many,
+                     "container_cpu": lambda value: 0 if value is None else value,
+                     "container_memory": lambda value: 0 if value is None else value,
+                     "container_disk": lambda value: 0 if value is None else value}
 
 
 def _approvals_mode(value: Any) -> Any:

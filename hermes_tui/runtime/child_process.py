@@ -77,9 +77,12 @@ class ChildProcess:
         ctrl_fd: int | None = None,
         merge_stderr: bool = False,
         confinement: Confinement | None = None,
+        hold_stdin: bool = False,
     ) -> None:
         """Start the process (blocking: run it in a thread) and its pump. ``confinement``:
-        run it in the sandbox (sandbox.py); released here whether or not it started."""
+        run it in the sandbox (sandbox.py); released here whether or not it started.
+        ``hold_stdin``: its stdin is a pipe held open, never written, until it ends (a
+        backend's client: the far end kills what it started when that pipe closes)."""
         if confinement is not None:
             argv = [*confinement.prefix, *argv]
             env = {**env, **confinement.env}
@@ -88,7 +91,7 @@ class ChildProcess:
         def start() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if hold_stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                 cwd=cwd,
@@ -126,6 +129,8 @@ class ChildProcess:
         """A control reply that is not an execution's ``done`` (loop thread)."""
 
     def _on_exit(self, returncode: int | None) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
         if self.reaped and self.proc is not None:
             REAPER.release_group(self.proc.pid)
         if not self.exited.done():
@@ -237,6 +242,7 @@ async def run_to_end(
     child: ChildProcess, argv: list[str], *, cwd: str, env: dict[str, str], outcome: asyncio.Future[CellOutcome],
     timeout: float, stop: asyncio.Future[Any] | None = None, merge_stderr: bool = False,
     cancel_grace: float = KILL_GRACE, pass_fds: tuple[int, ...] = (), confinement: Confinement | None = None,
+    hold_stdin: bool = False,
 ) -> EndedBy:
     """Spawn ``child`` (in a thread) and wait for it as :func:`wait_or_end` does.
 
@@ -245,7 +251,7 @@ async def run_to_end(
     is ended (``cancel_grace`` seconds before SIGKILL) before the cancellation goes on.
     """
     await asyncio.to_thread(child.spawn, argv, cwd=cwd, env=env, merge_stderr=merge_stderr, pass_fds=pass_fds,
-                            confinement=confinement)
+                            confinement=confinement, hold_stdin=hold_stdin)
     try:
         return await wait_or_end(child, outcome, timeout, stop)
     except asyncio.CancelledError:  # whoever waited is gone: so is the process

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hermes_tui.runtime.approvals import ApprovalGate
+from hermes_tui.runtime.backends.base import BackendError
 from hermes_tui.runtime.capture import HeadTailCapture, SpillLimits, spill_cut_warning
 from hermes_tui.runtime.child_process import KILL_GRACE, ChildProcess, EndedBy, run_to_end, wait_or_end
 from hermes_tui.runtime.events import EventBus, ExecFinished, ExecStarted
@@ -173,7 +174,7 @@ class Executor:
             try:
                 progress.stage = "start the kernel"
                 lease = await self.pool.acquire(key, reset=reset)
-            except WorkingDirError as exc:
+            except (WorkingDirError, BackendError) as exc:  # nothing runs: not here, not there
                 result = self.refused(exec_id, str(exc), time.perf_counter() - started)
                 self._finish(result, key, code, started_at)
                 return result
@@ -195,9 +196,18 @@ class Executor:
                     warnings.append(start_warning)
                 progress.stage = "start a process for the script"
                 budget = self._budget(exec_id, key, key.cwd, {}, None, max_tool_calls, origin, call_id)
-                outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running, budget)
-                warnings.insert(0, f"No session kernel could start ({progress.kernel_error}); ran this script as a "
-                                   "standalone process: variables and imports will NOT persist to the next call.")
+                if budget.context.remote is not None:
+                    outcome, ended_by = await self._run_standalone_there(code, key, exec_id, capture, timeout, running,
+                                                                         budget)
+                    where = key.backend.split(":", 1)[0]
+                    warnings.insert(0, f"No session kernel could start on {where} ({progress.kernel_error}); ran "
+                                       f"this script there as one standalone python3 process: variables and imports "
+                                       "will NOT persist to the next call, and hermes_tools cannot be imported.")
+                else:
+                    outcome, ended_by = await self._run_standalone(code, key, exec_id, capture, timeout, running,
+                                                                   budget)
+                    warnings.insert(0, f"No session kernel could start ({progress.kernel_error}); ran this script as a "
+                                       "standalone process: variables and imports will NOT persist to the next call.")
             if budget.limit_hit:
                 warnings.append(f"The script reached the tool call limit ({budget.limit}, "
                                 "code_execution.max_tool_calls): later tool calls returned an error.")
@@ -278,8 +288,13 @@ class Executor:
         self, exec_id: str, key: KernelKey, cwd: str, env: dict[str, str], kernel_id: str | None, limit: int,
         origin: Origin, call_id: str | None, tmpdir: str | None = None,
     ) -> ExecBudget:
+        kernel = self.pool.get(kernel_id) if kernel_id else None
         context = self.launcher.tool_context(cwd=cwd, env=env, session=key.session, origin=origin,
-                                             kernel_id=kernel_id, exec_id=exec_id, call_id=call_id, tmpdir=tmpdir)
+                                             kernel_id=kernel_id, exec_id=exec_id, call_id=call_id, tmpdir=tmpdir,
+                                             place=kernel.place if kernel is not None else None)
+        if context.remote is not None and kernel is None:
+            context.remote.host_cwd = key.host_cwd
+            context.cwd = context.workspace = key.cwd
         return ExecBudget(exec_id, limit, context)
 
     async def _run_standalone(
@@ -314,16 +329,39 @@ class Executor:
                                             outcome=future, timeout=timeout, stop=running.interrupt,
                                             pass_fds=server.child_fds, confinement=confinement)
             except (OSError, SandboxError) as exc:
-                message = f"cannot start {key.interpreter}: {getattr(exc, 'strerror', None) or exc}\n".encode()
-                capture_err = HeadTailCapture()
-                capture_err.feed(message)
-                return CellOutcome(capture.finish(), capture_err.finish(), None, 127), None
+                return _failed_start(capture, f"cannot start {key.interpreter}: "
+                                              f"{getattr(exc, 'strerror', None) or exc}"), None
             finally:
                 server.started()
             return await future, ended_by
         finally:
             await server.close()
             await asyncio.to_thread(shutil.rmtree, folder, True)
+
+    async def _run_standalone_there(
+        self, code: str, key: KernelKey, exec_id: str, capture: HeadTailCapture, timeout: float, running: Running,
+        budget: ExecBudget,
+    ) -> tuple[CellOutcome, EndedBy]:
+        """The script as one ``python3`` process on the remote backend (its kernel could not
+        start there); never on this machine."""
+        remote = budget.context.remote
+        assert remote is not None
+        child = ChildProcess(None, loop=asyncio.get_running_loop(), publish=self.bus.publish)
+        future = child.begin(exec_id, None, capture)
+        cwd = None if key.cwd == STAGING_CWD else key.cwd
+        try:
+            argv, place, acquired = await remote.command({"mode": "run", "argv": ["python3", "-c", code], "cwd": cwd,
+                                                          "separate": True})
+        except BackendError as exc:
+            return _failed_start(capture, str(exc)), None
+        try:
+            ended_by = await run_to_end(child, argv, cwd=os.path.expanduser("~"), env=remote.client_env(),
+                                        outcome=future, timeout=timeout, stop=running.interrupt, hold_stdin=True)
+        except OSError as exc:
+            return _failed_start(capture, f"cannot start {argv[0]}: {exc.strerror or exc}"), None
+        finally:
+            await remote.done(place, acquired)
+        return await future, ended_by
 
     async def _wait(
         self, kernel: Kernel, future: asyncio.Future[CellOutcome], timeout: float, running: Running
@@ -531,3 +569,9 @@ def _last_line(text: str) -> str | None:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1].strip() if lines else None
 
+
+def _failed_start(capture: HeadTailCapture, message: str) -> CellOutcome:
+    """The outcome of a script whose process could not start: ``message`` as its stderr."""
+    stderr = HeadTailCapture()
+    stderr.feed((message + "\n").encode())
+    return CellOutcome(capture.finish(), stderr.finish(), None, 127)

@@ -11,19 +11,21 @@ import os
 import secrets
 import shutil
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_tui.runtime import lineage
+from hermes_tui.runtime.backends.base import RELAY_SOURCE, Place
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, new_token
 from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.sandbox.paths import Layout
-from hermes_tui.runtime.stub import stage_tools_module
+from hermes_tui.runtime.stub import PLACEHOLDER, TEMPLATE, stage_tools_module
 
 DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
 STARTUP_TIMEOUT = 20.0
@@ -53,9 +55,15 @@ class KernelKey:
     interpreter: str
     cwd: str
     tools: tuple[str, ...] = ()
+    backend: str = "local"
+    """Where it runs (:meth:`~hermes_tui.runtime.backends.Backend.describe`): ``local``,
+    ``docker:IMAGE``, ``ssh:USER@HOST:PORT``; ``cwd`` is a path there."""
+    host_cwd: str = ""
+    """The project folder on this machine of a kernel elsewhere (mounted into a container)."""
 
     def __str__(self) -> str:
-        return " | ".join((self.session, self.mode, self.interpreter, self.cwd, ",".join(self.tools)))
+        where = "" if self.backend == "local" else f" | {self.backend}"
+        return " | ".join((self.session, self.mode, self.interpreter, self.cwd, ",".join(self.tools))) + where
 
 
 class Kernel(ChildProcess):
@@ -108,6 +116,13 @@ class Kernel(ChildProcess):
         """What it may write and read, as its sandbox was set up (its tool calls are judged by it)."""
         self.sandbox: Sandbox | None = None
         """The sandbox it starts in (None: unconfined, as in tests of the bare kernel)."""
+        self.place: Place | None = None
+        """Where it runs when that is not this machine (its container, its SSH host): the
+        process here is then the relay (backends/relay.py), the driver runs there."""
+        self.remote_cwd: str | None = None
+        """Its working dir there, as its driver said when ready."""
+        self.remote_env: dict[str, str] = {}
+        """Variables set for it there (names the user forwards), on top of the place's own."""
         self.budget: ExecBudget | None = None
         """Tool-call budget of the script running now (None between scripts)."""
         self.allowed_names: frozenset[str] = frozenset()
@@ -123,8 +138,16 @@ class Kernel(ChildProcess):
 
     @property
     def cwd(self) -> str:
-        """Where the process runs: the key's cwd, or its own staging dir in strict mode."""
+        """Where the process runs: the key's cwd, or its own staging dir in strict mode (on
+        another backend: the key's cwd there; strict: its own folder there)."""
+        if self.place is not None:
+            return self.remote_cwd or self.key.cwd
         return str(self.staging_dir) if self.key.cwd == STAGING_CWD else self.key.cwd
+
+    @property
+    def where(self) -> str:
+        """``local``, ``docker:<short id>`` or ``ssh:user@host``."""
+        return self.place.backend.where(self.place) if self.place is not None else "local"
 
     async def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
         """Spawn the driver and wait until it is ready; raises :class:`KernelStartError`."""
@@ -139,8 +162,10 @@ class Kernel(ChildProcess):
         done, _ = await asyncio.wait({waiter, self.exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if waiter in done:
             self.python_version = waiter.result().get("python")
+            if self.place is not None and isinstance(waiter.result().get("cwd"), str):
+                self.remote_cwd = waiter.result()["cwd"]
             pid = waiter.result().get("pid")
-            if isinstance(pid, int) and pid > 0 and self.pid:  # under bwrap, its pid namespace's number
+            if isinstance(pid, int) and pid > 0 and self.pid and self.place is None:  # under bwrap, its pid namespace's number
                 self.driver_pid = await asyncio.to_thread(lineage.host_pid, pid, self.pid)
             self.state = "idle"
             return
@@ -164,9 +189,12 @@ class Kernel(ChildProcess):
         """Make the staging and temp dirs; True if the working dir is usable. Blocking."""
         self.staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.temp_dir.mkdir(mode=0o700, exist_ok=True)
-        return os.path.isdir(self.cwd)
+        return self.place is not None or os.path.isdir(self.cwd)  # a path there is checked there
 
     def _spawn_driver(self) -> None:
+        if self.place is not None:
+            self._spawn_relay(self.place)
+            return
         driver = self.staging_dir / "hermes_kernel_driver.py"
         shutil.copyfile(DRIVER_SOURCE, driver)
         if self.rpc is not None:  # `import hermes_tools` finds it beside the driver (sys.path[0])
@@ -202,6 +230,34 @@ class Kernel(ChildProcess):
                 os.close(fd)
             if self.rpc is not None:
                 self.rpc.started()
+        os.set_blocking(self._ctrl_in, False)
+
+    def _spawn_relay(self, place: Place) -> None:
+        """Start the relay that runs the driver at ``place`` (same pipes as the driver's)."""
+        assert self.rpc is not None
+        setup = {"driver": DRIVER_SOURCE.read_text(encoding="utf-8"), "tools": TEMPLATE.read_text(encoding="utf-8"),
+                 "placeholder": PLACEHOLDER, "env": self.remote_env,
+                 "tools_config": {**self.rpc.stub_config(), "tools": list(self.key.tools)}}
+        cwd = None if self.key.cwd == STAGING_CWD else self.key.cwd
+        spec = {"client": place.backend.command(place, {"mode": "kernel", "cwd": cwd}), "setup": setup}
+        spec_path = self.staging_dir / "relay.json"
+        fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(spec, handle)
+        child_in, self._ctrl_in = os.pipe()
+        ctrl_out, child_out = os.pipe()
+        child_life, self._lifeline = os.pipe()
+        try:
+            self.spawn([sys.executable, str(RELAY_SOURCE), str(child_in), str(child_out), str(child_life),
+                        str(spec_path)], cwd=str(self.staging_dir), env=self.env,
+                       pass_fds=(child_in, child_out, child_life, *self.rpc.child_fds), ctrl_fd=ctrl_out)
+        except BaseException:
+            os.close(ctrl_out)
+            raise
+        finally:
+            for fd in (child_in, child_out, child_life):
+                os.close(fd)
+            self.rpc.started()
         os.set_blocking(self._ctrl_in, False)
 
     def _on_reply(self, message: dict[str, Any]) -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalGate
+from hermes_tui.runtime.backends import backend_for
+from hermes_tui.runtime.backends.base import Place, Remote
 from hermes_tui.runtime.envs import HERMES_PASS, build_child_env, is_safe_name
 from hermes_tui.runtime.events import EventBus, ToolCallMade
 from hermes_tui.runtime.interpreters import Choice, project_interpreter
@@ -58,6 +60,8 @@ class Launcher:
         self.sandbox = Sandbox(settings.sandbox, network=settings.network, writable_roots=settings.writable_roots,
                                deny_read=settings.deny_read, hermes_home=str(home))
         """The sandbox every process a script or the model starts runs in (probed by the runtime)."""
+        self.backend = backend_for(config, home)
+        """Where kernels and commands run (``terminal.backend``)."""
 
     @property
     def host_env(self) -> Mapping[str, str]:
@@ -71,6 +75,11 @@ class Launcher:
     ) -> tuple[KernelKey, str | None]:
         """The reuse key of a script's kernel, and a warning to give if a new one starts
         (e.g. which interpreter project mode fell back to)."""
+        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        backend = self.backend
+        if backend.remote:  # its python3, a cwd there (strict: its own folder there)
+            there = STAGING_CWD if mode == "strict" else backend.remote_cwd()
+            return KernelKey(session, mode, "python3", there, tools, backend.describe(), folder), None
         if mode == "strict":
             # Strict: a private temp dir as cwd (made per kernel) and the host's Python.
             return KernelKey(session, mode, sys.executable, STAGING_CWD, tools), None
@@ -81,7 +90,6 @@ class Launcher:
             choice = self._interpreters[which] = await asyncio.to_thread(project_interpreter, dict(env),
                                                                          self.sandbox.reader(self.sandbox.scratch
                                                                                              or str(self.home)))
-        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
         return KernelKey(session, mode, choice.path, folder, tools), choice.warning
 
     # -- environment ----------------------------------------------------------------------
@@ -121,6 +129,11 @@ class Launcher:
         kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
                                             lambda: kernel.budget)
         kernel.rpc.owner.pid = lambda: kernel.pid
+        if self.backend.remote:  # the process here is the relay: it gets what its client needs
+            kernel.place = await self.backend.acquire(kernel.key.session, kernel.key.host_cwd)
+            kernel.env = {**self.backend.client_env(self.host_env), **kernel.rpc.env()}
+            kernel.remote_env = self.backend.forwarded(self.host_env)
+            return
         kernel.env = {**self.child_env(allowed), **kernel.rpc.env()}
         kernel.sandbox = self.sandbox
 
@@ -161,13 +174,26 @@ class Launcher:
     def tool_context(
         self, *, cwd: str, env: dict[str, str], session: str, origin: Origin, kernel_id: str | None = None,
         exec_id: str | None = None, call_id: str | None = None, tmpdir: str | None = None,
+        place: Place | None = None,
     ) -> ToolContext:
-        """Where and for whom a tool call runs (a script's, or a top-level one)."""
-        return ToolContext(
+        """Where and for whom a tool call runs (a script's, or a top-level one). On a remote
+        backend ``cwd`` is this machine's folder of a top-level call (the call then acts in
+        ``terminal.cwd`` there) or, with the kernel's ``place``, the kernel's cwd there."""
+        context = ToolContext(
             cwd=cwd, env=env, config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
             kernel_id=kernel_id, exec_id=exec_id, origin=origin, call_id=call_id, sandbox=self.sandbox,
             tmpdir=tmpdir, workspace=cwd,
         )
+        backend = self.backend
+        if backend.remote:
+            host_cwd = place_cwd = cwd
+            if place is None:
+                place_cwd = backend.remote_cwd()
+            context.remote = Remote(backend, session, host_cwd, place, env=backend.forwarded(self.host_env))
+            context.cwd = context.workspace = place_cwd
+            context.env = backend.client_env(self.host_env)
+            context.sandbox = None  # the backend is the boundary: the host's sandbox is not where it runs
+        return context
 
 
 def _passes_by_default(name: str) -> bool:

@@ -83,7 +83,10 @@ class KernelInfo(BaseModel):
     tools: list[str] = []
     """The tools its ``hermes_tools`` module offers."""
     sandbox: str = "off"
-    """The sandbox it runs in (``workspace-write·bwrap``..., ``off``)."""
+    """The sandbox it runs in (``workspace-write·bwrap``..., ``off``; ``docker``, ``ssh: none
+    on the remote`` for a kernel elsewhere)."""
+    where: str = "local"
+    """Where it runs: ``local``, ``docker:<short id>``, ``ssh:user@host``."""
     skill_env: list[str] = []
     """Variables in its environment that only a skill's ``required_environment_variables``
     let in (secrets included): shown, because a script can write a skill file."""

@@ -161,6 +161,9 @@ class KernelPool:
             await kernel.start()  # KernelStartError goes to the caller (who falls back)
         except BaseException:
             await kernel.close_rpc()
+            if kernel.place is not None:
+                place, kernel.place = kernel.place, None
+                await place.backend.release(place)
             raise
         self._kernels[kernel_id] = kernel
         self._by_key[key] = kernel
@@ -233,6 +236,9 @@ class KernelPool:
 
     def _on_exit(self, kernel: Kernel) -> None:
         self.background(kernel.close_rpc())
+        if kernel.place is not None:  # its container goes with its session's last kernel
+            place, kernel.place = kernel.place, None
+            self.background(place.backend.release(place))
         returncode = kernel.exited.result()
         self.retire(kernel, describe_exit(returncode))
         self._kernels.pop(kernel.id, None)
@@ -277,7 +283,9 @@ class KernelPool:
             stale_env=kernel.allowed_names != self.allowed_names,
             skill_env=sorted(kernel.skill_env),
             tools=list(key.tools),
-            sandbox=kernel.sandbox.label if kernel.sandbox is not None else "off",
+            sandbox=kernel.place.backend.sandbox_label if kernel.place is not None
+            else kernel.sandbox.label if kernel.sandbox is not None else "off",
+            where=kernel.where,
         )
 
     def infos(self) -> list[KernelInfo]:

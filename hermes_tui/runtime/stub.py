@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Any
 
 TEMPLATE = Path(__file__).parent / "child" / "hermes_tools.py"
-_PLACEHOLDER = "_CONFIG = {}  # replaced by the host when it stages this file"
+PLACEHOLDER = "_CONFIG = {}  # replaced by the host when it stages this file"
 
 
 def render_tools_module(config: dict[str, Any]) -> str:
     """The module's source with ``config`` (transport, descriptors, enabled tools) baked in:
     no secret (the token comes on an inherited descriptor)."""
     source = TEMPLATE.read_text(encoding="utf-8")
-    if _PLACEHOLDER not in source:  # pragma: no cover - guards edits to the template
+    if PLACEHOLDER not in source:  # pragma: no cover - guards edits to the template
         raise RuntimeError("hermes_tools template lost its _CONFIG placeholder")
-    return source.replace(_PLACEHOLDER, f"_CONFIG = {json.dumps(config)}")
+    return source.replace(PLACEHOLDER, f"_CONFIG = {json.dumps(config)}")
 
 
 def stage_tools_module(folder: Path, config: dict[str, Any]) -> Path:

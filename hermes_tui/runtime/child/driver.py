@@ -415,7 +415,7 @@ class Driver(object):
 
     def serve(self):
         self.reply(op="ready", pid=os.getpid(), python=sys.version.split()[0],
-                   executable=sys.executable)
+                   executable=sys.executable, cwd=os.getcwd())
         while True:
             line = self.requests.readline()
             if not line:

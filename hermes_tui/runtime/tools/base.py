@@ -21,6 +21,7 @@ TOOL_NAMES: tuple[str, ...] = (
 
 
 if TYPE_CHECKING:
+    from hermes_tui.runtime.backends.base import Remote
     from hermes_tui.runtime.sandbox import Confinement, Sandbox
     from hermes_tui.runtime.sandbox.paths import Layout
 
@@ -56,6 +57,9 @@ class ToolContext:
     """The folder they may write (the kernel's working dir; None: ``cwd``)."""
     layout: Layout | None = None
     """What they may write and read (:meth:`sandbox_layout` computes it once)."""
+    remote: Remote | None = None
+    """The backend the call acts on when it is not this machine (docker, ssh): ``cwd`` and
+    every path are then paths there, and terminal() and the file tools run there."""
 
     def sandbox_layout(self) -> Layout:
         """What this call's processes may write and read (computed once per context). Blocking."""
@@ -66,7 +70,10 @@ class ToolContext:
         return self.layout
 
     def resolve(self, path: str) -> Path:
-        """``path`` made absolute against the working dir (``~`` expanded)."""
+        """``path`` made absolute against the working dir (``~`` expanded; on a remote backend
+        a ``~`` path is left for the far end, whose home it is)."""
+        if self.remote is not None:
+            return Path(path) if path.startswith("~") else Path(self.cwd) / path
         candidate = Path(path).expanduser()
         return candidate if candidate.is_absolute() else Path(self.cwd) / candidate
 

@@ -114,13 +114,20 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
         if tool.preview is not None and ctx.ask_writes and not reasons:
             reasons = [ctx.ask_writes]
         if reasons and tool.preview is not None:
-            files, diff = await asyncio.to_thread(tool.preview, ctx, parsed)
+            if ctx.remote is not None:
+                from hermes_tui.runtime.tools import remote_files
+                files, diff = await remote_files.preview(ctx, name, parsed)
+            else:
+                files, diff = await asyncio.to_thread(tool.preview, ctx, parsed)
             refusal = await ctx.gate.check_file(
                 name, files, capped(diff), reasons, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id,
                 exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id,
             )
             if refusal is not None:
                 return {"error": f"BLOCKED: {refusal}"}
+        if ctx.remote is not None and name in FILE_TOOLS:  # the files there: the backend is the boundary
+            from hermes_tui.runtime.tools import remote_files
+            return await remote_files.call(name, ctx, parsed)
         beyond = await asyncio.to_thread(sandbox_refusal, tool, ctx, parsed)
         if beyond is not None and (ctx.gate.yolo or not await asyncio.to_thread(_asked_anyway, tool, ctx, parsed,
                                                                                  reasons)):
@@ -221,8 +228,8 @@ def _guarded(tool: Tool, ctx: ToolContext, parsed: Any) -> dict[str, str]:
 def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
     """Like :func:`call_tool`, in the calling thread; None if the tool needs the event loop."""
     tool = get_tool(name)
-    if tool is None or tool.blocking is None:
-        return None
+    if tool is None or tool.blocking is None or ctx.remote is not None:
+        return None  # a remote backend's files are reached from the event loop
     prepared = _not_here(name, ctx) or _prepare(name, args)
     if isinstance(prepared, dict):
         return prepared

@@ -221,6 +221,8 @@ def _targets(ctx: ToolContext, args: PatchArgs) -> list[str]:
     for name in _names(args):
         judged = judged_paths(ctx, name)  # the real write target first
         found += judged
+        if ctx.remote is not None:
+            continue
         read = real_read_target(str(ctx.resolve(name)))
         if read != judged[0] and os.path.lexists(read):
             found.append(read)  # the last part is a symlink: its target's text goes into the diff

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 
 from hermes_tui.config.notes import backend_refusal
 from hermes_tui.runtime.approvals import blocked
+from hermes_tui.runtime.backends.base import BackendError
 from hermes_tui.runtime.capture import HeadTailCapture, SpillLimits, spill_cut_warning
 from hermes_tui.runtime.child_process import ChildProcess, run_to_end
 from hermes_tui.runtime.records import new_exec_id, spill_path
@@ -55,6 +56,8 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     if refusal is not None:  # meant for a sandbox or another machine: never run here, never asked
         return blocked(refusal)
     cwd = str(ctx.resolve(args.workdir)) if args.workdir else ctx.cwd
+    if ctx.remote is not None:
+        return await _remote(ctx, args, cwd)
     if not await asyncio.to_thread(os.path.isdir, cwd):
         return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}
     refusal = await ctx.gate.check_terminal(
@@ -92,9 +95,37 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     return outside
 
 
+async def _remote(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, Any]:
+    """The command on the backend (a container, an SSH host), after the gate here says yes.
+    The far end runs it in its own process group and kills that group when the client ends
+    (a timeout, a cancelled script): nothing it started is left running there."""
+    assert ctx.remote is not None
+    refusal = await ctx.gate.check_terminal(
+        args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
+        origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed, env=ctx.env,
+    )
+    if refusal is not None:
+        return blocked(refusal)
+    try:
+        argv, place, acquired = await ctx.remote.command({"mode": "run", "argv": ["sh", "-c", args.command],
+                                                          "cwd": cwd})
+    except BackendError as exc:
+        return {"output": "", "exit_code": -1, "error": str(exc)}
+    try:
+        result = await run_command(args.command, cwd=os.path.expanduser("~"), env=ctx.remote.client_env(),
+                                   timeout=args.timeout or ctx.config.terminal.timeout, ctx=ctx, argv=argv)
+    finally:
+        await ctx.remote.done(place, acquired)
+    output = result.get("output") or ""
+    if result.get("exit_code") == 126 and output.startswith("hermes-remote: working directory"):
+        result["error"] = output.strip().removeprefix("hermes-remote: ")
+    return result
+
+
 async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext,
-                      confinement: Confinement | None = None) -> dict[str, Any]:
-    """Run an approved command and collect its capped output (``confinement``: in the sandbox)."""
+                      confinement: Confinement | None = None, argv: list[str] | None = None) -> dict[str, Any]:
+    """Run an approved command and collect its capped output (``confinement``: in the sandbox;
+    ``argv``: a backend client's command line that runs it elsewhere)."""
     run_id = new_exec_id()
     capture = HeadTailCapture(spill_path=spill_path(ctx.cache_dir, run_id),
                               spill_limits=SpillLimits.of(ctx.config.code_execution))
@@ -102,8 +133,9 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
     future = child.begin(run_id, None, capture)
     try:
         # Cancelled (the script that asked is gone): so is its command, 1 s after SIGTERM.
-        ended_by = await run_to_end(child, [shell(), "-c", command], cwd=cwd, env=env, outcome=future,
-                                    timeout=timeout, merge_stderr=True, cancel_grace=1.0, confinement=confinement)
+        ended_by = await run_to_end(child, argv or [shell(), "-c", command], cwd=cwd, env=env, outcome=future,
+                                    timeout=timeout, merge_stderr=True, cancel_grace=1.0, confinement=confinement,
+                                    hold_stdin=argv is not None)
     except OSError as exc:
         return {"output": "", "exit_code": -1, "error": f"cannot start {shell()}: {exc.strerror or exc}"}
     error = f"Command timed out after {timeout:g}s and was killed." if ended_by == "timeout" else None

@@ -1,0 +1,230 @@
+"""Where kernels and commands run: this machine, a Docker container, or an SSH host.
+
+A :class:`Backend` knows how to reach its place and nothing else: the client command line that
+runs ``remote.py`` there (:meth:`Backend.command`), the place a session's work runs in
+(:meth:`Backend.acquire` / :meth:`Backend.release`: a container per session for Docker), and
+how a kernel there is shown (``where``, ``sandbox``). The kernel, the pool, the executor and
+the tools use it through :class:`Remote`, one place as seen by one session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_tui.base.text import shown
+from hermes_tui.config import Config
+
+REMOTE_SOURCE = Path(__file__).parent / "remote.py"
+RELAY_SOURCE = Path(__file__).parent / "relay.py"
+LOADER = ("import sys,zlib,base64,json;s=json.loads(zlib.decompress(base64.b64decode(sys.argv[1])));"
+          "g={'__name__':'hermes_remote'};exec(compile(s['code'],'hermes-remote','exec'),g);"
+          "sys.exit(g['main'](s['spec']))")
+"""What the far end's ``python3 -c`` runs: ``remote.py`` and its spec, from its one argument."""
+CLIENT_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "SSH_AUTH_SOCK", "DOCKER_HOST",
+                "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
+"""What the client (``docker``, ``ssh``) gets of the host's environment: what it needs to find
+the daemon or the key, never a secret of the host's (only names the user forwards go further)."""
+SUPPORTED = ("local", "docker", "ssh")
+
+
+class BackendError(Exception):
+    """The backend cannot be reached or refused: one line saying what failed and how to fix it."""
+
+
+@dataclass
+class Place:
+    """Where one session's work runs on a backend (a container; a host)."""
+
+    backend: Backend
+    name: str
+    """The container's name; ``user@host`` for SSH."""
+    short_id: str = ""
+    users: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+_SOURCE_CACHE: dict[str, str] = {}
+
+
+def _remote_code() -> str:
+    if "code" not in _SOURCE_CACHE:
+        _SOURCE_CACHE["code"] = REMOTE_SOURCE.read_text(encoding="utf-8")
+    return _SOURCE_CACHE["code"]
+
+
+def payload(spec: dict[str, Any]) -> str:
+    """The loader's argument: ``remote.py`` and ``spec``, compressed, in base64."""
+    raw = json.dumps({"code": _remote_code(), "spec": spec}).encode("utf-8")
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+class Backend:
+    """This machine (the base class is the local backend: nothing is remote)."""
+
+    name = "local"
+    remote = False
+
+    def __init__(self, config: Config, home: Path) -> None:
+        self.config = config
+        self.home = home
+        self._places: dict[str, Place] = {}
+        self._lock = asyncio.Lock()
+
+    @property
+    def terminal(self) -> Any:
+        return self.config.terminal
+
+    def describe(self) -> str:
+        """What a kernel's reuse key says of the backend (a change starts a new kernel)."""
+        return self.name
+
+    def remote_cwd(self) -> str:
+        """The working dir on the backend (``terminal.cwd``; ``.``: where a login starts)."""
+        cwd = str(getattr(self.terminal, "cwd", "") or "").strip()
+        return cwd if cwd and cwd != "." else "."
+
+    sandbox_label = "off"
+
+    def where(self, place: Place | None) -> str:
+        return "local"
+
+    def client_env(self, host_env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+        return {name: host_env[name] for name in CLIENT_NAMES if name in host_env}
+
+    def forwarded(self, host_env: Any) -> dict[str, str]:
+        """Host variables the user named to be sent to the backend (and their values)."""
+        return {}
+
+    def command(self, place: Place, spec: dict[str, Any]) -> list[str]:
+        """The client command line running ``remote.py`` with ``spec`` at ``place``."""
+        raise NotImplementedError
+
+    async def acquire(self, session: str, host_cwd: str) -> Place:
+        """The place ``session``'s work runs in, made ready; counted until :meth:`release`."""
+        async with self._lock:
+            key = self.place_key(session, host_cwd)
+            place = self._places.get(key)
+            if place is None or not await self.alive(place):
+                place = await self.open_place(session, host_cwd)
+                self._places[key] = place
+            place.users += 1
+            return place
+
+    async def release(self, place: Place) -> None:
+        """One user fewer; the last one ends the place (unless it persists)."""
+        async with self._lock:
+            place.users -= 1
+            if place.users > 0:
+                return
+            for key, known in list(self._places.items()):
+                if known is place:
+                    del self._places[key]
+            await self.close_place(place)
+
+    async def close(self) -> None:
+        """End every place (the runtime closes)."""
+        async with self._lock:
+            places, self._places = list(self._places.values()), {}
+            for place in places:
+                await self.close_place(place)
+
+    def place_key(self, session: str, host_cwd: str) -> str:
+        return session
+
+    async def alive(self, place: Place) -> bool:
+        return True
+
+    async def open_place(self, session: str, host_cwd: str) -> Place:
+        return Place(self, self.where(None))
+
+    async def close_place(self, place: Place) -> None:
+        return None
+
+
+async def run_client(argv: list[str], *, env: dict[str, str], input: bytes | None = None,
+                     timeout: float = 60.0) -> tuple[int, bytes, bytes]:
+    """Run a client command to its end: (exit code, stdout, stderr). OSError if it cannot start."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env=env, start_new_session=True)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(input or b""), timeout)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        proc.kill()
+        await proc.wait()
+        raise
+    return proc.returncode or 0, out, err
+
+
+def last_line(data: bytes) -> str:
+    """What a client said went wrong: its line naming an error, else its last line (one line,
+    hidden characters escaped: it may quote what a script wrote)."""
+    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("Run '")] or lines  # docker's "see --help"
+    said = next((line for line in lines if "rror" in line or "denied" in line or "refused" in line),
+                lines[-1] if lines else "")
+    return shown(said)[:400]
+
+
+@dataclass
+class Remote:
+    """One session's work on a remote backend, as the tools see it: commands and file
+    operations run at its place (the kernel's, or one acquired for the call)."""
+
+    backend: Backend
+    session: str
+    host_cwd: str
+    place: Place | None = None
+    """The calling kernel's place (None: a top-level call acquires one for its time)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables the user forwards, set for what runs there."""
+
+    def client_env(self) -> dict[str, str]:
+        return self.backend.client_env(os.environ)
+
+    async def _place(self) -> tuple[Place, bool]:
+        if self.place is not None:
+            return self.place, False
+        return await self.backend.acquire(self.session, self.host_cwd), True
+
+    async def command(self, spec: dict[str, Any]) -> tuple[list[str], Place, bool]:
+        """The client command running ``spec`` there, the place and whether the caller must
+        release it (:meth:`done`)."""
+        place, acquired = await self._place()
+        return self.backend.command(place, {**spec, "env": {**self.env, **spec.get("env", {})}}), place, acquired
+
+    async def done(self, place: Place, acquired: bool) -> None:
+        if acquired:
+            await self.backend.release(place)
+
+    async def file(self, op: str, path: str, cwd: str, *, data: bytes | None = None, limit: int = 1 << 24,
+                   timeout: float = 120.0, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], bytes]:
+        """One file operation there: its JSON answer (``error`` on failure) and the bytes read.
+        Raises :class:`BackendError` when the backend cannot be reached."""
+        argv, place, acquired = await self.command({**(extra or {}), "mode": "file", "op": op, "path": path,
+                                                    "cwd": cwd, "limit": limit})
+        try:
+            try:
+                code, out, err = await run_client(argv, env=self.client_env(), input=data, timeout=timeout)
+            except OSError as exc:
+                raise BackendError(f"{self.backend.name}: cannot run its client: {exc.strerror or exc}") from None
+            except asyncio.TimeoutError:
+                raise BackendError(f"{self.backend.name}: no answer within {timeout:g}s") from None
+        finally:
+            await self.done(place, acquired)
+        head, _, rest = out.partition(b"\n")
+        try:
+            answer = json.loads(head)
+        except ValueError:
+            raise BackendError(f"{self.backend.where(place)}: {last_line(err) or 'no answer'} "
+                               f"(exit {code})") from None
+        if not isinstance(answer, dict):
+            raise BackendError(f"{self.backend.where(place)}: an answer that is not an object")
+        return answer, rest

@@ -1,0 +1,149 @@
+"""The Docker backend: a container per session, kernels and commands ``docker exec``'d into it.
+
+The container is made with every capability dropped, ``no-new-privileges``, a pids limit, the
+``container_*`` limits and no network unless ``code_execution.network`` is on; its only
+process of its own is a tiny Python holder that reaps orphans. It is removed when the last
+kernel of its session ends (reaped, evicted, reset, the app quits) unless
+``terminal.container_persistent`` keeps it (stopped, reused by name next time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Any
+
+from hermes_tui.runtime.backends.base import LOADER, Backend, BackendError, Place, last_line, payload, run_client
+
+HOLD = ("import os,signal\n"
+        "def reap(*_):\n"
+        "    try:\n"
+        "        while os.waitpid(-1, os.WNOHANG)[0]: pass\n"
+        "    except OSError: pass\n"
+        "signal.signal(signal.SIGCHLD, reap)\n"
+        "signal.signal(signal.SIGTERM, lambda *_: os._exit(0))\n"
+        "while True: signal.pause()\n")
+"""The container's first process: holds it open, reaps what kernels leave, stops on SIGTERM."""
+PIDS_LIMIT = 512
+FIX = "is the Docker daemon running (docker info), and is terminal.docker_image right?"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-.")[:40] or "session"
+
+
+class DockerBackend(Backend):
+    """``terminal.backend: docker``."""
+
+    name = "docker"
+    remote = True
+    sandbox_label = "docker"
+
+    def describe(self) -> str:
+        return f"docker:{self.terminal.docker_image}"
+
+    def remote_cwd(self) -> str:
+        cwd = super().remote_cwd()
+        if cwd == "." and self.terminal.docker_mount_cwd_to_workspace:
+            return "/workspace"
+        return cwd
+
+    def where(self, place: Place | None) -> str:
+        return f"docker:{place.short_id}" if place is not None else "docker"
+
+    def client_env(self, host_env: Any) -> dict[str, str]:
+        return {**super().client_env(host_env), **self.forwarded(host_env)}
+
+    def forwarded(self, host_env: Any) -> dict[str, str]:
+        return {name: host_env[name] for name in self.terminal.docker_forward_env if name in host_env}
+
+    def place_key(self, session: str, host_cwd: str) -> str:
+        return self.container_name(session, host_cwd)
+
+    def container_name(self, session: str, host_cwd: str) -> str:
+        mounted = host_cwd if self.terminal.docker_mount_cwd_to_workspace else ""
+        digest = hashlib.sha256("\0".join((str(self.home), session, self.terminal.docker_image, mounted))
+                                .encode()).hexdigest()[:10]
+        return f"hermes-{_slug(session)}-{digest}"
+
+    def _env_args(self) -> list[str]:
+        args: list[str] = []
+        for name in self.terminal.docker_forward_env:
+            args += ["-e", name]  # the value comes from the client's environment, never argv
+        return args
+
+    def command(self, place: Place, spec: dict[str, Any]) -> list[str]:
+        return ["docker", "exec", "-i", *self._env_args(), place.name, "python3", "-c", LOADER, payload(spec)]
+
+    def create_args(self, name: str, session: str, host_cwd: str) -> list[str]:
+        terminal, settings = self.terminal, self.config.code_execution
+        args = ["docker", "run", "-d", "--name", name, "--label", "hermes-tui=1",
+                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", str(PIDS_LIMIT)]
+        if not settings.network:
+            args += ["--network", "none"]
+        if terminal.container_cpu:
+            args += ["--cpus", f"{terminal.container_cpu:g}"]
+        if terminal.container_memory:
+            args += ["--memory", f"{int(terminal.container_memory)}m"]
+        if terminal.docker_run_as_host_user:
+            args += ["--user", f"{os.getuid()}:{os.getgid()}"]
+        if terminal.docker_mount_cwd_to_workspace:
+            args += ["-v", f"{host_cwd}:/workspace"]
+        if not terminal.container_persistent:
+            args += ["--rm"]
+        args += [*self._env_args(), *terminal.docker_extra_args, terminal.docker_image, "python3", "-c", HOLD]
+        return args
+
+    async def alive(self, place: Place) -> bool:
+        try:
+            code, out, _ = await run_client(["docker", "inspect", "-f", "{{.State.Running}}", place.name],
+                                            env=self.client_env(os.environ), timeout=30)
+        except OSError:
+            return False
+        return code == 0 and out.strip() == b"true"
+
+    async def open_place(self, session: str, host_cwd: str) -> Place:
+        name = self.container_name(session, host_cwd)
+        env = self.client_env(os.environ)
+        try:
+            code, out, err = await run_client(["docker", "inspect", "-f", "{{.State.Running}} {{.Id}}", name],
+                                              env=env, timeout=30)
+            if code == 0 and out.split()[:1] == [b"false"]:  # a persistent container, stopped
+                code, out, err = await run_client(["docker", "start", name], env=env, timeout=60)
+                if code != 0:
+                    raise BackendError(f"docker: cannot start container {name}: {last_line(err)}")
+            elif code != 0:
+                code, out, err = await run_client(self.create_args(name, session, host_cwd), env=env, timeout=120)
+                if code != 0:
+                    raise BackendError(f"docker: cannot start a container of {self.terminal.docker_image}: "
+                                       f"{last_line(err) or 'exit ' + str(code)} ({FIX})")
+            code, out, err = await run_client(["docker", "inspect", "-f", "{{.State.Running}} {{.Id}}", name],
+                                              env=env, timeout=30)
+        except FileNotFoundError:
+            raise BackendError("docker: the docker command is not installed on this machine "
+                               "(install Docker, or set terminal.backend: local)") from None
+        except OSError as exc:
+            raise BackendError(f"docker: cannot run the docker command: {exc.strerror or exc}") from None
+        fields = out.split()
+        if code != 0 or fields[:1] != [b"true"]:
+            logs = await self._logs(name, env)
+            await run_client(["docker", "rm", "-f", name], env=env, timeout=60)
+            raise BackendError(f"docker: the container of {self.terminal.docker_image} did not stay up"
+                               + (f": {logs}" if logs else "") + " (kernels need Python 3 in the image)")
+        return Place(self, name, short_id=fields[1].decode()[:12] if len(fields) > 1 else name)
+
+    async def _logs(self, name: str, env: dict[str, str]) -> str:
+        try:
+            _, out, err = await run_client(["docker", "logs", "--tail", "5", name], env=env, timeout=30)
+        except OSError:
+            return ""
+        return last_line(err) or last_line(out)
+
+    async def close_place(self, place: Place) -> None:
+        env = self.client_env(os.environ)
+        verb = ["stop", "-t", "2"] if self.terminal.container_persistent else ["rm", "-f"]
+        try:
+            await run_client(["docker", *verb, place.name], env=env, timeout=60)
+        except OSError:
+            pass

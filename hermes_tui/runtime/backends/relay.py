@@ -1,0 +1,223 @@
+"""The host's end of a kernel in a Docker container or on an SSH host.
+
+Started by :class:`~hermes_tui.runtime.kernel.Kernel` exactly as the local driver is (the same
+control pipes, lifeline, tool-channel descriptors, stdout and stderr), so the pool, the pump
+and the capture cannot tell the difference. It runs the backend's client (``docker exec -i``,
+``ssh``), which runs ``remote.py`` there, and turns the frames coming back into this process's
+stdout, stderr and control replies; the kernel's tool calls come back as frames too and go on
+to hermes-tui over connections asked for on the inherited connector, as the local ``hermes_tools``
+asks for them (so the same pid check and token hold). SIGINT is sent on as an interrupt.
+
+Usage (the host starts it):  python relay.py CTRL_IN CTRL_OUT LIFELINE SPEC_FILE
+
+Stdlib only; runs with the host's Python.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+
+HEADER = struct.Struct(">BII")
+CHUNK = 65536
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _ask_connector(fd):
+    """A new connection to hermes-tui's tool channel, asked for on the inherited connector."""
+    connector = socket.socket(fileno=os.dup(fd))
+    try:
+        connector.sendall(b"c")
+        while True:
+            data, ancillary, _, _ = connector.recvmsg(16, socket.CMSG_LEN(4))
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(payload) >= 4:
+                    return socket.socket(fileno=int.from_bytes(payload[:4], sys.byteorder))
+            if not data or data in (b"full", b"refused"):
+                return None
+    finally:
+        connector.close()
+
+
+def _die_with_parent():
+    """The client gets SIGTERM if this relay dies (a SIGKILL of the kernel's group)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class Relay(object):
+    def __init__(self, ctrl_in, ctrl_out, lifeline, spec):
+        self.ctrl_in, self.ctrl_out, self.lifeline = ctrl_in, ctrl_out, lifeline
+        self.spec = spec
+        self.host = {}  # channel -> socket to hermes-tui
+        self.by_socket = {}
+        self.pending = b""
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        self.code = None
+
+    def send(self, kind, channel, data=b""):
+        _write_all(self.client.stdin.fileno(), HEADER.pack(ord(kind), channel, len(data)) + data)
+
+    def run(self):
+        setup = self.spec["setup"]
+        config = setup["tools_config"]
+        token_fd = config.get("token_fd")
+        setup["token"] = os.pread(token_fd, 256, 0).decode("ascii").strip() if token_fd is not None else ""
+        if token_fd is not None:
+            os.close(token_fd)
+        self.connector = config.get("connector_fd")
+        self.client = subprocess.Popen(
+            self.spec["client"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+            start_new_session=True, preexec_fn=_die_with_parent, close_fds=True, pass_fds=(), bufsize=0,
+        )
+        signal.signal(signal.SIGINT, self.on_sigint)
+        signal.signal(signal.SIGTERM, self.on_sigterm)
+        try:
+            self.send("S", 0, json.dumps(setup).encode("utf-8"))
+            self.loop()
+        except OSError:
+            pass
+        finally:
+            self.end()
+        return self.code if self.code is not None else 1
+
+    def on_sigint(self, *_):
+        try:
+            os.write(self.wake_w, b"i")
+        except OSError:
+            pass
+
+    def on_sigterm(self, *_):
+        try:
+            os.write(self.wake_w, b"t")
+        except OSError:
+            pass
+
+    def loop(self):
+        client_out = self.client.stdout.fileno()
+        while True:
+            watched = [client_out, self.ctrl_in, self.lifeline, self.wake_r] + list(self.by_socket)
+            try:
+                ready, _, _ = select.select(watched, [], [])
+            except InterruptedError:
+                continue
+            for fd in ready:
+                if fd == self.wake_r:
+                    for signal_byte in os.read(self.wake_r, 64):
+                        if signal_byte == ord("i"):
+                            self.send("I", 0)
+                        else:
+                            return
+                elif fd == self.lifeline:
+                    if not os.read(self.lifeline, 64):
+                        return  # hermes-tui is gone or ended the kernel
+                elif fd == self.ctrl_in:
+                    data = os.read(self.ctrl_in, CHUNK)
+                    if not data:
+                        return
+                    self.send("C", 0, data)
+                elif fd == client_out:
+                    data = os.read(client_out, CHUNK)
+                    if not data:
+                        return
+                    if not self.feed(data):
+                        return
+                else:
+                    self.from_host(fd)
+
+    def from_host(self, sock):
+        channel = self.by_socket[sock]
+        try:
+            data = sock.recv(CHUNK)
+        except OSError:
+            data = b""
+        if data:
+            self.send("R", channel, data)
+        else:
+            self.close_channel(channel)
+            self.send("X", channel)
+
+    def close_channel(self, channel):
+        sock = self.host.pop(channel, None)
+        if sock is not None:
+            self.by_socket.pop(sock, None)
+            sock.close()
+
+    def feed(self, data):
+        """Frames from the far end; False once it said it has ended."""
+        self.pending += data
+        while len(self.pending) >= HEADER.size:
+            kind, channel, size = HEADER.unpack_from(self.pending)
+            if len(self.pending) < HEADER.size + size:
+                break
+            payload = self.pending[HEADER.size:HEADER.size + size]
+            self.pending = self.pending[HEADER.size + size:]
+            kind = chr(kind)
+            if kind == "O":
+                _write_all(1, payload)
+            elif kind == "E":
+                _write_all(2, payload)
+            elif kind == "C":
+                _write_all(self.ctrl_out, payload)
+            elif kind == "R":
+                sock = self.host.get(channel)
+                if sock is None:
+                    sock = _ask_connector(self.connector) if self.connector is not None else None
+                    if sock is None:
+                        self.send("X", channel)
+                        continue
+                    self.host[channel] = sock
+                    self.by_socket[sock] = channel
+                try:
+                    sock.sendall(payload)
+                except OSError:
+                    self.close_channel(channel)
+                    self.send("X", channel)
+            elif kind == "X":
+                self.close_channel(channel)
+            elif kind == "Z":
+                try:
+                    self.code = int(payload.decode("ascii"))
+                except ValueError:
+                    self.code = 1
+                return False
+        return True
+
+    def end(self):
+        try:
+            self.send("K", 0)
+        except OSError:
+            pass
+        try:
+            self.client.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.client.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.client.kill()
+            self.client.wait()
+
+
+def main(argv):
+    ctrl_in, ctrl_out, lifeline = (int(value) for value in argv[1:4])
+    with open(argv[4], encoding="utf-8") as handle:
+        spec = json.load(handle)
+    return Relay(ctrl_in, ctrl_out, lifeline, spec).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

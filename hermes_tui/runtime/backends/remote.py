@@ -1,0 +1,453 @@
+"""hermes-tui's far end: what runs inside a Docker container or on an SSH host.
+
+Sent with every start (nothing is installed there) and run with the backend's ``python3``:
+stdlib only, Python 3.8 syntax. The loader (:data:`hermes_tui.runtime.backends.base.LOADER`)
+decodes this file and a small JSON spec from its argument and calls :func:`main`.
+
+Modes:
+
+* ``kernel``: the session kernel. The rest of the spec (the kernel driver, the ``hermes_tools``
+  template, the token, the environment) comes as the first frame on stdin. It starts the
+  unchanged driver with pipes for its control channel, output and lifeline, and a Unix socket
+  for its tool calls, then multiplexes all of them over stdin/stdout in frames
+  (:data:`HEADER`: kind, channel, length). The host's relay (``relay.py``) undoes that.
+* ``run``: one command (``terminal()``), its output (stderr merged) on stdout.
+* ``read`` / ``write`` / ``stat`` / ``list``: one file operation, a JSON line on stdout (the
+  bytes read follow it).
+
+Whatever the mode, EOF on stdin means the host is gone: everything started here is killed
+(its process group), so nothing is left behind when the connection or container client ends.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+
+HEADER = struct.Struct(">BII")
+"""A frame: kind (one byte), channel, payload length; the payload follows."""
+CHUNK = 65536
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exact(fd, size):
+    data = b""
+    while len(data) < size:
+        piece = os.read(fd, size - len(data))
+        if not piece:
+            return None
+        data += piece
+    return data
+
+
+def _kill_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        pass
+
+
+def _enter(cwd):
+    """chdir to ``cwd``; on failure say so on stderr and exit 126 (the host names the path)."""
+    if cwd:
+        try:
+            os.chdir(os.path.expanduser(cwd))
+        except OSError as exc:
+            sys.stderr.write("hermes-remote: working directory %s: %s\n" % (cwd, exc.strerror or exc))
+            sys.stderr.flush()
+            os._exit(126)
+
+
+def _environment(extra):
+    env = dict(os.environ)
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def _watch_stdin(on_eof):
+    """Call ``on_eof`` once stdin ends (the host, or its client process, is gone)."""
+    def watch():
+        while True:
+            try:
+                if not os.read(0, CHUNK):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        on_eof()
+    thread = threading.Thread(target=watch, name="hermes-stdin")
+    thread.daemon = True
+    thread.start()
+
+
+def _wait(pid):
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+        if os.WIFSIGNALED(status):
+            return 128 + os.WTERMSIG(status)
+        return os.WEXITSTATUS(status)
+
+
+# -- run: one command --------------------------------------------------------------------
+
+def run_command(spec):
+    _enter(spec.get("cwd"))
+    env = _environment(spec.get("env"))
+    argv = spec["argv"]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            if not spec.get("separate"):
+                os.dup2(1, 2)  # stderr interleaved with stdout, as in a terminal
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.execvpe(argv[0], argv, env)
+        except OSError as exc:
+            os.write(2, ("hermes-remote: cannot run %s: %s\n" % (argv[0], exc.strerror or exc)).encode())
+        os._exit(127)
+
+    def stop(*_):
+        _kill_group(pid, signal.SIGKILL)
+        os._exit(137)
+
+    signal.signal(signal.SIGTERM, lambda *_: _kill_group(pid, signal.SIGTERM))
+    signal.signal(signal.SIGINT, lambda *_: _kill_group(pid, signal.SIGINT))
+    _watch_stdin(stop)
+    code = _wait(pid)
+    _kill_group(pid, signal.SIGKILL)  # what it left running in its group goes with it
+    return code
+
+
+# -- file operations ---------------------------------------------------------------------
+
+def _say(message):
+    _write_all(1, (json.dumps(message) + "\n").encode("utf-8"))
+
+
+def _error(exc):
+    import errno as errno_names
+    return {"error": exc.strerror or str(exc), "errno": errno_names.errorcode.get(exc.errno or 0, "")}
+
+
+def file_op(spec):
+    _enter(spec.get("cwd"))
+    op, path = spec["op"], os.path.expanduser(spec.get("path", ""))
+    try:
+        if op == "stat":
+            info = os.stat(path)
+            _say({"kind": "dir" if os.path.isdir(path) else "file", "size": info.st_size,
+                  "real": os.path.realpath(path)})
+        elif op == "read":
+            limit = int(spec.get("limit", 1 << 24))
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                data = handle.read(limit + 1)
+            _say({"size": size, "bytes": min(len(data), limit), "more": len(data) > limit})
+            _write_all(1, data[:limit])
+        elif op == "write":
+            data = sys.stdin.buffer.read()
+            folder = os.path.dirname(path)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            existed = os.path.exists(path)
+            with open(path, "wb") as handle:
+                handle.write(data)
+            _say({"bytes_written": len(data), "created": not existed, "real": os.path.realpath(path)})
+        elif op == "delete":
+            os.unlink(path)
+            _say({"deleted": True})
+        elif op == "search":
+            found = _search(path, spec)
+            _say(found)
+            return 1 if "error" in found else 0
+        elif op == "list":
+            _say({"entries": sorted(os.listdir(path))})
+        else:
+            _say({"error": "unknown operation %r" % op, "errno": ""})
+            return 2
+    except OSError as exc:
+        _say(_error(exc))
+        return 1
+    return 0
+
+
+def _walk(root, skip):
+    if os.path.isfile(root):
+        yield root
+        return
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in skip:
+                    for found in _walk(entry.path, skip):
+                        yield found
+            elif entry.is_file(follow_symlinks=False):
+                yield entry.path
+        except OSError:
+            continue
+
+
+def _glob_matches(path, root, glob):
+    import fnmatch
+    if "/" in glob:
+        return fnmatch.fnmatchcase(os.path.relpath(path, root), glob.lstrip("/"))
+    return fnmatch.fnmatchcase(os.path.basename(path), glob)
+
+
+def _search(root, spec):
+    """search_files' walk, done where the files are: ``items`` (paths, or [path, line number,
+    text, before, after]) from ``offset``, at most ``limit``, and the ``total``."""
+    import re
+    if not os.path.exists(root):
+        return {"error": "Path not found: %s" % root}
+    skip = set(spec.get("skip", ()))
+    wanted = spec["offset"] + spec["limit"]
+    items, total = [], 0
+    if spec["target"] == "files":
+        for path in _walk(root, skip):
+            if _glob_matches(path, root, spec["pattern"]):
+                total += 1
+                if spec["offset"] < total <= wanted:
+                    items.append(path)
+        return {"items": items, "total": total}
+    regex = re.compile(spec["pattern"])
+    context, glob, cut = spec.get("context", 0), spec.get("file_glob"), spec.get("line_bytes", 4096)
+    for path in _walk(root, skip):
+        if glob and not _glob_matches(path, root, glob):
+            continue
+        try:
+            with open(path, "rb") as handle:
+                if b"\0" in handle.read(8192):
+                    continue
+                handle.seek(0)
+                lines = [raw[:cut].decode("utf-8", "replace").rstrip("\r\n") for raw in handle]
+        except OSError:
+            continue
+        for index, line in enumerate(lines):
+            if regex.search(line):
+                total += 1
+                if spec["offset"] < total <= wanted:
+                    items.append([path, index + 1, line, lines[max(0, index - context):index] if context else [],
+                                  lines[index + 1:index + 1 + context] if context else []])
+    return {"items": items, "total": total}
+
+
+# -- kernel: the driver, multiplexed -----------------------------------------------------
+
+class Kernel(object):
+    """The driver and its tool socket, carried over stdin/stdout in frames."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.channels = {}  # socket -> channel number
+        self.by_number = {}
+        self.next_channel = 1
+        self.out_lock = threading.Lock()
+        self.pid = None
+
+    def send(self, kind, channel, data=b""):
+        with self.out_lock:
+            try:
+                _write_all(1, HEADER.pack(ord(kind), channel, len(data)) + data)
+            except OSError:  # the host is gone: what is running here ends
+                self.stop()
+
+    def read_frame(self):
+        header = _read_exact(0, HEADER.size)
+        if header is None:
+            return None
+        kind, channel, size = HEADER.unpack(header)
+        data = _read_exact(0, size) if size else b""
+        if data is None:
+            return None
+        return chr(kind), channel, data
+
+    def serve(self):
+        first = self.read_frame()
+        if first is None or first[0] != "S":
+            return 3
+        setup = json.loads(first[2].decode("utf-8"))
+        _enter(self.spec.get("cwd"))
+        folder = tempfile.mkdtemp(prefix="hermes-kernel-")
+        os.chmod(folder, 0o700)
+        tmp = os.path.join(folder, "tmp")
+        os.mkdir(tmp, 0o700)
+        driver = os.path.join(folder, "hermes_kernel_driver.py")
+        with open(driver, "w") as handle:
+            handle.write(setup["driver"])
+        token_path = os.path.join(folder, "token")
+        with open(os.open(token_path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
+            handle.write(setup["token"])
+        token_fd = os.open(token_path, os.O_RDONLY)
+        os.unlink(token_path)
+        sock_path = os.path.join(folder, "hermes.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(sock_path)
+        os.chmod(sock_path, 0o600)
+        listener.listen(64)
+        config = dict(setup["tools_config"], transport="socket", socket=sock_path, token_fd=token_fd)
+        config.pop("connector_fd", None)
+        with open(os.path.join(folder, "hermes_tools.py"), "w") as handle:
+            handle.write(setup["tools"].replace(setup["placeholder"], "_CONFIG = " + json.dumps(config)))
+        env = _environment(setup.get("env"))
+        env.update({"TMPDIR": tmp, "HERMES_RPC_SOCKET": sock_path})
+        ctrl_in_r, ctrl_in_w = os.pipe()
+        ctrl_out_r, ctrl_out_w = os.pipe()
+        life_r, life_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        child_fds = (ctrl_in_r, ctrl_out_w, life_r, token_fd)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                for fd in child_fds:
+                    os.set_inheritable(fd, True)
+                keep = set(child_fds) | {0, 1, 2}
+                for fd in (ctrl_in_w, ctrl_out_r, life_w, out_r, err_r, out_w, err_w, null, listener.fileno()):
+                    if fd not in keep:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                python = setup.get("python") or sys.executable
+                os.execve(python, [python, driver, str(ctrl_in_r), str(ctrl_out_w), str(life_r)], env)
+            except BaseException as exc:
+                os.write(2, ("hermes-remote: cannot start the kernel: %s\n" % exc).encode())
+            os._exit(127)
+        self.pid = pid
+        for fd in (ctrl_in_r, ctrl_out_w, life_r, out_w, err_w, token_fd):
+            os.close(fd)
+        self.ctrl_in = ctrl_in_w
+        self.life = life_w  # held: closing it (our exit) tells the driver's watchdog
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, lambda *_: self.stop())
+        reader = threading.Thread(target=self.pump_host, name="hermes-host")
+        reader.daemon = True
+        reader.start()
+        streams = {out_r: "O", err_r: "E", ctrl_out_r: "C"}
+        try:
+            self.pump_kernel(streams, listener)
+        finally:
+            code = _wait(pid)
+            _kill_group(pid, signal.SIGKILL)
+            self.send("Z", 0, str(code).encode())
+            try:
+                import shutil
+                shutil.rmtree(folder, ignore_errors=True)
+            except Exception:
+                pass
+        return 0
+
+    def stop(self):
+        if self.pid:
+            _kill_group(self.pid, signal.SIGKILL)
+
+    def pump_host(self):
+        """Frames from the host: control lines, tool replies, interrupts. EOF: kill it all."""
+        try:
+            while True:
+                frame = self.read_frame()
+                if frame is None:
+                    break
+                kind, channel, data = frame
+                if kind == "C":
+                    _write_all(self.ctrl_in, data)
+                elif kind == "R":
+                    sock = self.by_number.get(channel)
+                    if sock is not None:
+                        try:
+                            sock.sendall(data)
+                        except OSError:
+                            pass
+                elif kind == "X":
+                    sock = self.by_number.get(channel)
+                    if sock is not None:
+                        try:
+                            sock.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                elif kind == "I":
+                    _kill_group(self.pid, signal.SIGINT)
+                elif kind == "K":
+                    break
+        except OSError:
+            pass
+        self.stop()
+
+    def pump_kernel(self, streams, listener):
+        """Output, control replies and tool requests from the kernel, to the host, until the
+        driver's output pipes close."""
+        open_streams = dict(streams)
+        while open_streams:
+            watched = list(open_streams) + [listener] + list(self.channels)
+            try:
+                ready, _, _ = select.select(watched, [], [])
+            except InterruptedError:
+                continue
+            for item in ready:
+                if item is listener:
+                    try:
+                        sock, _ = listener.accept()
+                    except OSError:
+                        continue
+                    number = self.next_channel
+                    self.next_channel += 1
+                    self.channels[sock] = number
+                    self.by_number[number] = sock
+                elif item in self.channels:
+                    number = self.channels[item]
+                    try:
+                        data = item.recv(CHUNK)
+                    except OSError:
+                        data = b""
+                    if data:
+                        self.send("R", number, data)
+                    else:
+                        del self.channels[item]
+                        del self.by_number[number]
+                        item.close()
+                        self.send("X", number)
+                else:
+                    data = os.read(item, CHUNK)
+                    if data:
+                        self.send(open_streams[item], 0, data)
+                    else:
+                        del open_streams[item]
+                        os.close(item)
+
+
+def main(spec):
+    mode = spec.get("mode")
+    if mode == "kernel":
+        return Kernel(spec).serve()
+    if mode == "run":
+        return run_command(spec)
+    return file_op(spec)
