@@ -262,3 +262,75 @@ def _store_choice_reset():
     yield
     from hermes_tui.storage import sessions as store
     store.choose_store(None)
+
+
+# -- a real Docker daemon and real SSH servers (tests/helpers/backends.py) -----------------------
+
+
+def _is_controller(config: pytest.Config) -> bool:
+    """The xdist controller, or the one process of a run without xdist (not a worker)."""
+    return not hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The controller holds a shared lock for the whole run (before xdist starts its workers):
+    another run on this machine that ends first then leaves the tests' dockerd running for this one."""
+    if _is_controller(session.config):
+        from helpers.backends import register_test_run
+
+        register_test_run()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller, once every worker is done, stops the dockerd a test started (any worker
+    may have started it: one per machine, see ``docker_daemon``) and removes ``hermes-``
+    containers left behind. A dockerd that was running before the tests is left alone."""
+    if _is_controller(session.config):
+        from helpers.backends import stop_dockerd_if_started
+
+        stop_dockerd_if_started()
+
+
+@pytest.fixture(scope="session")
+def docker_daemon() -> list[str]:
+    """A Docker daemon that answers, and the offline test images (``TEST_IMAGE``,
+    ``NO_PYTHON_IMAGE``); its value is ``HOST_MOUNTS``, the ``docker run`` arguments that give a
+    container of ``TEST_IMAGE`` the host's ``/usr`` (and so ``python3``). Uses a running dockerd
+    or starts one, once per machine under a lock (the four workers ask at once); the controller
+    stops it at the end (``pytest_sessionfinish``). Name containers ``hermes-...``: any left
+    are removed then. Without Docker the tests that need it skip, saying so."""
+    from helpers.backends import HOST_MOUNTS, ensure_dockerd, ensure_images
+
+    ensure_dockerd()  # skips when docker.io is not installed
+    ensure_images()
+    return HOST_MOUNTS
+
+
+def _ssh_server(no_python: bool):
+    from helpers.backends import SshServer, sshd_installed
+
+    if not sshd_installed():
+        pytest.skip("OpenSSH's server is not installed (.ci/run installs it: apt-get install openssh-server)")
+    server = SshServer(no_python=no_python)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def ssh_server():
+    """An sshd of this worker's own on 127.0.0.1 (a free port), for the whole run: ``root``
+    logs in with ``server.key``; ``server.run(cmd)`` runs a command there, ``server.ssh_options()``
+    are the ssh options for a backend. Stopped, with everything its logins started, at the end.
+    Without openssh-server the tests that need it skip, saying so."""
+    yield from _ssh_server(no_python=False)
+
+
+@pytest.fixture(scope="session")
+def ssh_server_no_python():
+    """Like ``ssh_server``, but a login's ``PATH`` has everything except ``python3``
+    (``python3 -c 1`` exits 127, "command not found"; ``echo``, ``sh``, ``cat`` work)."""
+    yield from _ssh_server(no_python=True)
