@@ -27,8 +27,8 @@ FIXTURE = Path(__file__).parent / "data" / "hermes_example_config.yaml"
 CLI = [sys.executable, "-m", "hermes_tui"]
 # Keys for the model and the fallback in the fixture: never printed by anything.
 KEYS = {"OPENROUTER_API_KEY": "sk-or-v1-fixture-secret-0001", "ANTHROPIC_API_KEY": "sk-ant-fixture-secret-0002"}
-REFUSAL = ("terminal.backend is docker: hermes-tui runs commands on this machine only; "
-           "set terminal.backend: local to accept that")
+REFUSAL = ("terminal.backend is modal: hermes-tui runs kernels and commands on local, docker or ssh only (it "
+           "cannot reach the others from here); set terminal.backend to one of those")
 
 
 def fixture_text(**replace: str) -> str:
@@ -63,11 +63,13 @@ def test_the_hermes_example_loads_unchanged_and_quietly(home_with_fixture: Path)
     assert config.notices == []  # every key in it is ours or a known Hermes Agent key
     ignored = set(config.ignored_keys)
     assert {"memory", "display", "compression", "delegation", "platform_toolsets", "gateway", "stt"} <= ignored
-    assert {"terminal.cwd", "terminal.home_mode", "terminal.container_cpu", "terminal.lifetime_seconds",
+    assert {"terminal.home_mode", "terminal.lifetime_seconds",
             "approvals.cron_mode", "agent.reasoning_effort", "agent.personalities"} <= ignored
-    # Nothing hermes-tui reads is listed as ignored.
+    # Nothing hermes-tui reads is listed as ignored (the backends' keys are read since issue 34).
     assert not ignored & {"model", "terminal", "code_execution", "approvals", "command_allowlist", "agent",
-                          "fallback_providers", "terminal.timeout", "terminal.env_passthrough", "agent.max_turns"}
+                          "fallback_providers", "terminal.timeout", "terminal.env_passthrough", "agent.max_turns",
+                          "terminal.cwd", "terminal.container_cpu", "terminal.container_memory",
+                          "terminal.container_persistent", "terminal.docker_mount_cwd_to_workspace"}
 
 
 def test_the_keys_hermes_tui_honours_read_as_hermes_agent_reads_them() -> None:
@@ -251,7 +253,7 @@ async def test_approvals_deny_refuses_in_every_mode_without_asking(runtime_facto
 
 async def test_a_sandbox_backend_refuses_scripts_and_commands(runtime_factory, hermes_home: Path, tmp_path: Path) -> None:
     approver = Approver("once")
-    rt = await runtime_factory(fixture_text(**{"  backend: local\n": "  backend: docker\n"}), approver=approver)
+    rt = await runtime_factory(fixture_text(**{"  backend: local\n": "  backend: modal\n"}), approver=approver)
     assert rt.config.notices == [REFUSAL]
     marker = tmp_path / "ran"
     result = await rt.execute_code(f"open({str(marker)!r}, 'w').close()", session="s")
@@ -270,18 +272,20 @@ async def test_a_sandbox_backend_refuses_scripts_and_commands(runtime_factory, h
     assert (await rt.execute_code("print('local')", session="s")).output == "local\n"
 
 
-@pytest.mark.parametrize("backend", ["ssh", "Modal", "singularity", "daytona", "podman-remote"])
-def test_every_backend_but_local_is_refused(backend: str) -> None:
+@pytest.mark.parametrize("backend", ["Modal", "singularity", "daytona", "podman-remote"])
+def test_every_backend_but_local_docker_and_ssh_is_refused(backend: str) -> None:
     config = parse_config(f"terminal:\n  backend: {backend}\n")
-    assert config.notices == [f"terminal.backend is {backend.lower()}: hermes-tui runs commands on this machine "
-                               "only; set terminal.backend: local to accept that"]
+    assert config.notices == [REFUSAL.replace("modal", backend.lower())]
+    assert parse_config("terminal:\n  backend: ssh\n").notices == [
+        "terminal.backend is ssh but terminal.ssh_host is not set: name the host scripts and commands run on"]
+    assert parse_config("terminal:\n  backend: docker\n").notices == []
     assert parse_config("terminal:\n  backend: LOCAL\n").notices == []
     assert parse_config("terminal:\n  backend:\n").terminal.backend == "local"
 
 
 def test_exec_refuses_a_sandbox_backend_with_one_line(hermes_home: Path, tmp_path: Path) -> None:
     (hermes_home / "config.yaml").write_text(fixture_text(**{
-        "  backend: local\n": "  backend: docker\n", "  timeout: 120 ": "  timout: 120 "}))
+        "  backend: local\n": "  backend: modal\n", "  timeout: 120 ": "  timout: 120 "}))
     script = tmp_path / "a.py"
     script.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
     done = run_cli("exec", str(script))
@@ -316,12 +320,12 @@ def test_doctor_on_the_hermes_example(home_with_fixture: Path) -> None:
     assert "approvals  manual: flagged commands ask" in out and "; 1 command_allowlist rule\n" in out
     assert "terminal   local: commands run on this machine, 45s each" in out
     assert "at most 2 kernels," in out and "40 model calls per turn" in out
-    assert "--verbose lists them" in out and "terminal.cwd" not in out
+    assert "--verbose lists them" in out and "terminal.home_mode" not in out
     for secret in KEYS.values():
         assert secret not in out and secret not in done.stderr
     verbose = run_cli("doctor", "--offline", "--verbose", env=KEYS)
     assert verbose.returncode == 0
-    for key in ("terminal.cwd", "terminal.container_memory", "approvals.cron_mode", "agent.reasoning_effort",
+    for key in ("terminal.home_mode", "terminal.lifetime_seconds", "approvals.cron_mode", "agent.reasoning_effort",
                 "memory", "display", "delegation"):
         assert f"\n             {key}\n" in verbose.stdout
     report = json.loads(run_cli("doctor", "--offline", "--json", env=KEYS).stdout)
@@ -339,7 +343,7 @@ def test_doctor_without_a_config_says_defaults(hermes_home: Path) -> None:
 
 def test_doctor_reports_notices_and_problems(hermes_home: Path) -> None:
     config = hermes_home / "config.yaml"
-    config.write_text("code_execution:\n  timout: 3\nterminal:\n  backend: docker\n")
+    config.write_text("code_execution:\n  timout: 3\nterminal:\n  backend: modal\n")
     done = run_cli("doctor")
     assert done.returncode == 1
     assert "notice     unknown config key code_execution.timout (ignored): did you mean timeout?" in done.stdout
@@ -415,22 +419,22 @@ async def test_the_app_shows_the_refusal_once_and_runs_nothing(hermes_home: Path
     from hermes_tui.tui.app import HermesApp
     from hermes_tui.tui.widgets.conversation import PromptInput
 
-    config = parse_config("terminal:\n  backend: ssh\ncode_execution:\n  timout: 3\n")
+    config = parse_config("terminal:\n  backend: daytona\ncode_execution:\n  timout: 3\n")
     app = HermesApp(config, cwd=str(tmp_path), home=hermes_home)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause(0.3)
         notes = [str(n.render()) for n in app.query(".note.warning")]
         assert notes == ["unknown config key code_execution.timout (ignored): did you mean timeout?",
-                         REFUSAL.replace("docker", "ssh")]
+                         REFUSAL.replace("modal", "daytona")]
         prompt = app.query_one(PromptInput)
         prompt.focus()
         prompt.insert(f"!touch {tmp_path / 'ran'}")
         await pilot.press("enter")
         for _ in range(100):
-            if any("terminal.backend is ssh" in str(n.render()) for n in app.query(".note.error")) \
+            if any("terminal.backend is daytona" in str(n.render()) for n in app.query(".note.error")) \
                     or len(app.query(".note")) > 2:
                 break
             await pilot.pause(0.05)
         await pilot.pause(0.3)
         assert not (tmp_path / "ran").exists()
-        assert sum(REFUSAL.replace("docker", "ssh") == str(n.render()) for n in app.query(".note.warning")) == 1
+        assert sum(REFUSAL.replace("modal", "daytona") == str(n.render()) for n in app.query(".note.warning")) == 1

@@ -261,7 +261,7 @@ async def test_kernels_table_shows_the_useful_columns_first(hermes_home: Path, t
         table = app.query_one("#kernel-table", KernelTable)
         labels = list(table.columns)
         assert labels[:5] == ["state", "id", "idle", "reaped in", "memory"]
-        assert labels[5:] == ["session", "mode", "sandbox", "pid", "runs", "flags", "cwd", "python"]
+        assert labels[5:] == ["session", "mode", "sandbox", "pid", "runs", "flags", "cwd", "python", "where"]
         await pilot.pause()
         # Issue 32: the columns drawn fit the pane; at 80 columns state, id, the session (a
         # sub-agent's kernel shows there under its parent's) and memory; Right shows the next.

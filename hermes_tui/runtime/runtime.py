@@ -375,8 +375,9 @@ class Runtime:
         return kernel
 
     async def kernel_memory(self) -> dict[str, int]:
-        """Resident memory in bytes of each live kernel (read off /proc in a thread)."""
-        pids = {k.id: k.pid for k in self.kernels() if k.pid}
+        """Resident memory in bytes of each live kernel (read off /proc in a thread; a kernel
+        elsewhere is left out: the process here is only its relay)."""
+        pids = {k.id: k.pid for k in self.kernels() if k.pid and k.where == "local"}
 
         def read() -> dict[str, int]:
             page = os.sysconf("SC_PAGE_SIZE")

@@ -116,8 +116,11 @@ class DockerBackend(Backend):
             elif code != 0:
                 code, out, err = await run_client(self.create_args(name, session, host_cwd), env=env, timeout=120)
                 if code != 0:
+                    said = last_line(err) or f"exit {code}"
+                    fix = ("the image has no python3: kernels need Python 3 in the image"
+                           if "executable file not found" in said else FIX)
                     raise BackendError(f"docker: cannot start a container of {self.terminal.docker_image}: "
-                                       f"{last_line(err) or 'exit ' + str(code)} ({FIX})")
+                                       f"{said} ({fix})")
             code, out, err = await run_client(["docker", "inspect", "-f", "{{.State.Running}} {{.Id}}", name],
                                               env=env, timeout=30)
         except FileNotFoundError:

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 GLYPHS = {"idle": "○", "busy": "●", "interrupting": "◐", "starting": "◍", "dead": "⨂", "error": "☹"}
 COLUMNS = ("state", "id", "idle", "reaped in", "memory", "session", "mode", "sandbox", "pid", "runs", "flags",
-           "cwd", "python")
+           "cwd", "python", "where")
 """The cells of a row, each column's key its label."""
-SHOWN_ORDER = (0, 1, 5, 4, 2, 3, 6, 7, 8, 9, 10, 11, 12)
+SHOWN_ORDER = (0, 1, 5, 4, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13)
 """The columns left to right, the most useful first: state and id always, then the session (a
 sub-agent's kernel shows as ``└ NAME`` there), memory, idle time and countdown; as many as fit
 the pane (at 80 columns: state, id and the session), the rest to the right (Left/Right move
@@ -112,7 +112,7 @@ class KernelsPane(FocusFrame, Vertical):
         # characters as escapes (kernel_table.cell_text), never as markup.
         return (GLYPHS.get(info.state, "?"), info.id, short_duration(idle) if idle else "—", countdown,
                 _memory(memory.get(info.id)), session_cell(info, under_parent), info.mode, info.sandbox, str(info.pid or "—"),
-                str(info.execution_count), flags, info.cwd, info.interpreter)
+                str(info.execution_count), flags, info.cwd, info.interpreter, info.where)
 
     def compose(self) -> ComposeResult:
         return iter(())  # the table comes right after the first frame (on_mount)

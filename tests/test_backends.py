@@ -1,0 +1,293 @@
+"""Kernels where the work is: the engine's contract on ``local``, ``docker`` and ``ssh``.
+
+Real parts: a dockerd (started if none answers) with an offline image that borrows the host's
+``/usr`` read-only, and an sshd of the test run's own on 127.0.0.1 (``conftest.py``). The same
+tests run on each backend: state across calls, head/tail capture and spill, the timeout, an
+interrupt that keeps state, tool calls from the script acting where the kernel is, approvals
+of ``terminal()`` (asked here), the environment scrub, idle reaping; then the fallbacks, and
+what is left behind (nothing) when kernels end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import Approver
+from hermes_tui.config import parse_config
+from hermes_tui.runtime.runtime import Runtime
+from helpers.backends import NO_PYTHON_IMAGE, TEST_IMAGE
+
+BACKENDS = ["local", "docker", "ssh"]
+SECRET = "sk-host-secret-" + uuid.uuid4().hex[:8]
+
+
+def _docker_yaml(mounts: list[str], image: str = TEST_IMAGE, extra: str = "") -> str:
+    args = json.dumps([*mounts, "--tmpfs", "/tmp", "--tmpfs", "/work"])
+    return f"terminal:\n  backend: docker\n  docker_image: {image}\n  docker_extra_args: {args}\n  cwd: /work\n{extra}"
+
+
+def _ssh_yaml(server, folder: str, extra: str = "") -> str:
+    return (f"terminal:\n  backend: ssh\n  ssh_host: {server.host}\n  ssh_user: {server.user}\n"
+            f"  ssh_port: {server.port}\n  ssh_key: {server.key}\n  cwd: {folder}\n{extra}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, tmp_path: Path):
+    """(name, YAML of its terminal section, where a script's files land as seen from here or None)."""
+    name = request.param
+    if name == "local":
+        return name, lambda extra="": "terminal:\n  backend: local\n" + extra, tmp_path
+    if name == "docker":
+        mounts = request.getfixturevalue("docker_daemon")
+        return name, lambda extra="": _docker_yaml(mounts, extra=extra), None
+    server = request.getfixturevalue("ssh_server")
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    return name, lambda extra="": _ssh_yaml(server, str(folder), extra), folder
+
+
+async def _runtime(yaml_text: str, home: Path, **kwargs) -> Runtime:
+    return await Runtime(parse_config(yaml_text), home=home, **kwargs).start()
+
+
+async def test_state_persists_and_the_kernel_says_where_it_runs(backend, hermes_home: Path, tmp_path: Path) -> None:
+    name, yaml, _ = backend
+    rt = await _runtime(yaml(), hermes_home)
+    try:
+        first = await rt.execute_code("import socket; x = 41\nprint(socket.gethostname())", session="s",
+                                      cwd=tmp_path)
+        assert first.status == "success", first.error
+        second = await rt.execute_code("x += 1\nprint(x)", session="s", cwd=tmp_path)
+        assert second.output == "42\n" and second.kernel.reused
+        (info,) = rt.kernels()
+        if name == "docker":
+            assert info.where.startswith("docker:") and info.sandbox == "docker"
+            assert first.output.strip() == info.where.split(":")[1]  # the container's hostname is its id
+        elif name == "ssh":
+            assert info.where == "ssh:root@127.0.0.1" and info.sandbox == "ssh: none on the remote"
+        else:
+            assert info.where == "local"
+    finally:
+        await rt.aclose()
+
+
+async def test_big_output_is_capped_head_and_tail_and_spilled_whole(backend, hermes_home: Path, tmp_path) -> None:
+    _, yaml, _ = backend
+    rt = await _runtime(yaml(), hermes_home)
+    try:
+        result = await rt.execute_code("for i in range(20000):\n    print(f'line {i:05d}')", session="s",
+                                       cwd=tmp_path)
+        assert result.status == "success" and result.stdout_truncated
+        assert result.output.startswith("line 00000\n") and result.output.rstrip().endswith("line 19999")
+        spilled = Path(result.stdout_spill_path).read_text()
+        assert spilled.count("\n") == 20000 and "line 10000\n" in spilled
+    finally:
+        await rt.aclose()
+
+
+async def test_timeout_kills_and_the_next_call_gets_a_fresh_kernel(backend, hermes_home: Path, tmp_path) -> None:
+    _, yaml, _ = backend
+    rt = await _runtime(yaml(), hermes_home)
+    try:
+        await rt.execute_code("y = 7", session="s", cwd=tmp_path)
+        result = await rt.execute_code("import time\nprint('started', flush=True)\ntime.sleep(30)", session="s",
+                                       cwd=tmp_path, timeout=2)
+        assert result.status == "timeout" and result.error == "Script timed out after 2s and was killed."
+        assert result.output.startswith("started")
+        after = await rt.execute_code("print('y' in globals())", session="s", cwd=tmp_path)
+        assert after.output == "False\n" and "timed out" in (after.warning or "")
+    finally:
+        await rt.aclose()
+
+
+async def test_an_interrupt_stops_the_script_and_keeps_the_state(backend, hermes_home: Path, tmp_path) -> None:
+    _, yaml, _ = backend
+    rt = await _runtime(yaml(), hermes_home)
+    try:
+        await rt.execute_code("kept = [1, 2, 3]", session="s", cwd=tmp_path)
+        running = asyncio.create_task(rt.execute_code(
+            "import time\nfor i in range(600):\n    print(i, flush=True)\n    time.sleep(0.05)", session="s",
+            cwd=tmp_path))
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if any(k.state == "busy" for k in rt.kernels()):
+                break
+        await asyncio.sleep(0.5)
+        assert await rt.interrupt("s") == 1
+        result = await asyncio.wait_for(running, 30)
+        assert result.status == "interrupted" and "KeyboardInterrupt" in result.output
+        after = await rt.execute_code("print(sum(kept))", session="s", cwd=tmp_path)
+        assert after.output == "6\n" and after.kernel.reused
+    finally:
+        await rt.aclose()
+
+
+TOOLS_SCRIPT = """
+from hermes_tools import read_file, write_file, patch, search_files, terminal
+print(write_file("notes/a.txt", "alpha\\nbeta\\n")["bytes_written"])
+print(patch(path="notes/a.txt", old_string="beta", new_string="gamma")["replacements"])
+print(read_file("notes/a.txt")["content"], end="")
+print([m["path"] for m in search_files("gamma", path=".")["matches"]])
+print(terminal("cat notes/a.txt | wc -l; hostname")["output"], end="")
+"""
+
+
+async def test_tool_calls_from_the_script_act_where_the_kernel_is(backend, hermes_home: Path, tmp_path) -> None:
+    name, yaml, here = backend
+    rt = await _runtime(yaml("approvals:\n  mode: off\n"), hermes_home)
+    try:
+        result = await rt.execute_code(TOOLS_SCRIPT, session="s", cwd=tmp_path)
+        assert result.status == "success", result.error or result.output
+        lines = result.output.splitlines()
+        assert lines[:5] == ["11", "1", "     1|alpha", "     2|gamma", "['notes/a.txt']"]
+        assert lines[5] == "2" and result.tool_calls_made == 5
+        if here is not None:  # local and ssh (the "remote" host is this machine): the file is there
+            assert (here / "notes" / "a.txt").read_text() == "alpha\ngamma\n"
+        else:  # docker: in the container only, never on this machine
+            assert not (tmp_path / "notes").exists() and not Path("/work/notes/a.txt").exists()
+            (info,) = rt.kernels()
+            assert lines[6] == info.where.split(":")[1]
+    finally:
+        await rt.aclose()
+
+
+async def test_terminal_is_asked_here_and_a_denied_command_never_runs_there(backend, hermes_home: Path,
+                                                                             tmp_path) -> None:
+    _, yaml, _ = backend
+    approver = Approver("deny", "not now")
+    rt = await _runtime(yaml("approvals:\n  mode: manual\n"), hermes_home, approver=approver)
+    try:
+        result = await rt.execute_code(
+            "from hermes_tools import terminal\nimport os\n"
+            "print(terminal('rm -rf ./victim && touch denied-ran')['error'])\n"
+            "print(os.path.exists('denied-ran'))", session="s", cwd=tmp_path)
+        assert result.status == "success", result.error
+        assert result.output.splitlines()[-1] == "False" and "BLOCKED" in result.output
+        assert [r.kind for r in approver.asked] == ["terminal"]
+        assert approver.asked[0].text == "rm -rf ./victim && touch denied-ran"
+    finally:
+        await rt.aclose()
+
+
+async def test_no_host_secret_reaches_the_kernel_only_forwarded_names(backend, hermes_home: Path, tmp_path) -> None:
+    name, yaml, _ = backend
+    forward = {"docker": "  docker_forward_env: [HERMES_TEST_FORWARDED]\n",
+               "ssh": "  env_passthrough: [HERMES_TEST_FORWARDED]\n",
+               "local": "  env_passthrough: [HERMES_TEST_FORWARDED]\n"}[name]
+    text = yaml().replace("terminal:\n", "terminal:\n" + forward, 1)
+    env = {**os.environ, "OPENAI_API_KEY": SECRET, "HERMES_TEST_FORWARDED": "forwarded-value"}
+    rt = await _runtime(text, hermes_home, host_env=env)
+    try:
+        result = await rt.execute_code(
+            "import os\nfrom hermes_tools import terminal\n"
+            "print(os.environ.get('OPENAI_API_KEY'), os.environ.get('HERMES_TEST_FORWARDED'))\n"
+            "print(terminal('echo ${OPENAI_API_KEY:-none}')['output'], end='')", session="s", cwd=tmp_path)
+        assert result.status == "success", result.error
+        assert result.output == "None forwarded-value\nnone\n"
+        assert SECRET not in result.output
+    finally:
+        await rt.aclose()
+
+
+async def test_an_idle_kernel_is_reaped_and_leaves_nothing_behind(backend, hermes_home: Path, tmp_path,
+                                                                  request) -> None:
+    name, yaml, _ = backend
+    rt = await _runtime(yaml("code_execution:\n  kernel_idle_timeout: 1\n"), hermes_home)
+    try:
+        await rt.execute_code("z = 1", session="s", cwd=tmp_path)
+        (info,) = rt.kernels()
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if not rt.kernels():
+                break
+        assert not rt.kernels()
+        await asyncio.sleep(0.5)
+        if name == "docker":
+            names = subprocess.run(["docker", "ps", "-a", "--format", "{{.ID}}"], capture_output=True,
+                                   text=True).stdout
+            assert info.where.split(":")[1] not in names  # its container went with it
+        if name == "ssh":  # nothing its login started is left on the host (sshd itself stays)
+            server = request.getfixturevalue("ssh_server")
+            assert server.pids() == [server.process.pid]
+    finally:
+        await rt.aclose()
+
+
+# -- fallbacks: said out loud, never run here ----------------------------------------------
+
+
+async def test_an_image_without_python_fails_in_one_line_and_nothing_runs_here(docker_daemon, hermes_home: Path,
+                                                                             tmp_path) -> None:
+    rt = await _runtime(_docker_yaml([], image=NO_PYTHON_IMAGE), hermes_home)
+    marker = tmp_path / "ran-here"
+    try:
+        result = await rt.execute_code(f"open({str(marker)!r}, 'w').write('x')", session="s", cwd=tmp_path)
+        assert result.status == "error" and "\n" not in (result.error or "")
+        assert result.error.startswith("docker: cannot start a container of hermes-tui-test:nopy: ")
+        assert result.error.endswith("(the image has no python3: kernels need Python 3 in the image)")
+        assert not marker.exists() and not rt.kernels()
+    finally:
+        await rt.aclose()
+
+
+async def test_a_host_without_python3_says_so_and_runs_nothing_here(ssh_server_no_python, hermes_home: Path,
+                                                                   tmp_path) -> None:
+    rt = await _runtime(_ssh_yaml(ssh_server_no_python, str(tmp_path)), hermes_home)
+    marker = tmp_path / "ran-here"
+    try:
+        result = await rt.execute_code(f"open({str(marker)!r}, 'w').write('x')", session="s", cwd=tmp_path)
+        assert result.status == "error"
+        assert "No session kernel could start on ssh" in (result.warning or "")
+        assert "standalone" in result.warning and "python3" in result.output
+        assert not marker.exists()
+    finally:
+        await rt.aclose()
+
+
+async def test_an_unreachable_ssh_host_fails_with_what_ssh_said(hermes_home: Path, tmp_path) -> None:
+    text = ("terminal:\n  backend: ssh\n  ssh_host: 127.0.0.1\n  ssh_port: 1\n  ssh_user: root\n")
+    rt = await _runtime(text, hermes_home)
+    try:
+        result = await rt.execute_code("print(1)", session="s", cwd=tmp_path)
+        assert result.status == "error" and "Connection refused" in (result.output + (result.error or ""))
+        assert "No session kernel could start on ssh" in (result.warning or "")
+    finally:
+        await rt.aclose()
+
+
+@pytest.mark.parametrize("name", ["modal", "daytona", "singularity"])
+async def test_backends_that_cannot_be_reached_from_here_are_refused_naming_the_supported(
+        name: str, hermes_home: Path, tmp_path) -> None:
+    rt = await _runtime(f"terminal:\n  backend: {name}\n", hermes_home)
+    try:
+        result = await rt.execute_code("print(1)", session="s", cwd=tmp_path)
+        assert result.status == "error" and not rt.kernels()
+        assert result.error == (f"terminal.backend is {name}: hermes-tui runs kernels and commands on local, docker "
+                                "or ssh only (it cannot reach the others from here); set terminal.backend to one "
+                                "of those")
+    finally:
+        await rt.aclose()
+
+
+async def test_a_docker_container_is_confined(docker_daemon, hermes_home: Path, tmp_path) -> None:
+    rt = await _runtime(_docker_yaml(docker_daemon), hermes_home)
+    try:
+        result = await rt.execute_code(
+            "import socket\nprint(open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+            "print(open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0])\n"
+            "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError as e:\n"
+            "    print('no network')", session="s", cwd=tmp_path)
+        assert result.output.split() == ["0000000000000000", "1", "no", "network"], result.output
+        (info,) = rt.kernels()
+        inspect = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.PidsLimit}}",
+                                  info.where.split(":")[1]], capture_output=True, text=True)
+        assert inspect.stdout.strip() == "512"
+    finally:
+        await rt.aclose()
