@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ class Backend:
     def where(self, place: Place | None) -> str:
         return "local"
 
-    def client_env(self, host_env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    def client_env(self, host_env: Mapping[str, str]) -> dict[str, str]:
         return {name: host_env[name] for name in CLIENT_NAMES if name in host_env}
 
     def forwarded(self, host_env: Any) -> dict[str, str]:

@@ -69,7 +69,7 @@ class Relay(object):
         self.code = None
 
     def send(self, kind, channel, data=b""):
-        _write_all(self.client.stdin.fileno(), HEADER.pack(ord(kind), channel, len(data)) + data)
+        _write_all(self.client_in, HEADER.pack(ord(kind), channel, len(data)) + data)
 
     def run(self):
         setup = self.spec["setup"]
@@ -83,6 +83,8 @@ class Relay(object):
             self.spec["client"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
             start_new_session=True, preexec_fn=_die_with_parent, close_fds=True, pass_fds=(), bufsize=0,
         )
+        assert self.client.stdin is not None and self.client.stdout is not None
+        self.client_in, self.client_out = self.client.stdin.fileno(), self.client.stdout.fileno()
         signal.signal(signal.SIGINT, self.on_sigint)
         signal.signal(signal.SIGTERM, self.on_sigterm)
         try:
@@ -107,7 +109,7 @@ class Relay(object):
             pass
 
     def loop(self):
-        client_out = self.client.stdout.fileno()
+        client_out = self.client_out
         while True:
             watched = [client_out, self.ctrl_in, self.lifeline, self.wake_r] + list(self.by_socket)
             try:
@@ -202,7 +204,8 @@ class Relay(object):
         except OSError:
             pass
         try:
-            self.client.stdin.close()
+            if self.client.stdin is not None:
+                self.client.stdin.close()
         except OSError:
             pass
         try:

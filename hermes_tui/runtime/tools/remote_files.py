@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +211,7 @@ async def _search(ctx: ToolContext, args: SearchArgs, root: str) -> dict[str, An
     return result
 
 
-HANDLERS = {"read_file": read_file, "write_file": write_file, "patch": patch, "search_files": search_files}
+HANDLERS: dict[str, Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]] = {"read_file": read_file, "write_file": write_file, "patch": patch, "search_files": search_files}
 """The file tools' remote versions (terminal() checks ``ctx.remote`` itself)."""
 
 
