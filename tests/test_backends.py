@@ -291,3 +291,103 @@ async def test_a_docker_container_is_confined(docker_daemon, hermes_home: Path, 
         assert inspect.stdout.strip() == "512"
     finally:
         await rt.aclose()
+
+
+# -- doctor ---------------------------------------------------------------------------------
+
+
+def _doctor(home: Path, yaml_text: str) -> subprocess.CompletedProcess[str]:
+    import sys
+    (home / "config.yaml").write_text(yaml_text)
+    return subprocess.run([sys.executable, "-m", "hermes_tui", "doctor", "--offline"], capture_output=True, text=True,
+                          env={**os.environ, "HERMES_HOME": str(home)}, timeout=120)
+
+
+def test_doctor_checks_the_ssh_host_and_starts_a_kernel_there(ssh_server, hermes_home: Path, tmp_path) -> None:
+    done = _doctor(hermes_home, _ssh_yaml(ssh_server, str(tmp_path)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"terminal   ssh: kernels and commands run on root@127.0.0.1:{ssh_server.port} (cwd {tmp_path} there)" \
+        in done.stdout
+    assert f"✓ backend    ssh root@127.0.0.1:{ssh_server.port} answers (a login in " in done.stdout
+    assert "✓ kernel     started on ssh, ran print(1) and read_file in " in done.stdout
+
+
+def test_doctor_says_a_missing_image_is_not_pulled(docker_daemon, hermes_home: Path) -> None:
+    done = _doctor(hermes_home, _docker_yaml(docker_daemon, image="hermes-tui-test:absent"))
+    assert done.returncode == 1
+    assert "✗ backend    docker " in done.stdout and "image hermes-tui-test:absent is not on this machine" in done.stdout
+    assert "docker pull hermes-tui-test:absent (hermes-tui never pulls)" in done.stdout
+    good = _doctor(hermes_home, _docker_yaml(docker_daemon))
+    assert good.returncode == 0, good.stdout
+    assert f"image {TEST_IMAGE} present; containers run with every capability dropped" in good.stdout
+    assert "✓ kernel     started on docker" in good.stdout
+
+
+# -- the relay: big scripts, big files, threads ----------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+async def test_a_megabyte_script_a_big_file_and_calls_from_threads_cross_the_relay(name, request, hermes_home: Path,
+                                                                                   tmp_path) -> None:
+    if name == "docker":
+        text = _docker_yaml(request.getfixturevalue("docker_daemon"), extra="approvals:\n  mode: off\n")
+    else:
+        text = _ssh_yaml(request.getfixturevalue("ssh_server"), str(tmp_path), "approvals:\n  mode: off\n")
+    rt = await _runtime(text, hermes_home)
+    try:
+        big_script = "".join(f"v{i} = {i}  # {'x' * 90}\n" for i in range(10_000)) + "print(v9999)\n"
+        result = await rt.execute_code(big_script, session="s", cwd=tmp_path)
+        assert result.status == "success" and result.output == "9999\n", result.error
+        result = await rt.execute_code(
+            "from hermes_tools import write_file, read_file\nimport hashlib, threading\n"
+            "data = ''.join(f'{i:08d}\\n' for i in range(600_000))\n"  # 5.4 MB
+            "print(write_file('big.txt', data)['bytes_written'])\n"
+            "print(hashlib.sha256(open('big.txt').read().encode()).hexdigest() == "
+            "hashlib.sha256(data.encode()).hexdigest())\n"
+            "seen = []\n"
+            "def reader(n):\n    seen.append(read_file('big.txt', offset=n * 1000 + 1, limit=1)['content'])\n"
+            "threads = [threading.Thread(target=reader, args=(n,)) for n in range(8)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "print(sorted(seen) == [f'{n * 1000 + 1:>6}|{n * 1000:08d}\\n' for n in range(8)])", session="s",
+            cwd=tmp_path)
+        assert result.status == "success", result.error or result.output
+        assert result.output.splitlines() == ["5400000", "True", "True"] and result.tool_calls_made == 9
+    finally:
+        await rt.aclose()
+
+
+async def test_a_persistent_container_keeps_its_files_for_the_session(docker_daemon, hermes_home: Path,
+                                                                      tmp_path) -> None:
+    text = _docker_yaml(docker_daemon, extra="  container_persistent: true\n").replace("--tmpfs\", \"/work\"",
+                                                                                     "--tmpfs\", \"/srv\"")
+    text = text.replace("cwd: /work", "cwd: /root")
+    rt = await _runtime(text, hermes_home)
+    try:
+        await rt.execute_code("open('kept.txt', 'w').write('still here')", session="p", cwd=tmp_path)
+        (info,) = rt.kernels()
+    finally:
+        await rt.aclose()
+    short = info.where.split(":")[1]
+    listed = subprocess.run(["docker", "ps", "-a", "--format", "{{.ID}} {{.State}}"], capture_output=True,
+                            text=True).stdout
+    assert f"{short} exited" in listed  # stopped, not removed
+    rt = await _runtime(text, hermes_home)
+    try:
+        result = await rt.execute_code("print(open('kept.txt').read())", session="p", cwd=tmp_path)
+        assert result.output == "still here\n" and rt.kernels()[0].where == info.where
+    finally:
+        await rt.aclose()
+        subprocess.run(["docker", "rm", "-f", short], capture_output=True)
+
+
+async def test_closing_the_runtime_removes_the_sessions_containers(docker_daemon, hermes_home: Path, tmp_path) -> None:
+    rt = await _runtime(_docker_yaml(docker_daemon), hermes_home)
+    try:
+        for session in ("a", "b"):
+            await rt.execute_code("x = 1", session=session, cwd=tmp_path)
+        shorts = [k.where.split(":")[1] for k in rt.kernels()]
+        assert len(set(shorts)) == 2  # a container per session
+    finally:
+        await rt.aclose()
+    listed = subprocess.run(["docker", "ps", "-a", "--format", "{{.ID}}"], capture_output=True, text=True).stdout
+    assert not any(short in listed for short in shorts)

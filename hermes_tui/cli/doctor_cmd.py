@@ -118,7 +118,8 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None, *, 
                       "command_allowlist": len(config.command_allowlist), "deny": list(config.approvals.deny),
                       "unmapped": [{"entry": entry, "why": why}
                                    for entry, why in unmapped_allowlist_entries(config.command_allowlist)]},
-        "terminal": {"backend": config.terminal.backend, "refused": refusal, "timeout": config.terminal.timeout},
+        "terminal": {"backend": config.terminal.backend, "refused": refusal, "timeout": config.terminal.timeout,
+                     "where": _where(config), "cwd": shown(config.terminal.cwd)},
         "sandbox": sandbox,
         "limits": {"script_timeout": run.timeout, "max_tool_calls": run.max_tool_calls,
                    "max_session_kernels": run.max_session_kernels, "kernel_idle_timeout": run.kernel_idle_timeout,
@@ -170,6 +171,12 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
     terminal = report["terminal"]
     if terminal["refused"]:
         line("terminal", f"{terminal['backend']}: REFUSED — no command or script runs")
+    elif terminal["backend"] == "docker":
+        line("terminal", f"docker: kernels and commands run in a container of {terminal['where']} per session "
+                         f"(cwd {terminal['cwd']} there), {terminal['timeout']:g}s each")
+    elif terminal["backend"] == "ssh":
+        line("terminal", f"ssh: kernels and commands run on {terminal['where']} (cwd {terminal['cwd']} there), "
+                         f"{terminal['timeout']:g}s each")
     else:
         line("terminal", f"local: commands run on this machine, {terminal['timeout']:g}s each")
     _print_sandbox(line, report["sandbox"])
@@ -217,3 +224,13 @@ def _print_sandbox(line: Callable[[str, object], None], sandbox: dict[str, Any])
         if sandbox["deny_read"]:
             said.append("deny_read: " + ", ".join(sandbox["deny_read"]))
     line("sandbox", "; ".join(said))
+
+
+def _where(config: Any) -> str:
+    """The image (docker) or ``user@host:port`` (ssh) kernels run on; ``this machine``."""
+    terminal = config.terminal
+    if terminal.backend == "docker":
+        return shown(terminal.docker_image)
+    if terminal.backend == "ssh":
+        return shown(f"{terminal.ssh_user + '@' if terminal.ssh_user else ''}{terminal.ssh_host}:{terminal.ssh_port}")
+    return "this machine"

@@ -291,7 +291,8 @@ class Executor:
         kernel = self.pool.get(kernel_id) if kernel_id else None
         context = self.launcher.tool_context(cwd=cwd, env=env, session=key.session, origin=origin,
                                              kernel_id=kernel_id, exec_id=exec_id, call_id=call_id, tmpdir=tmpdir,
-                                             place=kernel.place if kernel is not None else None)
+                                             place=kernel.place if kernel is not None else None,
+                                             far=kernel.far if kernel is not None and kernel.place else None)
         if context.remote is not None and kernel is None:
             context.remote.host_cwd = key.host_cwd
             context.cwd = context.workspace = key.cwd

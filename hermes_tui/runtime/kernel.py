@@ -5,6 +5,7 @@ that runs the stdlib-only driver, a persistent ``__main__`` running one script a
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -133,6 +134,10 @@ class Kernel(ChildProcess):
         """Environment names let in by exact name when the kernel started (stale-env check)."""
         self._ready: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._inspections: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}
+        self._far: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        """File operations sent to the kernel's place (:meth:`far`), by id, until answered."""
+        self._send_lock = asyncio.Lock()
+        """One control line at a time (a script's and a file operation's never interleave)."""
         self._ctrl_in = -1
         self._lifeline = -1
 
@@ -261,6 +266,11 @@ class Kernel(ChildProcess):
         os.set_blocking(self._ctrl_in, False)
 
     def _on_reply(self, message: dict[str, Any]) -> None:
+        if message.get("op") == "far" and isinstance(message.get("reply"), dict):
+            answered = self._far.get(str(message["reply"].get("id")))
+            if answered is not None and not answered.done():
+                answered.set_result(message["reply"])
+            return
         if message.get("op") == "ready" and not self._ready.done():
             self._ready.set_result(message)
         elif message.get("op") == "inspect":
@@ -351,7 +361,44 @@ class Kernel(ChildProcess):
             raise KernelGone(self.id) from None
         return future
 
+    async def far(self, spec: dict[str, Any], data: bytes = b"", timeout: float = 120.0) -> tuple[dict[str, Any], bytes]:
+        """One file operation (``backends/remote.py``'s ``operate``) at the kernel's place, over
+        its own connection, beside the running script: (its answer, the bytes read). Raises
+        :class:`KernelGone` or ``TimeoutError``."""
+        if self.place is None or not self.alive or self._ctrl_in < 0:
+            raise KernelGone(self.id)
+        request_id = secrets.token_hex(8)
+        waiter: asyncio.Future[dict[str, Any]] = self.loop.create_future()
+        self._far[request_id] = waiter
+        line = json.dumps({"op": "far", "id": request_id, "spec": spec,
+                           "data": base64.b64encode(data).decode("ascii")}) + "\n"
+        try:
+            try:
+                await self._send(line.encode("utf-8"))
+            except OSError:
+                raise KernelGone(self.id) from None
+            ended: asyncio.Future[Any] = self.exited
+            done, _ = await asyncio.wait({waiter, ended}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._far.pop(request_id, None)
+        if waiter not in done:
+            waiter.cancel()
+            if self.exited.done():
+                raise KernelGone(self.id)
+            raise TimeoutError(f"kernel {self.id}: no answer within {timeout:g}s")
+        reply = waiter.result()
+        answer = reply.get("answer")
+        try:
+            payload = base64.b64decode(str(reply.get("data") or ""), validate=True)
+        except ValueError:
+            payload = b""
+        return (answer if isinstance(answer, dict) else {"error": "a malformed answer", "errno": ""}), payload
+
     async def _send(self, data: bytes) -> None:
+        async with self._send_lock:
+            await self._send_unlocked(data)
+
+    async def _send_unlocked(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             fd = self._ctrl_in

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalGate
@@ -153,7 +154,9 @@ class Launcher:
         self, folder: Path, token: str, tools: tuple[str, ...], current: Callable[[], ExecBudget | None]
     ) -> RpcServer:
         host = ToolHost(token, tools, current, counted=self._counter(asyncio.get_running_loop()))
-        return await open_rpc(self.config.code_execution.rpc_transport, host, folder)
+        # A kernel elsewhere reaches the tools through its relay, which speaks the socket's protocol.
+        transport = "socket" if self.backend.remote else self.config.code_execution.rpc_transport
+        return await open_rpc(transport, host, folder)
 
     def _counter(self, loop: asyncio.AbstractEventLoop) -> Callable[[str, ExecBudget], None]:
         """Announces each counted tool call as an event, from whichever thread counted it."""
@@ -174,11 +177,12 @@ class Launcher:
     def tool_context(
         self, *, cwd: str, env: dict[str, str], session: str, origin: Origin, kernel_id: str | None = None,
         exec_id: str | None = None, call_id: str | None = None, tmpdir: str | None = None,
-        place: Place | None = None,
+        place: Place | None = None, far: Any = None,
     ) -> ToolContext:
         """Where and for whom a tool call runs (a script's, or a top-level one). On a remote
         backend ``cwd`` is this machine's folder of a top-level call (the call then acts in
-        ``terminal.cwd`` there) or, with the kernel's ``place``, the kernel's cwd there."""
+        ``terminal.cwd`` there) or, with the kernel's ``place``, the kernel's cwd there (and
+        ``far``, its ``Kernel.far``: file operations over its own connection)."""
         context = ToolContext(
             cwd=cwd, env=env, config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
             kernel_id=kernel_id, exec_id=exec_id, origin=origin, call_id=call_id, sandbox=self.sandbox,
@@ -189,7 +193,7 @@ class Launcher:
             host_cwd = place_cwd = cwd
             if place is None:
                 place_cwd = backend.remote_cwd()
-            context.remote = Remote(backend, session, host_cwd, place, env=backend.forwarded(self.host_env))
+            context.remote = Remote(backend, session, host_cwd, place, env=backend.forwarded(self.host_env), via=far)
             context.cwd = context.workspace = place_cwd
             context.env = backend.client_env(self.host_env)
             context.sandbox = None  # the backend is the boundary: the host's sandbox is not where it runs

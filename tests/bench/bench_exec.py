@@ -1,6 +1,7 @@
 """Benchmark of the session-kernel engine. Prints figures; asserts nothing.
 
     python tests/bench/bench_exec.py [--flood-mb 200] [--floods 5] [--warm 200]
+    python tests/bench/bench_exec.py --backend docker|ssh [--backend-rounds 8] [--warm 200]
 
 Figures: warm `print(1)` median (and p90) over N calls on one kernel, cold first call
 (median of fresh sessions, kernel start included), a flood of N MB through the head/tail
@@ -322,8 +323,68 @@ def process_per_call(calls: int = 20) -> None:
     print(f"for scale: a new Python process per call, median of {calls}: {ms(statistics.median(times))}")
 
 
+BACKEND_TOOLS = ("from hermes_tools import read_file\nfor _ in range(50):\n    read_file('data.txt')\n")
+
+
+async def backend_side(name: str, rounds: int, warm: int) -> None:
+    """Issue 34: ``local`` beside ``docker`` or ``ssh`` (a real dockerd with the tests' offline
+    image, or an sshd of its own on 127.0.0.1): cold start (a new session's first call, its
+    container or connection included), warm ``print(1)``, a script making 50 ``read_file`` calls."""
+    import json
+    import statistics
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from helpers.backends import HOST_MOUNTS, TEST_IMAGE, SshServer, ensure_dockerd, ensure_images
+
+    from hermes_tui.config import parse_config
+    from hermes_tui.runtime.runtime import Runtime
+
+    server = None
+    work = tempfile.mkdtemp(prefix="hermes-bench-remote-")
+    Path(work, "data.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+    if name == "docker":
+        ensure_dockerd()
+        ensure_images()
+        args = json.dumps([*HOST_MOUNTS, "-v", f"{work}:{work}"])
+        remote = f"terminal:\n  backend: docker\n  docker_image: {TEST_IMAGE}\n  docker_extra_args: {args}\n"
+    else:
+        server = SshServer()
+        server.start()
+        remote = (f"terminal:\n  backend: ssh\n  ssh_host: {server.host}\n  ssh_user: {server.user}\n"
+                  f"  ssh_port: {server.port}\n  ssh_key: {server.key}\n")
+    remote += f"  cwd: {work}\napprovals:\n  mode: off\n"
+    try:
+        more = "code_execution:\n  max_session_kernels: 100\n"  # no eviction inside a cold start
+        for label, text in (("local", "approvals:\n  mode: off\n" + more), (name, remote + more)):
+            async with Runtime(parse_config(text)) as rt:
+                colds, warms, tools = [], [], []
+                for n in range(rounds):
+                    started = time.perf_counter()
+                    result = await rt.execute_code("print(1)", session=f"cold{n}", cwd=work)
+                    colds.append(time.perf_counter() - started)
+                    assert result.status == "success", result.error
+                for _ in range(warm):
+                    started = time.perf_counter()
+                    await rt.execute_code("print(1)", session="warm", cwd=work)
+                    warms.append(time.perf_counter() - started)
+                for _ in range(max(3, rounds)):
+                    started = time.perf_counter()
+                    result = await rt.execute_code(BACKEND_TOOLS, session="warm", cwd=work)
+                    tools.append(time.perf_counter() - started)
+                    assert result.status == "success" and result.tool_calls_made == 50, result.error
+            print(f"{label:>7}: cold start median {statistics.median(colds) * 1000:7.1f} ms "
+                  f"(min {min(colds) * 1000:.1f}, max {max(colds) * 1000:.1f}); warm print(1) median "
+                  f"{statistics.median(warms) * 1000:6.2f} ms; 50 read_file calls median "
+                  f"{statistics.median(tools) * 1000:7.1f} ms")
+    finally:
+        if server is not None:
+            server.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["docker", "ssh"], help="only local beside this backend (issue 34)")
+    parser.add_argument("--backend-rounds", type=int, default=8, help="cold starts (and tool scripts) per side")
     parser.add_argument("--flood-mb", type=int, default=200)
     parser.add_argument("--floods", type=int, default=5, help="floods (and floors) measured, medians shown")
     parser.add_argument("--warm", type=int, default=200)
@@ -338,6 +399,9 @@ def main() -> None:
             tempfile.TemporaryDirectory(prefix="hermes-bench-project-") as project:
         os.environ["HERMES_HOME"] = home  # never the user's real ~/.hermes
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, HERMES_HOME={home}")
+        if args.backend:
+            asyncio.run(backend_side(args.backend, args.backend_rounds, args.warm))
+            return
         if not args.sandbox_only:
             asyncio.run(bench(args.flood_mb, args.warm, args.cold, args.floods))
             asyncio.run(interrupts(args.interrupts))

@@ -457,11 +457,14 @@ async def check_kernel(config: Any, home: Path) -> Check:
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="hermes-doctor-") as folder:
-            probe = Path(folder) / "probe.txt"
-            probe.write_text(PROBE_TEXT, encoding="utf-8")
-            code = ("from hermes_tools import read_file\nprint(1)\nimport time as _t\n_s = _t.perf_counter()\n"
-                    f"_r = read_file({str(probe)!r})\n"
+            # The probe file is made by the kernel in its own temp dir: where it runs (this
+            # machine, a container, an SSH host), read_file reads there.
+            code = ("from hermes_tools import read_file\nprint(1)\nimport os as _o, tempfile as _f, time as _t\n"
+                    "_p = _o.path.join(_f.mkdtemp(prefix='hermes-doctor-'), 'probe.txt')\n"
+                    f"open(_p, 'w').write({PROBE_TEXT!r})\n"
+                    "_s = _t.perf_counter()\n_r = read_file(_p)\n"
                     "print(round((_t.perf_counter() - _s) * 1000, 1))\n"
+                    "_o.unlink(_p); _o.rmdir(_o.path.dirname(_p))\n"
                     f"print('read' if {PROBE_TEXT.strip()!r} in str(_r) else repr(_r)[:200])\n")
             await runtime.start()
             result = await runtime.execute_code(code, session="doctor", cwd=folder, timeout=KERNEL_TIMEOUT)
@@ -489,7 +492,57 @@ async def check_kernel(config: Any, home: Path) -> Check:
         return fail(name, f"the tool call did not answer as expected: {lines[2]}",
                     "see the answer; the tool channel of the kernel is broken")
     note = f"; {result.warning}" if result.warning else ""
-    return ok(name, f"started, ran print(1) and read_file in {took:.0f} ms (tool call round trip {lines[1]} ms){note}")
+    where = "" if config.terminal.backend == "local" else f" on {config.terminal.backend}"
+    return ok(name, f"started{where}, ran print(1) and read_file in {took:.0f} ms (tool call round trip "
+                    f"{lines[1]} ms){note}")
+
+
+# -- where kernels run -------------------------------------------------------------------------
+
+
+async def check_backend(config: Any, home: Path) -> Check | None:
+    """``terminal.backend`` docker or ssh: the daemon answers and has the image, or the SSH login
+    works (how long it takes is said). None for ``local`` (the kernel check covers it)."""
+    from hermes_tui.config.notes import backend_refusal
+    from hermes_tui.runtime.backends import SshBackend, backend_for
+    from hermes_tui.runtime.backends.base import last_line, run_client
+
+    terminal = config.terminal
+    if terminal.backend not in ("docker", "ssh") or backend_refusal(terminal):
+        return None
+    backend = backend_for(config, home)
+    env = backend.client_env(os.environ)
+    started = time.monotonic()
+    try:
+        if terminal.backend == "docker":
+            code, out, err = await run_client(["docker", "version", "--format", "{{.Server.Version}}"], env=env,
+                                              timeout=20)
+            if code != 0:
+                return fail("backend", f"docker: the daemon does not answer: {last_line(err) or 'exit ' + str(code)}",
+                            "start Docker (dockerd, or systemctl start docker) and check `docker info`")
+            version = out.decode(errors="replace").strip()
+            code, _, err = await run_client(["docker", "image", "inspect", terminal.docker_image], env=env, timeout=20)
+            if code != 0:
+                return fail("backend", f"docker {version}: image {terminal.docker_image} is not on this machine",
+                            f"docker pull {terminal.docker_image} (hermes-tui never pulls), or set "
+                            "terminal.docker_image")
+            limits = "no network" if not config.code_execution.network else "network on"
+            return ok("backend", f"docker {version}, image {terminal.docker_image} present; containers run with "
+                                 f"every capability dropped, no-new-privileges, {limits}")
+        assert isinstance(backend, SshBackend)
+        code, _, err = await run_client([*backend.base_args(), "true"], env=env, timeout=30)
+        took = (time.monotonic() - started) * 1000
+        login = backend.describe().removeprefix("ssh:")
+        if code != 0:
+            return fail("backend", f"ssh {login}: {last_line(err) or 'exit ' + str(code)}",
+                        "check terminal.ssh_host, ssh_user, ssh_port and ssh_key (try the same with `ssh`)")
+        return ok("backend", f"ssh {login} answers (a login in {took:.0f} ms); no sandbox holds on the remote")
+    except FileNotFoundError:
+        client = "docker" if terminal.backend == "docker" else "ssh"
+        return fail("backend", f"the {client} command is not installed on this machine",
+                    "install it, or set terminal.backend: local")
+    except asyncio.TimeoutError:
+        return fail("backend", f"{terminal.backend}: no answer in time", "check that the daemon or host is reachable")
 
 
 # -- the interpreter, ripgrep -----------------------------------------------------------------
@@ -623,8 +676,8 @@ def check_sockets(config: Any, home: Path, tmpdir: str | None = None) -> Check:
 
 # -- all of them ------------------------------------------------------------------------------
 
-ORDER = ("config", "model", "endpoint", "home", "disk", "sessions", "cache", "sandbox", "kernel", "python",
-         "ripgrep", "allowlist", "audit log", "sockets")
+ORDER = ("config", "model", "endpoint", "home", "disk", "sessions", "cache", "sandbox", "backend", "kernel",
+         "python", "ripgrep", "allowlist", "audit log", "sockets")
 
 
 async def run_checks(config: Any, home: Path, *, settings: Any = None, model_error: str | None = None,
@@ -685,6 +738,7 @@ async def run_checks(config: Any, home: Path, *, settings: Any = None, model_err
         thread("sessions", check_sessions_db, home, config),
         thread("cache", check_cache, config, home),
         guarded("sandbox", sandboxed()),
+        guarded("backend", check_backend(config, home)),
         guarded("kernel", check_kernel(config, home)),
         thread("python", check_interpreter, config, env),
         thread("ripgrep", check_ripgrep),

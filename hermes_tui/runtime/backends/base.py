@@ -14,7 +14,7 @@ import base64
 import json
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,6 +186,9 @@ class Remote:
     """The calling kernel's place (None: a top-level call acquires one for its time)."""
     env: dict[str, str] = field(default_factory=dict)
     """Variables the user forwards, set for what runs there."""
+    via: Callable[[dict[str, Any], bytes], Awaitable[tuple[dict[str, Any], bytes]]] | None = None
+    """The calling kernel's own connection for file operations (``Kernel.far``): no new
+    client process per operation. None: one client process per operation."""
 
     def client_env(self) -> dict[str, str]:
         return self.backend.client_env(os.environ)
@@ -209,6 +212,15 @@ class Remote:
                    timeout: float = 120.0, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], bytes]:
         """One file operation there: its JSON answer (``error`` on failure) and the bytes read.
         Raises :class:`BackendError` when the backend cannot be reached."""
+        if self.via is not None:
+            spec = {**(extra or {}), "op": op, "path": path, "cwd": cwd, "limit": limit}
+            try:
+                return await self.via(spec, data or b"")
+            except TimeoutError:
+                raise BackendError(f"{self.backend.name}: no answer within the time allowed") from None
+            except Exception as exc:  # the kernel ended meanwhile: the call's error, one line
+                raise BackendError(f"{self.backend.name}: the kernel's connection ended ({type(exc).__name__})") \
+                    from None
         argv, place, acquired = await self.command({**(extra or {}), "mode": "file", "op": op, "path": path,
                                                     "cwd": cwd, "limit": limit})
         try:

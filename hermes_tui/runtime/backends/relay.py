@@ -24,6 +24,11 @@ import sys
 
 HEADER = struct.Struct(">BII")
 CHUNK = 65536
+MAX_FRAME = 192 << 20
+"""The largest frame taken from the far end (a file operation's answer: 64 MiB in base64, and
+room); a bigger one ends the kernel rather than be held."""
+FAR = b'{"op": "far"'
+"""How a file operation's control line starts (``json.dumps`` of a dict whose first key is op)."""
 
 
 def _write_all(fd, data):
@@ -63,7 +68,9 @@ class Relay(object):
         self.spec = spec
         self.host = {}  # channel -> socket to hermes-tui
         self.by_socket = {}
-        self.pending = b""
+        self.pending = bytearray()
+        self.line = bytearray()
+        self.passing = False
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         self.code = None
@@ -130,7 +137,7 @@ class Relay(object):
                     data = os.read(self.ctrl_in, CHUNK)
                     if not data:
                         return
-                    self.send("C", 0, data)
+                    self.from_hermes(data)
                 elif fd == client_out:
                     data = os.read(client_out, CHUNK)
                     if not data:
@@ -139,6 +146,38 @@ class Relay(object):
                         return
                 else:
                     self.from_host(fd)
+
+    def from_hermes(self, data):
+        """Control lines from hermes-tui: the driver's go on as they are (a long one, a script,
+        passes on while it is read); a file operation (a line starting ``{"op": "far"``, see
+        Kernel.far) goes as a frame of its own, done beside the kernel there, its answer
+        coming back as a control line."""
+        while data:
+            if self.passing:  # the rest of a long driver line
+                end = data.find(b"\n")
+                if end < 0:
+                    self.send("C", 0, data)
+                    return
+                self.send("C", 0, data[:end + 1])
+                data, self.passing = data[end + 1:], False
+                continue
+            line = self.line
+            searched = len(line)  # the newline is looked for only in what just came
+            line += data
+            data = b""
+            start = 0
+            while True:
+                end = line.find(b"\n", max(start, searched))
+                if end < 0:
+                    break
+                piece = bytes(line[start:end + 1])
+                self.send("F" if piece.startswith(FAR) else "C", 0, piece)
+                start = end + 1
+            del line[:start]
+            if len(line) >= len(FAR) and not line.startswith(FAR):
+                self.send("C", 0, bytes(line))
+                del line[:]
+                self.passing = True
 
     def from_host(self, sock):
         channel = self.by_socket[sock]
@@ -159,43 +198,58 @@ class Relay(object):
             sock.close()
 
     def feed(self, data):
-        """Frames from the far end; False once it said it has ended."""
-        self.pending += data
-        while len(self.pending) >= HEADER.size:
-            kind, channel, size = HEADER.unpack_from(self.pending)
-            if len(self.pending) < HEADER.size + size:
-                break
-            payload = self.pending[HEADER.size:HEADER.size + size]
-            self.pending = self.pending[HEADER.size + size:]
-            kind = chr(kind)
-            if kind == "O":
-                _write_all(1, payload)
-            elif kind == "E":
-                _write_all(2, payload)
-            elif kind == "C":
-                _write_all(self.ctrl_out, payload)
-            elif kind == "R":
-                sock = self.host.get(channel)
+        """Frames from the far end; False once it said it has ended (or broke the protocol)."""
+        pending = self.pending
+        pending += data
+        at = 0
+        try:
+            while len(pending) - at >= HEADER.size:
+                kind, channel, size = HEADER.unpack_from(pending, at)
+                if size > MAX_FRAME:  # not what remote.py sends: the far end is not ours any more
+                    _write_all(2, b"hermes-tui: the kernel's far end sent a frame over the size allowed; ended\n")
+                    return False
+                if len(pending) - at < HEADER.size + size:
+                    break
+                payload = bytes(pending[at + HEADER.size:at + HEADER.size + size])
+                at += HEADER.size + size
+                if not self.frame(chr(kind), channel, payload):
+                    return False
+            return True
+        finally:
+            del pending[:at]
+
+    def frame(self, kind, channel, payload):
+        if kind == "O":
+            _write_all(1, payload)
+        elif kind == "E":
+            _write_all(2, payload)
+        elif kind == "C":
+            _write_all(self.ctrl_out, payload)
+        elif kind == "R":
+            sock = self.host.get(channel)
+            if sock is None:
+                sock = _ask_connector(self.connector) if self.connector is not None else None
                 if sock is None:
-                    sock = _ask_connector(self.connector) if self.connector is not None else None
-                    if sock is None:
-                        self.send("X", channel)
-                        continue
-                    self.host[channel] = sock
-                    self.by_socket[sock] = channel
-                try:
-                    sock.sendall(payload)
-                except OSError:
-                    self.close_channel(channel)
                     self.send("X", channel)
-            elif kind == "X":
+                    return True
+                self.host[channel] = sock
+                self.by_socket[sock] = channel
+            try:
+                sock.sendall(payload)
+            except OSError:
                 self.close_channel(channel)
-            elif kind == "Z":
-                try:
-                    self.code = int(payload.decode("ascii"))
-                except ValueError:
-                    self.code = 1
-                return False
+                self.send("X", channel)
+        elif kind == "X":
+            self.close_channel(channel)
+        elif kind == "F":  # a file operation's answer: one control line for Kernel.far
+            if b"\n" not in payload:
+                _write_all(self.ctrl_out, b'{"op": "far", "reply": ' + payload + b"}\n")
+        elif kind == "Z":
+            try:
+                self.code = int(payload.decode("ascii"))
+            except ValueError:
+                self.code = 1
+            return False
         return True
 
     def end(self):

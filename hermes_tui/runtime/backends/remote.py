@@ -41,13 +41,13 @@ def _write_all(fd, data):
 
 
 def _read_exact(fd, size):
-    data = b""
+    data = bytearray()
     while len(data) < size:
-        piece = os.read(fd, size - len(data))
+        piece = os.read(fd, min(size - len(data), 1 << 20))
         if not piece:
             return None
         data += piece
-    return data
+    return bytes(data)
 
 
 def _kill_group(pgid, sig):
@@ -148,46 +148,60 @@ def _error(exc):
     return {"error": exc.strerror or str(exc), "errno": errno_names.errorcode.get(exc.errno or 0, "")}
 
 
-def file_op(spec):
-    _enter(spec.get("cwd"))
+def operate(spec, data_in=b""):
+    """One file operation: (its JSON answer, the bytes read). Never raises for an OSError (the
+    answer says ``error``); never changes the process's cwd (kernel mode runs it in a thread)."""
     op, path = spec["op"], os.path.expanduser(spec.get("path", ""))
+    cwd = spec.get("cwd")
+    if cwd and not os.path.isabs(path):
+        path = os.path.join(os.path.expanduser(cwd), path)
     try:
         if op == "stat":
             info = os.stat(path)
-            _say({"kind": "dir" if os.path.isdir(path) else "file", "size": info.st_size,
-                  "real": os.path.realpath(path)})
-        elif op == "read":
+            return {"kind": "dir" if os.path.isdir(path) else "file", "size": info.st_size,
+                    "real": os.path.realpath(path)}, b""
+        if op == "read":
             limit = int(spec.get("limit", 1 << 24))
             with open(path, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
                 data = handle.read(limit + 1)
-            _say({"size": size, "bytes": min(len(data), limit), "more": len(data) > limit})
-            _write_all(1, data[:limit])
-        elif op == "write":
-            data = sys.stdin.buffer.read()
+            return {"size": size, "bytes": min(len(data), limit), "more": len(data) > limit}, data[:limit]
+        if op == "write":
+            if os.path.isdir(path):
+                return {"error": "%s is a directory, not a file" % path, "errno": "EISDIR"}, b""
             folder = os.path.dirname(path)
             if folder:
                 os.makedirs(folder, exist_ok=True)
             existed = os.path.exists(path)
-            with open(path, "wb") as handle:
-                handle.write(data)
-            _say({"bytes_written": len(data), "created": not existed, "real": os.path.realpath(path)})
-        elif op == "delete":
+            temporary = "%s.hermes-%d-%d" % (path, os.getpid(), threading.get_ident())
+            with open(temporary, "wb") as handle:  # whole or not at all, as locally
+                handle.write(data_in)
+            if existed:
+                try:
+                    os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+                except OSError:
+                    pass
+            os.replace(temporary, path)
+            return {"bytes_written": len(data_in), "created": not existed, "real": os.path.realpath(path)}, b""
+        if op == "delete":
             os.unlink(path)
-            _say({"deleted": True})
-        elif op == "search":
-            found = _search(path, spec)
-            _say(found)
-            return 1 if "error" in found else 0
-        elif op == "list":
-            _say({"entries": sorted(os.listdir(path))})
-        else:
-            _say({"error": "unknown operation %r" % op, "errno": ""})
-            return 2
+            return {"deleted": True}, b""
+        if op == "search":
+            return _search(path, spec), b""
+        if op == "list":
+            return {"entries": sorted(os.listdir(path))}, b""
+        return {"error": "unknown operation %r" % op, "errno": ""}, b""
     except OSError as exc:
-        _say(_error(exc))
-        return 1
-    return 0
+        return _error(exc), b""
+
+
+def file_op(spec):
+    """``operate`` as a process of its own: the answer and the bytes on stdout."""
+    data_in = sys.stdin.buffer.read() if spec["op"] == "write" else b""
+    answer, data = operate(spec, data_in)
+    _say(answer)
+    _write_all(1, data)
+    return 1 if "error" in answer else 0
 
 
 def _walk(root, skip):
@@ -370,6 +384,17 @@ class Kernel(object):
         if self.pid:
             _kill_group(self.pid, signal.SIGKILL)
 
+    def operate(self, data):
+        import base64
+        try:
+            request = json.loads(data.decode("utf-8"))
+            answer, out = operate(request["spec"], base64.b64decode(request.get("data") or ""))
+        except Exception as exc:  # a malformed request: answered, never the kernel's end
+            request = request if isinstance(locals().get("request"), dict) else {}
+            answer, out = {"error": "bad file request: %s" % exc, "errno": ""}, b""
+        reply = {"id": request.get("id"), "answer": answer, "data": base64.b64encode(out).decode("ascii")}
+        self.send("F", 0, json.dumps(reply).encode("utf-8"))
+
     def pump_host(self):
         """Frames from the host: control lines, tool replies, interrupts. EOF: kill it all."""
         try:
@@ -394,6 +419,10 @@ class Kernel(object):
                             sock.shutdown(socket.SHUT_RDWR)
                         except OSError:
                             pass
+                elif kind == "F":  # a file operation of a tool call, beside the kernel
+                    worker = threading.Thread(target=self.operate, args=(data,), name="hermes-file")
+                    worker.daemon = True
+                    worker.start()
                 elif kind == "I":
                     _kill_group(self.pid, signal.SIGINT)
                 elif kind == "K":
