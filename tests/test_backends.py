@@ -391,3 +391,68 @@ async def test_closing_the_runtime_removes_the_sessions_containers(docker_daemon
         await rt.aclose()
     listed = subprocess.run(["docker", "ps", "-a", "--format", "{{.ID}}"], capture_output=True, text=True).stdout
     assert not any(short in listed for short in shorts)
+
+
+async def test_the_approval_says_where_the_command_would_run(docker_daemon, hermes_home: Path, tmp_path) -> None:
+    approver = Approver("deny")
+    rt = await _runtime(_docker_yaml(docker_daemon, extra="approvals:\n  mode: strict\n"), hermes_home,
+                        approver=approver)
+    try:
+        await rt.execute_code("from hermes_tools import terminal\nterminal('echo hi')", session="s", cwd=tmp_path)
+        (info,) = rt.kernels()
+        (asked,) = approver.asked
+        assert (asked.where, asked.cwd) == (info.where, "/work")
+        top = await rt.call_tool("terminal", {"command": "echo top"}, session="s", cwd=tmp_path)
+        assert top["status"] == "blocked" and approver.asked[1].where == "docker"
+    finally:
+        await rt.aclose()
+
+
+HOST_SCRIPT = """
+import asyncio, sys, time
+from hermes_tui.config import parse_config
+from hermes_tui.runtime.runtime import Runtime
+
+async def main():
+    rt = await Runtime(parse_config(sys.argv[1])).start()
+    await rt.execute_code("x = 1", session="s", cwd=sys.argv[2])
+    print(rt.kernels()[0].where, flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_a_killed_host_leaves_nothing_running_there(name, request, hermes_home: Path, tmp_path) -> None:
+    import signal
+    import sys
+    import time
+
+    if name == "docker":
+        text = _docker_yaml(request.getfixturevalue("docker_daemon"))
+    else:
+        server = request.getfixturevalue("ssh_server")
+        text = _ssh_yaml(server, str(tmp_path))
+    host = subprocess.Popen([sys.executable, "-c", HOST_SCRIPT, text, str(tmp_path)], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "HERMES_HOME": str(hermes_home)}, start_new_session=True)
+    try:
+        where = host.stdout.readline().strip()
+        assert where.startswith(f"{name}:"), where
+        os.killpg(host.pid, signal.SIGKILL)  # no cleanup of its own: the far end must notice
+        host.wait()
+        deadline = time.monotonic() + 20
+        while True:
+            if name == "docker":
+                left = where.split(":")[1] in subprocess.run(["docker", "ps", "-a", "--format", "{{.ID}}"],
+                                                             capture_output=True, text=True).stdout
+            else:
+                left = server.pids() != [server.process.pid]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert not left, f"{where} still has processes after its host was killed"
+    finally:
+        if host.poll() is None:
+            os.killpg(host.pid, signal.SIGKILL)
+            host.wait()

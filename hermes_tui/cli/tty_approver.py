@@ -89,7 +89,8 @@ def _describe(request: ApprovalRequest) -> str:
         question = "run this command outside the sandbox" if request.kind == "sandbox" else \
             "approve this terminal command"
         lines.append(f"\nhermes-tui: {question}?\n  {command}")
-    lines.append(f"  in {reveal(request.cwd)}  (session {reveal(request.session)})")
+    on = f" on {reveal(request.where)}" if request.where else ""
+    lines.append(f"  in {reveal(request.cwd)}{on}  (session {reveal(request.session)})")
     lines += [f"  why it asks: {reveal(reason)}" for reason in request.reasons]
     if request.always_rule:
         lines.append(f"  [a]lways stores the exact rule {reveal(repr(request.always_rule))} in "

@@ -90,6 +90,9 @@ class ApprovalRequest(BaseModel):
     session: str
     kernel: str | None = None
     exec_id: str | None = None
+    where: str | None = None
+    """Where it runs when that is not this machine (``docker:<id>``, ``ssh:user@host``); ``cwd``
+    is then a path there."""
     call_id: str | None = None
     """The model's (or the typed turn's) tool call this request belongs to, if any."""
     origin: Origin = "user"
@@ -336,8 +339,10 @@ class ApprovalGate:
         call_id: str | None = None,
         typed: bool = False,
         env: Mapping[str, str] | None = None,
+        where: str | None = None,
     ) -> str | None:
         """None if ``command`` may run; else the reason it is blocked (no ``BLOCKED:`` prefix).
+        ``where``: the backend it runs on when not this machine (the dialog says so).
 
         ``cwd`` is the folder it will run in and ``env`` the environment its shell gets: the
         analysis judges every path as it resolves there (``rm -rf -- *`` in your home, ``>>
@@ -381,6 +386,7 @@ class ApprovalGate:
         choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
         request = self._request("terminal", command, cwd, session, kernel, exec_id, origin, reasons, choices,
                                 call_id)
+        request.where = where
         request.session_rule = command
         if "always" in choices:
             request.always_rule = command
@@ -434,6 +440,7 @@ class ApprovalGate:
     async def check_file(
         self, tool: str, files: list[FileChange], diff: str, reasons: list[str], *, cwd: str, session: str,
         kernel: str | None, exec_id: str | None, origin: Origin = "user", call_id: str | None = None,
+        where: str | None = None,
     ) -> str | None:
         """Ask to let ``tool`` write ``files`` (the change shown as ``diff``); None if it may.
 
@@ -458,7 +465,7 @@ class ApprovalGate:
             return None
         request = self._request("file", text, cwd, session, kernel, exec_id, origin, reasons,
                                 ["once", "session", "deny"], call_id)
-        request.files, request.diff, request.session_rule = files, diff, key
+        request.files, request.diff, request.session_rule, request.where = files, diff, key, where
         return await self._ask(request, key)
 
     def _request(
@@ -476,7 +483,7 @@ class ApprovalGate:
         refusal: str | None
         await self.audit.write(event="request", id=request.id, kind=request.kind, session=request.session,
                                origin=request.origin, call_id=request.call_id, reasons=request.reasons, cwd=request.cwd,
-                               text=request.text)
+                               text=request.text, **({"where": request.where} if request.where else {}))
         if run is not None and run in self._denied_runs:  # "deny all of this script": nobody is asked again
             refusal = self._denied_runs[run]
             await self.audit.write(event="decision", id=request.id, decision="deny", why=refusal, scope="run")

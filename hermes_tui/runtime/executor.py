@@ -159,7 +159,7 @@ class Executor:
         cwd = str(self.staging_root) if key.cwd == STAGING_CWD else key.cwd
         refusal = await self.gate.check_script(code, cwd=cwd, session=key.session, origin=origin, exec_id=exec_id,
                                                call_id=call_id)
-        if refusal is None:
+        if refusal is None and not self.launcher.backend.remote:  # elsewhere, the backend confines
             refusal = self.launcher.sandbox.error  # fail closed: nothing runs unconfined by accident
         if refusal is not None:  # never starts a kernel
             result = self.refused(exec_id, f"BLOCKED: {refusal}", time.perf_counter() - started)
@@ -248,7 +248,7 @@ class Executor:
     def _finish(self, result: ExecResult, key: KernelKey, code: str, started_at: float) -> None:
         """Queue the execution's record (written off the loop) and announce the result."""
         if result.sandbox is None:
-            result.sandbox = self.launcher.sandbox.label
+            result.sandbox = self.launcher.sandbox_label
         try:
             self.records.submit(record_path(self.cache_dir, result.exec_id),
                                 self._record(result, key, code, started_at))

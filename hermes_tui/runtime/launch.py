@@ -65,6 +65,12 @@ class Launcher:
         """Where kernels and commands run (``terminal.backend``)."""
 
     @property
+    def sandbox_label(self) -> str:
+        """What confines scripts: the sandbox's label here; ``docker`` or ``ssh: none on the
+        remote`` when kernels run elsewhere."""
+        return self.backend.sandbox_label if self.backend.remote else self.sandbox.label
+
+    @property
     def host_env(self) -> Mapping[str, str]:
         """The environment children are derived from."""
         return os.environ if self._host_env is None else self._host_env

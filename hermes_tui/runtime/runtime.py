@@ -123,6 +123,12 @@ class Runtime:
         ``unavailable``), ``label`` for the screen, ``detail`` and ``error`` (fail closed)."""
         return self.launcher.sandbox
 
+    @property
+    def sandbox_label(self) -> str:
+        """What confines scripts, for the top bar: the sandbox's label here; ``docker`` or
+        ``ssh: none on the remote`` when kernels run elsewhere."""
+        return self.launcher.sandbox_label
+
     async def aclose(self) -> None:
         """Stop every running script and kernel, then remove the staging directory."""
         if self._starting is not None and not self._starting.done():

@@ -315,9 +315,9 @@ class HermesApp(InputActions, KernelActions, ChildTranscripts, ModelActions, Sav
         listen(self._import_refused)
         await self.runtime.start()
         sandbox = self.runtime.sandbox
-        self._sandbox = sandbox.label
+        self._sandbox = self.runtime.sandbox_label
         self.update_topbar()
-        if sandbox.error:
+        if sandbox.error and not self.runtime.launcher.backend.remote:  # elsewhere, the backend confines
             self.main.conversation.add_note(sandbox.error, "error")
 
     def _import_refused(self, line: str) -> None:

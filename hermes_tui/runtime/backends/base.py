@@ -48,7 +48,8 @@ class Place:
     """The container's name; ``user@host`` for SSH."""
     short_id: str = ""
     users: int = 0
-    warnings: list[str] = field(default_factory=list)
+    holder: asyncio.subprocess.Process | None = None
+    """The client whose life is the place's (docker: the attached ``docker run -i``)."""
 
 
 _SOURCE_CACHE: dict[str, str] = {}
@@ -192,6 +193,11 @@ class Remote:
 
     def client_env(self) -> dict[str, str]:
         return self.backend.client_env(os.environ)
+
+    @property
+    def where(self) -> str:
+        """``docker:<short id>`` or ``ssh:user@host`` (``docker`` before its container exists)."""
+        return self.backend.where(self.place)
 
     async def _place(self) -> tuple[Place, bool]:
         if self.place is not None:

@@ -9,6 +9,7 @@ kernel of its session ends (reaped, evicted, reset, the app quits) unless
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
@@ -23,8 +24,12 @@ HOLD = ("import os,signal\n"
         "    except OSError: pass\n"
         "signal.signal(signal.SIGCHLD, reap)\n"
         "signal.signal(signal.SIGTERM, lambda *_: os._exit(0))\n"
-        "while True: signal.pause()\n")
-"""The container's first process: holds it open, reaps what kernels leave, stops on SIGTERM."""
+        "os.write(1, b'hermes-ready\\n')\n"
+        "while os.read(0, 4096): pass\n")
+"""The container's first process: says it is up, reaps what kernels leave, and ends (and the
+container with it) when its stdin does: hermes-tui's attached client is gone."""
+START_TIMEOUT = 120.0
+"""Seconds a container may take to say it is up."""
 PIDS_LIMIT = 512
 FIX = "is the Docker daemon running (docker info), and is terminal.docker_image right?"
 
@@ -78,7 +83,7 @@ class DockerBackend(Backend):
 
     def create_args(self, name: str, session: str, host_cwd: str) -> list[str]:
         terminal, settings = self.terminal, self.config.code_execution
-        args = ["docker", "run", "-d", "--name", name, "--label", "hermes-tui=1",
+        args = ["docker", "run", "-i", "--name", name, "--label", "hermes-tui=1",
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", str(PIDS_LIMIT)]
         if not settings.network:
             args += ["--network", "none"]
@@ -96,45 +101,43 @@ class DockerBackend(Backend):
         return args
 
     async def alive(self, place: Place) -> bool:
-        try:
-            code, out, _ = await run_client(["docker", "inspect", "-f", "{{.State.Running}}", place.name],
-                                            env=self.client_env(os.environ), timeout=30)
-        except OSError:
-            return False
-        return code == 0 and out.strip() == b"true"
+        return place.holder is not None and place.holder.returncode is None
 
     async def open_place(self, session: str, host_cwd: str) -> Place:
         name = self.container_name(session, host_cwd)
         env = self.client_env(os.environ)
         try:
-            code, out, err = await run_client(["docker", "inspect", "-f", "{{.State.Running}} {{.Id}}", name],
+            code, out, err = await run_client(["docker", "inspect", "-f", "{{.State.Running}}", name],
                                               env=env, timeout=30)
-            if code == 0 and out.split()[:1] == [b"false"]:  # a persistent container, stopped
-                code, out, err = await run_client(["docker", "start", name], env=env, timeout=60)
-                if code != 0:
-                    raise BackendError(f"docker: cannot start container {name}: {last_line(err)}")
-            elif code != 0:
-                code, out, err = await run_client(self.create_args(name, session, host_cwd), env=env, timeout=120)
-                if code != 0:
-                    said = last_line(err) or f"exit {code}"
-                    fix = ("the image has no python3: kernels need Python 3 in the image"
-                           if "executable file not found" in said else FIX)
-                    raise BackendError(f"docker: cannot start a container of {self.terminal.docker_image}: "
-                                       f"{said} ({fix})")
-            code, out, err = await run_client(["docker", "inspect", "-f", "{{.State.Running}} {{.Id}}", name],
-                                              env=env, timeout=30)
+            if code == 0 and out.strip() == b"true":  # held by an earlier run that is gone: start afresh
+                await run_client(["docker", "rm", "-f", name], env=env, timeout=60)
+                code = 1
+            # The container's first process lives while this attached client does: if hermes-tui
+            # dies, however it dies, the client's stdin ends, and so does the container.
+            argv = ["docker", "start", "-ai", name] if code == 0 else self.create_args(name, session, host_cwd)
+            holder = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
         except FileNotFoundError:
             raise BackendError("docker: the docker command is not installed on this machine "
                                "(install Docker, or set terminal.backend: local)") from None
         except OSError as exc:
             raise BackendError(f"docker: cannot run the docker command: {exc.strerror or exc}") from None
-        fields = out.split()
-        if code != 0 or fields[:1] != [b"true"]:
-            logs = await self._logs(name, env)
+        assert holder.stdout is not None and holder.stderr is not None
+        try:
+            ready = await asyncio.wait_for(holder.stdout.readline(), START_TIMEOUT)
+        except asyncio.TimeoutError:
+            ready = b""
+        if ready.strip() != b"hermes-ready":
+            holder.kill()
+            _, err = await holder.communicate()
             await run_client(["docker", "rm", "-f", name], env=env, timeout=60)
-            raise BackendError(f"docker: the container of {self.terminal.docker_image} did not stay up"
-                               + (f": {logs}" if logs else "") + " (kernels need Python 3 in the image)")
-        return Place(self, name, short_id=fields[1].decode()[:12] if len(fields) > 1 else name)
+            said = last_line(err) or f"exit {holder.returncode}"
+            fix = ("the image has no python3: kernels need Python 3 in the image"
+                   if "executable file not found" in said or "python3" in said else FIX)
+            raise BackendError(f"docker: cannot start a container of {self.terminal.docker_image}: {said} ({fix})")
+        code, out, _ = await run_client(["docker", "inspect", "-f", "{{.Id}}", name], env=env, timeout=30)
+        return Place(self, name, short_id=out.decode(errors="replace").strip()[:12] or name, holder=holder)
 
     async def _logs(self, name: str, env: dict[str, str]) -> str:
         try:
@@ -150,3 +153,12 @@ class DockerBackend(Backend):
             await run_client(["docker", *verb, place.name], env=env, timeout=60)
         except OSError:
             pass
+        holder = place.holder
+        if holder is not None and holder.returncode is None:
+            if holder.stdin is not None:
+                holder.stdin.close()
+            try:
+                await asyncio.wait_for(holder.wait(), 30)
+            except asyncio.TimeoutError:
+                holder.kill()
+                await holder.wait()

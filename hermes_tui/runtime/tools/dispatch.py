@@ -122,6 +122,7 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
             refusal = await ctx.gate.check_file(
                 name, files, capped(diff), reasons, cwd=ctx.cwd, session=ctx.session, kernel=ctx.kernel_id,
                 exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id,
+                where=ctx.remote.where if ctx.remote is not None else None,
             )
             if refusal is not None:
                 return {"error": f"BLOCKED: {refusal}"}

@@ -102,7 +102,7 @@ async def _remote(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, A
     assert ctx.remote is not None
     refusal = await ctx.gate.check_terminal(
         args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
-        origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed, env=ctx.env,
+        origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed, env=ctx.env, where=ctx.remote.where,
     )
     if refusal is not None:
         return blocked(refusal)

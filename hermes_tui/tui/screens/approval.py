@@ -165,7 +165,8 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
         else:  # a huge script: only the lines in view are drawn
             yield NumberedLines(self._source(), id="code-text")
         with Vertical(id="details"):  # the dialog scrolls on a small terminal: nothing is cut off
-            where = f"in {request.cwd} · session {request.session}"
+            where = f"in {request.cwd}" + (f" on {request.where}" if request.where else "") + \
+                f" · session {request.session}"
             if request.kernel:
                 where += f" · kernel {request.kernel}"
             if request.exec_id:
