@@ -225,7 +225,8 @@ def test_identical_commands_each_take_their_own_answer(store_backend: str, herme
 
 def test_a_second_resume_of_the_same_session_is_refused_while_one_runs(
         store_backend: str, hermes_home: Path, workdir: Path) -> None:
-    with FakeModelServer([{"text": "", "tool_calls": [code_call("print(1)")]}, {"text": "slow", "hang": 3}]) as server:
+    with FakeModelServer([{"text": "", "tool_calls": [code_call("print(1)")]}, {"text": "slow", "hang": 10}]) as server:
+        # hang: the first resume stays in its model call while a second CLI starts (over 3 s on a loaded CI machine)
         configure(hermes_home, server)
         assert cli(workdir, "run", "--session", "lock1", "go").returncode == 3
         assert cli(workdir, "approve", "lock1", "--all").returncode == 0

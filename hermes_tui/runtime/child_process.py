@@ -10,8 +10,10 @@ standalone fallback of ``execute_code`` and ``terminal()`` use it.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
@@ -77,12 +79,13 @@ class ChildProcess:
         ctrl_fd: int | None = None,
         merge_stderr: bool = False,
         confinement: Confinement | None = None,
-        hold_stdin: bool = False,
+        stdin_data: bytes | None = None,
     ) -> None:
         """Start the process (blocking: run it in a thread) and its pump. ``confinement``:
         run it in the sandbox (sandbox.py); released here whether or not it started.
-        ``hold_stdin``: its stdin is a pipe held open, never written, until it ends (a
-        backend's client: the far end kills what it started when that pipe closes)."""
+        ``stdin_data``: its stdin is a pipe that gets these bytes (from a thread of its own) and
+        is then held open until it ends (a backend's client: its spec, then the far end kills
+        what it started when that pipe closes)."""
         if confinement is not None:
             argv = [*confinement.prefix, *argv]
             env = {**env, **confinement.env}
@@ -91,7 +94,7 @@ class ChildProcess:
         def start() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
                 argv,
-                stdin=subprocess.PIPE if hold_stdin else subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                 cwd=cwd,
@@ -108,6 +111,11 @@ class ChildProcess:
         finally:
             if confinement is not None:
                 confinement.close()
+        if stdin_data is not None and self.proc.stdin is not None:
+            # Its own copy of the descriptor: closing the pipe here at the child's end never
+            # leaves the thread writing to a number that meanwhile names another file.
+            threading.Thread(target=_feed, args=(os.dup(self.proc.stdin.fileno()), stdin_data),
+                             name="hermes-stdin", daemon=True).start()
         if self.reaped:
             REAPER.watch_group(self.proc.pid)
         pump = Pump(
@@ -242,7 +250,7 @@ async def run_to_end(
     child: ChildProcess, argv: list[str], *, cwd: str, env: dict[str, str], outcome: asyncio.Future[CellOutcome],
     timeout: float, stop: asyncio.Future[Any] | None = None, merge_stderr: bool = False,
     cancel_grace: float = KILL_GRACE, pass_fds: tuple[int, ...] = (), confinement: Confinement | None = None,
-    hold_stdin: bool = False,
+    stdin_data: bytes | None = None,
 ) -> EndedBy:
     """Spawn ``child`` (in a thread) and wait for it as :func:`wait_or_end` does.
 
@@ -251,9 +259,22 @@ async def run_to_end(
     is ended (``cancel_grace`` seconds before SIGKILL) before the cancellation goes on.
     """
     await asyncio.to_thread(child.spawn, argv, cwd=cwd, env=env, merge_stderr=merge_stderr, pass_fds=pass_fds,
-                            confinement=confinement, hold_stdin=hold_stdin)
+                            confinement=confinement, stdin_data=stdin_data)
     try:
         return await wait_or_end(child, outcome, timeout, stop)
     except asyncio.CancelledError:  # whoever waited is gone: so is the process
         await asyncio.shield(child.terminate(cancel_grace))
         raise
+
+
+def _feed(fd: int, data: bytes) -> None:
+    """Write ``data`` to ``fd`` (a copy of a child's stdin) and close the copy; a child gone
+    early is fine."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

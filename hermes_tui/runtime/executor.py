@@ -292,7 +292,8 @@ class Executor:
         context = self.launcher.tool_context(cwd=cwd, env=env, session=key.session, origin=origin,
                                              kernel_id=kernel_id, exec_id=exec_id, call_id=call_id, tmpdir=tmpdir,
                                              place=kernel.place if kernel is not None else None,
-                                             far=kernel.far if kernel is not None and kernel.place else None)
+                                             far=kernel.far if kernel is not None and kernel.place else None,
+                                             remote_home=kernel.remote_home if kernel is not None else None)
         if context.remote is not None and kernel is None:
             context.remote.host_cwd = key.host_cwd
             context.cwd = context.workspace = key.cwd
@@ -351,17 +352,15 @@ class Executor:
         future = child.begin(exec_id, None, capture)
         cwd = None if key.cwd == STAGING_CWD else key.cwd
         try:
-            argv, place, acquired = await remote.command({"mode": "run", "argv": ["python3", "-c", code], "cwd": cwd,
-                                                          "separate": True})
+            call = await remote.call({"mode": "run", "script": code, "cwd": cwd, "separate": True})
         except BackendError as exc:
             return _failed_start(capture, str(exc)), None
         try:
-            ended_by = await run_to_end(child, argv, cwd=os.path.expanduser("~"), env=remote.client_env(),
-                                        outcome=future, timeout=timeout, stop=running.interrupt, hold_stdin=True)
+            ended_by = await run_to_end(child, call.filtered(), cwd=os.path.expanduser("~"), env=remote.client_env(),
+                                        outcome=future, timeout=timeout, stop=running.interrupt,
+                                        stdin_data=call.stdin)
         except OSError as exc:
-            return _failed_start(capture, f"cannot start {argv[0]}: {exc.strerror or exc}"), None
-        finally:
-            await remote.done(place, acquired)
+            return _failed_start(capture, f"cannot start {call.argv[0]}: {exc.strerror or exc}"), None
         return await future, ended_by
 
     async def _wait(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tui.runtime import lineage
-from hermes_tui.runtime.backends.base import RELAY_SOURCE, Place
+from hermes_tui.runtime.backends.base import RELAY_SOURCE, Place, new_hello
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.process import CellOutcome
@@ -122,6 +122,8 @@ class Kernel(ChildProcess):
         process here is then the relay (backends/relay.py), the driver runs there."""
         self.remote_cwd: str | None = None
         """Its working dir there, as its driver said when ready."""
+        self.remote_home: str | None = None
+        """Its home there (protected writes, ``~/.bashrc`` and the like, are judged by it)."""
         self.remote_env: dict[str, str] = {}
         """Variables set for it there (names the user forwards), on top of the place's own."""
         self.budget: ExecBudget | None = None
@@ -169,6 +171,8 @@ class Kernel(ChildProcess):
             self.python_version = waiter.result().get("python")
             if self.place is not None and isinstance(waiter.result().get("cwd"), str):
                 self.remote_cwd = waiter.result()["cwd"]
+            if self.place is not None and isinstance(waiter.result().get("home"), str):
+                self.remote_home = waiter.result()["home"]
             pid = waiter.result().get("pid")
             if isinstance(pid, int) and pid > 0 and self.pid and self.place is None:  # under bwrap, its pid namespace's number
                 self.driver_pid = await asyncio.to_thread(lineage.host_pid, pid, self.pid)
@@ -244,7 +248,8 @@ class Kernel(ChildProcess):
                  "placeholder": PLACEHOLDER, "env": self.remote_env,
                  "tools_config": {**self.rpc.stub_config(), "tools": list(self.key.tools)}}
         cwd = None if self.key.cwd == STAGING_CWD else self.key.cwd
-        spec = {"client": place.backend.command(place, {"mode": "kernel", "cwd": cwd}), "setup": setup}
+        remote = {"mode": "kernel", "cwd": cwd, "hello": new_hello(), "setup": setup}
+        spec = {"client": place.backend.command(place), "spec": remote}  # the relay adds the token
         spec_path = self.staging_dir / "relay.json"
         fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -373,8 +378,12 @@ class Kernel(ChildProcess):
         line = json.dumps({"op": "far", "id": request_id, "spec": spec,
                            "data": base64.b64encode(data).decode("ascii")}) + "\n"
         try:
+            # Shielded: a call cancelled mid-send (its script ended) still sends its line whole;
+            # half a line would join the next script's request to it.
+            sending = asyncio.ensure_future(self._send(line.encode("utf-8")))
+            sending.add_done_callback(lambda task: task.cancelled() or task.exception())
             try:
-                await self._send(line.encode("utf-8"))
+                await asyncio.shield(sending)
             except OSError:
                 raise KernelGone(self.id) from None
             ended: asyncio.Future[Any] = self.exited

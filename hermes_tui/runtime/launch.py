@@ -183,7 +183,7 @@ class Launcher:
     def tool_context(
         self, *, cwd: str, env: dict[str, str], session: str, origin: Origin, kernel_id: str | None = None,
         exec_id: str | None = None, call_id: str | None = None, tmpdir: str | None = None,
-        place: Place | None = None, far: Any = None,
+        place: Place | None = None, far: Any = None, remote_home: str | None = None,
     ) -> ToolContext:
         """Where and for whom a tool call runs (a script's, or a top-level one). On a remote
         backend ``cwd`` is this machine's folder of a top-level call (the call then acts in
@@ -199,7 +199,8 @@ class Launcher:
             host_cwd = place_cwd = cwd
             if place is None:
                 place_cwd = backend.remote_cwd()
-            context.remote = Remote(backend, session, host_cwd, place, env=backend.forwarded(self.host_env), via=far)
+            context.remote = Remote(backend, session, host_cwd, place, env=backend.forwarded(self.host_env),
+                                    home=remote_home, client=backend.client_env(self.host_env), via=far)
             context.cwd = context.workspace = place_cwd
             context.env = backend.client_env(self.host_env)
             context.sandbox = None  # the backend is the boundary: the host's sandbox is not where it runs

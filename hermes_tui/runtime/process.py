@@ -47,6 +47,11 @@ _STREAMS = ("stdout", "stderr")
 _F_SETPIPE_SZ = 1031
 
 
+MAX_CTRL_LINE = 256 << 20
+"""The longest control line held (a remote kernel's file answer: up to 64 MiB in base64); past
+it the line is dropped."""
+
+
 @dataclass(slots=True)
 class CellOutcome:
     """How one execution ended, as seen on the process's pipes."""
@@ -335,11 +340,15 @@ class Pump(threading.Thread):
         return time.monotonic() + DRAIN_SECONDS
 
     def _on_ctrl(self, data: bytes) -> None:
+        searched = len(self._ctrl_buffer)  # no newline before: only what came is searched
         self._ctrl_buffer += data
         while True:
-            end = self._ctrl_buffer.find(b"\n")
+            end = self._ctrl_buffer.find(b"\n", searched)
             if end < 0:
+                if len(self._ctrl_buffer) > MAX_CTRL_LINE:  # not a reply of ours: dropped, never held
+                    self._ctrl_buffer.clear()
                 return
+            searched = 0
             line = bytes(self._ctrl_buffer[:end])
             del self._ctrl_buffer[: end + 1]
             try:

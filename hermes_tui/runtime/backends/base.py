@@ -13,6 +13,8 @@ import asyncio
 import base64
 import json
 import os
+import secrets
+import sys
 import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,10 +26,11 @@ from hermes_tui.config import Config
 
 REMOTE_SOURCE = Path(__file__).parent / "remote.py"
 RELAY_SOURCE = Path(__file__).parent / "relay.py"
-LOADER = ("import sys,zlib,base64,json;s=json.loads(zlib.decompress(base64.b64decode(sys.argv[1])));"
-          "g={'__name__':'hermes_remote'};exec(compile(s['code'],'hermes-remote','exec'),g);"
-          "sys.exit(g['main'](s['spec']))")
-"""What the far end's ``python3 -c`` runs: ``remote.py`` and its spec, from its one argument."""
+LOADER = ("import sys,zlib,base64;g={'__name__':'hermes_remote'};"
+          "exec(compile(zlib.decompress(base64.b64decode(sys.argv[1])),'hermes-remote','exec'),g);"
+          "sys.exit(g['main']())")
+"""What the far end's ``python3 -c`` runs: ``remote.py``, from its one argument (the code only:
+the spec comes on stdin, see :func:`spec_bytes`)."""
 CLIENT_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "SSH_AUTH_SOCK", "DOCKER_HOST",
                 "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
 """What the client (``docker``, ``ssh``) gets of the host's environment: what it needs to find
@@ -50,6 +53,9 @@ class Place:
     users: int = 0
     holder: asyncio.subprocess.Process | None = None
     """The client whose life is the place's (docker: the attached ``docker run -i``)."""
+    container: str = ""
+    """Docker: the container's full id (closed by id: a new container of the same name is
+    never the one removed)."""
 
 
 _SOURCE_CACHE: dict[str, str] = {}
@@ -61,10 +67,30 @@ def _remote_code() -> str:
     return _SOURCE_CACHE["code"]
 
 
-def payload(spec: dict[str, Any]) -> str:
-    """The loader's argument: ``remote.py`` and ``spec``, compressed, in base64."""
-    raw = json.dumps({"code": _remote_code(), "spec": spec}).encode("utf-8")
-    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+def payload() -> str:
+    """The loader's argument: ``remote.py``, compressed, in base64 (no spec, no secret)."""
+    if "payload" not in _SOURCE_CACHE:
+        _SOURCE_CACHE["payload"] = base64.b64encode(zlib.compress(_remote_code().encode("utf-8"), 9)).decode("ascii")
+    return _SOURCE_CACHE["payload"]
+
+
+def spec_bytes(spec: dict[str, Any]) -> bytes:
+    """What ``remote.py`` reads first on stdin: ``spec`` (with a fresh ``hello`` line it says
+    back before anything else) as ten digits of length and JSON."""
+    data = json.dumps(spec).encode("utf-8")
+    return b"%010d" % len(data) + data
+
+
+def new_hello() -> str:
+    """A line the far end says first: what a login shell printed before it is dropped."""
+    return "hermes-hello-" + secrets.token_hex(12)
+
+
+def after_hello(data: bytes, hello: str) -> bytes | None:
+    """``data`` after its ``hello`` line (None: the line is not there)."""
+    marker = hello.encode("ascii") + b"\n"
+    at = data.find(marker)
+    return None if at < 0 else data[at + len(marker):]
 
 
 class Backend:
@@ -104,8 +130,9 @@ class Backend:
         """Host variables the user named to be sent to the backend (and their values)."""
         return {}
 
-    def command(self, place: Place, spec: dict[str, Any]) -> list[str]:
-        """The client command line running ``remote.py`` with ``spec`` at ``place``."""
+    def command(self, place: Place) -> list[str]:
+        """The client command line running ``remote.py`` at ``place`` (its spec goes on stdin:
+        :func:`spec_bytes`)."""
         raise NotImplementedError
 
     async def acquire(self, session: str, host_cwd: str) -> Place:
@@ -117,6 +144,17 @@ class Backend:
                 place = await self.open_place(session, host_cwd)
                 self._places[key] = place
             place.users += 1
+            return place
+
+    async def borrow(self, session: str, host_cwd: str) -> Place:
+        """``session``'s place for a call of its own (no kernel holds it): the one there is, or
+        a new one kept until a kernel's end releases it or the runtime closes (a top-level
+        ``write_file`` is still there for the next call)."""
+        async with self._lock:
+            key = self.place_key(session, host_cwd)
+            place = self._places.get(key)
+            if place is None or not await self.alive(place):
+                place = self._places[key] = await self.open_place(session, host_cwd)
             return place
 
     async def release(self, place: Place) -> None:
@@ -151,13 +189,34 @@ class Backend:
 
 
 async def run_client(argv: list[str], *, env: dict[str, str], input: bytes | None = None,
-                     timeout: float = 60.0) -> tuple[int, bytes, bytes]:
-    """Run a client command to its end: (exit code, stdout, stderr). OSError if it cannot start."""
+                     timeout: float = 60.0, max_output: int = 1 << 20) -> tuple[int, bytes, bytes]:
+    """Run a client command to its end: (exit code, stdout, stderr), each kept to ``max_output``
+    bytes (the rest is read and dropped: a far end cannot fill this process's memory). OSError
+    if it cannot start; TimeoutError after ``timeout`` seconds (it is killed)."""
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env=env, start_new_session=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    async def feed(stream: asyncio.StreamWriter) -> None:
+        try:
+            stream.write(input or b"")
+            await stream.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            stream.close()
+
+    async def kept(stream: asyncio.StreamReader) -> bytes:
+        held = bytearray()
+        while piece := await stream.read(1 << 16):
+            if len(held) < max_output:
+                held += piece[:max_output - len(held)]
+        return bytes(held)
+
     try:
-        out, err = await asyncio.wait_for(proc.communicate(input or b""), timeout)
+        _, out, err, _ = await asyncio.wait_for(
+            asyncio.gather(feed(proc.stdin), kept(proc.stdout), kept(proc.stderr), proc.wait()), timeout)
     except (asyncio.TimeoutError, asyncio.CancelledError):
         proc.kill()
         await proc.wait()
@@ -176,43 +235,67 @@ def last_line(data: bytes) -> str:
 
 
 @dataclass
+class Call:
+    """One run of ``remote.py`` there: the client's command line, its stdin's first bytes (the
+    spec), and the line it says before its own output (what comes before it is dropped)."""
+
+    argv: list[str]
+    stdin: bytes
+    hello: str
+    place: Place
+
+    def filtered(self) -> list[str]:
+        """The command line with its output passed on only after the hello line (relay.py's
+        ``--after``): a login shell's banner never reaches a command's output."""
+        return [sys.executable, str(RELAY_SOURCE), "--after", self.hello, "--", *self.argv]
+
+
+@dataclass
 class Remote:
     """One session's work on a remote backend, as the tools see it: commands and file
-    operations run at its place (the kernel's, or one acquired for the call)."""
+    operations run at its place (the calling kernel's, or the session's)."""
 
     backend: Backend
     session: str
     host_cwd: str
     place: Place | None = None
-    """The calling kernel's place (None: a top-level call acquires one for its time)."""
+    """The calling kernel's place (None: a top-level call borrows the session's)."""
     env: dict[str, str] = field(default_factory=dict)
     """Variables the user forwards, set for what runs there."""
+    home: str | None = None
+    """The home there, when known (the kernel's driver says it)."""
+    client: dict[str, str] = field(default_factory=dict)
+    """The environment of its clients (``docker``, ``ssh``): :meth:`Backend.client_env`."""
     via: Callable[[dict[str, Any], bytes], Awaitable[tuple[dict[str, Any], bytes]]] | None = None
     """The calling kernel's own connection for file operations (``Kernel.far``): no new
     client process per operation. None: one client process per operation."""
 
     def client_env(self) -> dict[str, str]:
-        return self.backend.client_env(os.environ)
+        return self.client or self.backend.client_env(os.environ)
 
     @property
     def where(self) -> str:
         """``docker:<short id>`` or ``ssh:user@host`` (``docker`` before its container exists)."""
         return self.backend.where(self.place)
 
-    async def _place(self) -> tuple[Place, bool]:
-        if self.place is not None:
-            return self.place, False
-        return await self.backend.acquire(self.session, self.host_cwd), True
+    def as_here(self, path: str) -> str:
+        """``path`` there, spelled as the approval rules know such files: ``~`` and the home
+        there as this machine's home (``/home/bob/.bashrc`` there is judged as ``~/.bashrc``)."""
+        here = os.path.expanduser("~")
+        if path == "~" or path.startswith("~/"):
+            return here + path[1:]
+        home = (self.home or "").rstrip("/")
+        if home and (path == home or path.startswith(home + "/")):
+            return here + path[len(home):]
+        return path
 
-    async def command(self, spec: dict[str, Any]) -> tuple[list[str], Place, bool]:
-        """The client command running ``spec`` there, the place and whether the caller must
-        release it (:meth:`done`)."""
-        place, acquired = await self._place()
-        return self.backend.command(place, {**spec, "env": {**self.env, **spec.get("env", {})}}), place, acquired
-
-    async def done(self, place: Place, acquired: bool) -> None:
-        if acquired:
-            await self.backend.release(place)
+    async def call(self, spec: dict[str, Any]) -> Call:
+        """The client command running ``spec`` there (the kernel's place, or the session's),
+        what to write to its stdin first, and the line it says before its own output."""
+        place = self.place or await self.backend.borrow(self.session, self.host_cwd)
+        hello = new_hello()
+        full = {**spec, "hello": hello, "env": {**self.env, **spec.get("env", {})}}
+        return Call(self.backend.command(place), spec_bytes(full), hello, place)
 
     async def file(self, op: str, path: str, cwd: str, *, data: bytes | None = None, limit: int = 1 << 24,
                    timeout: float = 120.0, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], bytes]:
@@ -227,18 +310,19 @@ class Remote:
             except Exception as exc:  # the kernel ended meanwhile: the call's error, one line
                 raise BackendError(f"{self.backend.name}: the kernel's connection ended ({type(exc).__name__})") \
                     from None
-        argv, place, acquired = await self.command({**(extra or {}), "mode": "file", "op": op, "path": path,
-                                                    "cwd": cwd, "limit": limit})
+        call = await self.call({**(extra or {}), "mode": "file", "op": op, "path": path, "cwd": cwd, "limit": limit})
         try:
-            try:
-                code, out, err = await run_client(argv, env=self.client_env(), input=data, timeout=timeout)
-            except OSError as exc:
-                raise BackendError(f"{self.backend.name}: cannot run its client: {exc.strerror or exc}") from None
-            except asyncio.TimeoutError:
-                raise BackendError(f"{self.backend.name}: no answer within {timeout:g}s") from None
-        finally:
-            await self.done(place, acquired)
-        head, _, rest = out.partition(b"\n")
+            code, out, err = await run_client(call.argv, env=self.client_env(), input=call.stdin + (data or b""),
+                                              timeout=timeout, max_output=limit + (1 << 20))
+        except OSError as exc:
+            raise BackendError(f"{self.backend.name}: cannot run its client: {exc.strerror or exc}") from None
+        except asyncio.TimeoutError:
+            raise BackendError(f"{self.backend.name}: no answer within {timeout:g}s") from None
+        place = call.place
+        said = after_hello(out, call.hello)
+        if said is None:
+            raise BackendError(f"{self.backend.where(place)}: {last_line(err) or 'no answer'} (exit {code})")
+        head, _, rest = said.partition(b"\n")
         try:
             answer = json.loads(head)
         except ValueError:

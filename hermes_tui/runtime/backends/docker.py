@@ -10,7 +10,9 @@ kernel of its session ends (reaped, evicted, reset, the app quits) unless
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import json
 import os
 import re
 from typing import Any
@@ -46,7 +48,13 @@ class DockerBackend(Backend):
     sandbox_label = "docker"
 
     def describe(self) -> str:
-        return f"docker:{self.terminal.docker_image}"
+        """``docker:IMAGE`` and a digest of what else makes its containers (extra arguments,
+        limits, network, mount, user): a change starts new kernels in new containers."""
+        terminal = self.terminal
+        made = json.dumps([terminal.docker_extra_args, terminal.container_cpu, terminal.container_memory,
+                           self.config.code_execution.network, terminal.docker_mount_cwd_to_workspace,
+                           terminal.docker_run_as_host_user, terminal.docker_forward_env])
+        return f"docker:{terminal.docker_image}:{hashlib.sha256(made.encode()).hexdigest()[:8]}"
 
     def remote_cwd(self) -> str:
         cwd = super().remote_cwd()
@@ -58,17 +66,17 @@ class DockerBackend(Backend):
         return f"docker:{place.short_id}" if place is not None else "docker"
 
     def client_env(self, host_env: Any) -> dict[str, str]:
-        return {**super().client_env(host_env), **self.forwarded(host_env)}
-
-    def forwarded(self, host_env: Any) -> dict[str, str]:
-        return {name: host_env[name] for name in self.terminal.docker_forward_env if name in host_env}
+        # The names docker_forward_env lists reach the container as `-e NAME`: docker takes
+        # each value from its own environment, never from a command line.
+        forwarded = {name: host_env[name] for name in self.terminal.docker_forward_env if name in host_env}
+        return {**super().client_env(host_env), **forwarded}
 
     def place_key(self, session: str, host_cwd: str) -> str:
         return self.container_name(session, host_cwd)
 
     def container_name(self, session: str, host_cwd: str) -> str:
         mounted = host_cwd if self.terminal.docker_mount_cwd_to_workspace else ""
-        digest = hashlib.sha256("\0".join((str(self.home), session, self.terminal.docker_image, mounted))
+        digest = hashlib.sha256("\0".join((str(self.home), session, self.describe(), mounted))
                                 .encode()).hexdigest()[:10]
         return f"hermes-{_slug(session)}-{digest}"
 
@@ -78,12 +86,12 @@ class DockerBackend(Backend):
             args += ["-e", name]  # the value comes from the client's environment, never argv
         return args
 
-    def command(self, place: Place, spec: dict[str, Any]) -> list[str]:
-        return ["docker", "exec", "-i", *self._env_args(), place.name, "python3", "-c", LOADER, payload(spec)]
+    def command(self, place: Place) -> list[str]:
+        return ["docker", "exec", "-i", *self._env_args(), place.container, "python3", "-c", LOADER, payload()]
 
     def create_args(self, name: str, session: str, host_cwd: str) -> list[str]:
         terminal, settings = self.terminal, self.config.code_execution
-        args = ["docker", "run", "-i", "--name", name, "--label", "hermes-tui=1",
+        args = ["docker", "run", "-i", "--pull", "never", "--name", name, "--label", "hermes-tui=1",
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", str(PIDS_LIMIT)]
         if not settings.network:
             args += ["--network", "none"]
@@ -109,9 +117,9 @@ class DockerBackend(Backend):
         try:
             code, out, err = await run_client(["docker", "inspect", "-f", "{{.State.Running}}", name],
                                               env=env, timeout=30)
-            if code == 0 and out.strip() == b"true":  # held by an earlier run that is gone: start afresh
-                await run_client(["docker", "rm", "-f", name], env=env, timeout=60)
-                code = 1
+            if code == 0 and out.strip() == b"true":  # its holder is alive: another hermes-tui has it
+                raise BackendError(f"docker: container {name} of this session is running, held by another "
+                                   "hermes-tui (the same session open twice?); end that one first")
             # The container's first process lives while this attached client does: if hermes-tui
             # dies, however it dies, the client's stdin ends, and so does the container.
             argv = ["docker", "start", "-ai", name] if code == 0 else self.create_args(name, session, host_cwd)
@@ -129,7 +137,8 @@ class DockerBackend(Backend):
         except asyncio.TimeoutError:
             ready = b""
         if ready.strip() != b"hermes-ready":
-            holder.kill()
+            with contextlib.suppress(ProcessLookupError):
+                holder.kill()
             _, err = await holder.communicate()
             await run_client(["docker", "rm", "-f", name], env=env, timeout=60)
             said = last_line(err) or f"exit {holder.returncode}"
@@ -137,7 +146,13 @@ class DockerBackend(Backend):
                    if "executable file not found" in said or "python3" in said else FIX)
             raise BackendError(f"docker: cannot start a container of {self.terminal.docker_image}: {said} ({fix})")
         code, out, _ = await run_client(["docker", "inspect", "-f", "{{.Id}}", name], env=env, timeout=30)
-        return Place(self, name, short_id=out.decode(errors="replace").strip()[:12] or name, holder=holder)
+        container = out.decode(errors="replace").strip()
+        if code != 0 or not container:
+            with contextlib.suppress(ProcessLookupError):
+                holder.kill()
+            await holder.wait()
+            raise BackendError(f"docker: container {name} started but cannot be found ({FIX})")
+        return Place(self, name, short_id=container[:12], holder=holder, container=container)
 
     async def _logs(self, name: str, env: dict[str, str]) -> str:
         try:
@@ -150,7 +165,7 @@ class DockerBackend(Backend):
         env = self.client_env(os.environ)
         verb = ["stop", "-t", "2"] if self.terminal.container_persistent else ["rm", "-f"]
         try:
-            await run_client(["docker", *verb, place.name], env=env, timeout=60)
+            await run_client(["docker", *verb, place.container or place.name], env=env, timeout=60)
         except OSError:
             pass
         holder = place.holder
@@ -160,5 +175,6 @@ class DockerBackend(Backend):
             try:
                 await asyncio.wait_for(holder.wait(), 30)
             except asyncio.TimeoutError:
-                holder.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    holder.kill()
                 await holder.wait()

@@ -10,6 +10,11 @@ asks for them (so the same pid check and token hold). SIGINT is sent on as an in
 
 Usage (the host starts it):  python relay.py CTRL_IN CTRL_OUT LIFELINE SPEC_FILE
 
+As ``python relay.py --after HELLO -- CLIENT...`` it is the filter of one command there
+(``terminal()``, a standalone script): the client gets this process's stdin as it is, and its
+output is passed on from after the HELLO line only (what a login shell printed before is not
+the command's).
+
 Stdlib only; runs with the host's Python.
 """
 
@@ -35,6 +40,33 @@ def _write_all(fd, data):
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+class Skipper(object):
+    """Drops a stream's bytes up to and including the marker line (a login shell's banner
+    before remote.py's hello); passes on what follows. Holds at most a few KiB meanwhile."""
+
+    def __init__(self, marker):
+        self.marker = marker
+        self.seen = bytearray()
+        self.found = False
+
+    def feed(self, data):
+        if self.found:
+            return data
+        self.seen += data
+        at = self.seen.find(self.marker)
+        if at < 0:
+            del self.seen[:-max(len(self.marker), 4096)]
+            return b""
+        self.found = True
+        rest = bytes(self.seen[at + len(self.marker):])
+        self.seen = bytearray()
+        return rest
+
+    def leftover(self):
+        """What came instead of the marker (when it never came): why the far end did not start."""
+        return b"" if self.found else bytes(self.seen)
 
 
 def _ask_connector(fd):
@@ -70,6 +102,7 @@ class Relay(object):
         self.by_socket = {}
         self.pending = bytearray()
         self.line = bytearray()
+        self.err_open = True
         self.passing = False
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -79,7 +112,8 @@ class Relay(object):
         _write_all(self.client_in, HEADER.pack(ord(kind), channel, len(data)) + data)
 
     def run(self):
-        setup = self.spec["setup"]
+        remote = self.spec["spec"]
+        setup = remote["setup"]
         config = setup["tools_config"]
         token_fd = config.get("token_fd")
         setup["token"] = os.pread(token_fd, 256, 0).decode("ascii").strip() if token_fd is not None else ""
@@ -87,21 +121,53 @@ class Relay(object):
             os.close(token_fd)
         self.connector = config.get("connector_fd")
         self.client = subprocess.Popen(
-            self.spec["client"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+            self.spec["client"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, preexec_fn=_die_with_parent, close_fds=True, pass_fds=(), bufsize=0,
         )
-        assert self.client.stdin is not None and self.client.stdout is not None
+        assert self.client.stdin is not None and self.client.stdout is not None and self.client.stderr is not None
         self.client_in, self.client_out = self.client.stdin.fileno(), self.client.stdout.fileno()
+        self.client_err = self.client.stderr.fileno()
         signal.signal(signal.SIGINT, self.on_sigint)
         signal.signal(signal.SIGTERM, self.on_sigterm)
         try:
-            self.send("S", 0, json.dumps(setup).encode("utf-8"))
-            self.loop()
+            data = json.dumps(remote).encode("utf-8")
+            _write_all(self.client_in, b"%010d" % len(data) + data)  # remote.py's spec, never in argv
+            if not self.skip_to(remote["hello"].encode("ascii") + b"\n"):
+                return 1
+            if self.feed(b""):  # frames that came with the hello line
+                self.loop()
         except OSError:
             pass
         finally:
             self.end()
         return self.code if self.code is not None else 1
+
+    def skip_to(self, hello):
+        """Drop the client's output up to remote.py's hello line (a login shell's banner); what
+        follows it is kept for the frames. False if the client ended first (what it said on
+        stdout and stderr then goes to stderr: why the kernel did not start)."""
+        out, self.err_skip = Skipper(hello), Skipper(hello)
+        while not out.found:
+            ready, _, _ = select.select([self.client_out, self.client_err], [], [])
+            if self.client_err in ready:
+                self.from_client_err()
+            if self.client_out in ready:
+                data = os.read(self.client_out, CHUNK)
+                if not data:
+                    _write_all(2, out.leftover()[-4096:] + self.err_skip.leftover()[-4096:])
+                    return False
+                self.pending += out.feed(data)
+        return True
+
+    def from_client_err(self):
+        """The client's stderr: after remote.py's hello, the far end's (and ssh's own errors)."""
+        data = os.read(self.client_err, CHUNK)
+        if not data:
+            self.err_open = False
+            return
+        data = self.err_skip.feed(data)
+        if data:
+            _write_all(2, data)
 
     def on_sigint(self, *_):
         try:
@@ -119,6 +185,8 @@ class Relay(object):
         client_out = self.client_out
         while True:
             watched = [client_out, self.ctrl_in, self.lifeline, self.wake_r] + list(self.by_socket)
+            if self.err_open:
+                watched.append(self.client_err)
             try:
                 ready, _, _ = select.select(watched, [], [])
             except InterruptedError:
@@ -138,6 +206,8 @@ class Relay(object):
                     if not data:
                         return
                     self.from_hermes(data)
+                elif fd == self.client_err:
+                    self.from_client_err()
                 elif fd == client_out:
                     data = os.read(client_out, CHUNK)
                     if not data:
@@ -269,7 +339,37 @@ class Relay(object):
             self.client.wait()
 
 
+def after(hello, argv):
+    """Run ``argv`` with this process's stdin; pass its stdout and stderr on from after the
+    ``hello`` line on each. SIGTERM and SIGINT go to it; its exit code is this one's."""
+    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, _frame: client.send_signal(number))
+    marker = hello.encode("ascii") + b"\n"
+    assert client.stdout is not None and client.stderr is not None
+    streams = {client.stdout.fileno(): (1, Skipper(marker)), client.stderr.fileno(): (2, Skipper(marker))}
+    while streams:
+        try:
+            ready, _, _ = select.select(list(streams), [], [])
+        except InterruptedError:
+            continue
+        for fd in ready:
+            target, skipper = streams[fd]
+            data = os.read(fd, CHUNK)
+            if not data:
+                del streams[fd]
+                _write_all(2, skipper.leftover()[-4096:])  # no hello came: what did says why
+                continue
+            data = skipper.feed(data)
+            if data:
+                _write_all(target, data)
+    code = client.wait()
+    return code if code >= 0 else 128 - code
+
+
 def main(argv):
+    if argv[1:2] == ["--after"]:
+        return after(argv[2], argv[4:])
     ctrl_in, ctrl_out, lifeline = (int(value) for value in argv[1:4])
     with open(argv[4], encoding="utf-8") as handle:
         spec = json.load(handle)

@@ -6,8 +6,12 @@ decodes this file and a small JSON spec from its argument and calls :func:`main`
 
 Modes:
 
-* ``kernel``: the session kernel. The rest of the spec (the kernel driver, the ``hermes_tools``
-  template, the token, the environment) comes as the first frame on stdin. It starts the
+Every mode reads its spec from stdin first (its length in ten digits, then JSON: never in argv,
+where any process could read it), then writes the spec's ``hello`` line, before which the host
+drops whatever a login shell printed.
+
+* ``kernel``: the session kernel. Its spec carries the kernel driver, the ``hermes_tools``
+  template, the token and the environment. It starts the
   unchanged driver with pipes for its control channel, output and lifeline, and a Unix socket
   for its tool calls, then multiplexes all of them over stdin/stdout in frames
   (:data:`HEADER`: kind, channel, length). The host's relay (``relay.py``) undoes that.
@@ -111,7 +115,24 @@ def _wait(pid):
 def run_command(spec):
     _enter(spec.get("cwd"))
     env = _environment(spec.get("env"))
-    argv = spec["argv"]
+    argv = spec.get("argv")
+    script = None
+    if spec.get("script") is not None:  # a standalone script: from a private file, not argv
+        fd, script = tempfile.mkstemp(prefix="hermes-script-", suffix=".py")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(spec["script"])
+        argv = [sys.executable, script]
+    try:
+        return _run(argv, env, spec)
+    finally:
+        if script is not None:
+            try:
+                os.unlink(script)
+            except OSError:
+                pass
+
+
+def _run(argv, env, spec):
     pid = os.fork()
     if pid == 0:
         try:
@@ -166,6 +187,8 @@ def operate(spec, data_in=b""):
                 size = os.fstat(handle.fileno()).st_size
                 data = handle.read(limit + 1)
             return {"size": size, "bytes": min(len(data), limit), "more": len(data) > limit}, data[:limit]
+        if op == "lines":  # read_file's page: only the lines asked for come back
+            return _lines(path, spec)
         if op == "write":
             if os.path.isdir(path):
                 return {"error": "%s is a directory, not a file" % path, "errno": "EISDIR"}, b""
@@ -173,15 +196,22 @@ def operate(spec, data_in=b""):
             if folder:
                 os.makedirs(folder, exist_ok=True)
             existed = os.path.exists(path)
-            temporary = "%s.hermes-%d-%d" % (path, os.getpid(), threading.get_ident())
-            with open(temporary, "wb") as handle:  # whole or not at all, as locally
-                handle.write(data_in)
-            if existed:
+            fd, temporary = tempfile.mkstemp(dir=folder or ".", prefix=".hermes-write-")
+            try:  # whole or not at all, as locally
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data_in)
+                if existed:
+                    try:
+                        os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+                    except OSError:
+                        pass
+                os.replace(temporary, path)
+            except BaseException:
                 try:
-                    os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+                    os.unlink(temporary)
                 except OSError:
                     pass
-            os.replace(temporary, path)
+                raise
             return {"bytes_written": len(data_in), "created": not existed, "real": os.path.realpath(path)}, b""
         if op == "delete":
             os.unlink(path)
@@ -195,9 +225,48 @@ def operate(spec, data_in=b""):
         return _error(exc), b""
 
 
+def _lines(path, spec):
+    """Lines ``first``..``first+count-1`` of ``path`` (each at most ``keep`` bytes, with its
+    whole size), and the count of all of them; a huge line is skipped through, never held."""
+    import base64
+    offset, limit, keep = int(spec["first"]), int(spec["count"]), int(spec["keep"])
+    last = offset + limit - 1
+    with open(path, "rb") as handle:
+        if b"\0" in handle.read(8192):
+            return {"binary": True, "size": os.fstat(handle.fileno()).st_size}, b""
+        handle.seek(0)
+        picked, sizes, total = [], [], 0
+        while True:
+            line = handle.readline(keep + 1)
+            if not line:
+                break
+            size = len(line)
+            if size > keep:
+                rest = line
+                while not rest.endswith(b"\n"):
+                    rest = handle.readline(1 << 16)
+                    if not rest:
+                        break
+                    size += len(rest)
+                line = line[:keep]
+            total += 1
+            if offset <= total <= last:
+                picked.append(base64.b64encode(line).decode("ascii"))
+                sizes.append(size)
+    return {"total": total, "lines": picked, "sizes": sizes}, b""
+
+
 def file_op(spec):
     """``operate`` as a process of its own: the answer and the bytes on stdout."""
-    data_in = sys.stdin.buffer.read() if spec["op"] == "write" else b""
+    data_in = b""
+    if spec["op"] == "write":
+        chunks = []
+        while True:
+            piece = os.read(0, CHUNK)
+            if not piece:
+                break
+            chunks.append(piece)
+        data_in = b"".join(chunks)
     answer, data = operate(spec, data_in)
     _say(answer)
     _write_all(1, data)
@@ -271,6 +340,38 @@ def _search(root, spec):
 
 # -- kernel: the driver, multiplexed -----------------------------------------------------
 
+class _Writer(object):
+    """Sends one tool channel's replies to the script, on a thread of its own."""
+
+    def __init__(self, sock):
+        import queue
+        self.sock = sock
+        self.queue = queue.Queue()  # type: queue.Queue[bytes | None]
+        thread = threading.Thread(target=self.run, name="hermes-channel")
+        thread.daemon = True
+        thread.start()
+
+    def put(self, data):
+        self.queue.put(data)
+
+    def run(self):
+        while True:
+            data = self.queue.get()
+            if data is None:
+                break
+            try:
+                if data:
+                    self.sock.sendall(data)
+                else:
+                    self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                break
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
 class Kernel(object):
     """The driver and its tool socket, carried over stdin/stdout in frames."""
 
@@ -278,6 +379,7 @@ class Kernel(object):
         self.spec = spec
         self.channels = {}  # socket -> channel number
         self.by_number = {}
+        self.writers = {}  # channel -> _Writer
         self.next_channel = 1
         self.out_lock = threading.Lock()
         self.pid = None
@@ -300,13 +402,12 @@ class Kernel(object):
         return chr(kind), channel, data
 
     def serve(self):
-        first = self.read_frame()
-        if first is None or first[0] != "S":
-            return 3
-        setup = json.loads(first[2].decode("utf-8"))
+        setup = self.spec["setup"]
         _enter(self.spec.get("cwd"))
         folder = tempfile.mkdtemp(prefix="hermes-kernel-")
         os.chmod(folder, 0o700)
+        if not self.spec.get("cwd"):  # strict: its own private folder, as a local kernel's
+            os.chdir(folder)
         tmp = os.path.join(folder, "tmp")
         os.mkdir(tmp, 0o700)
         driver = os.path.join(folder, "hermes_kernel_driver.py")
@@ -405,20 +506,14 @@ class Kernel(object):
                 kind, channel, data = frame
                 if kind == "C":
                     _write_all(self.ctrl_in, data)
-                elif kind == "R":
-                    sock = self.by_number.get(channel)
-                    if sock is not None:
-                        try:
-                            sock.sendall(data)
-                        except OSError:
-                            pass
-                elif kind == "X":
-                    sock = self.by_number.get(channel)
-                    if sock is not None:
-                        try:
-                            sock.shutdown(socket.SHUT_RDWR)
-                        except OSError:
-                            pass
+                elif kind == "R":  # on the channel's own writer: a script not reading stalls only it
+                    writer = self.writers.get(channel)
+                    if writer is not None:
+                        writer.put(data)
+                elif kind == "X":  # hermes-tui closed it: after what is queued, so is the script's end
+                    writer = self.writers.get(channel)
+                    if writer is not None:
+                        writer.put(b"")
                 elif kind == "F":  # a file operation of a tool call, beside the kernel
                     worker = threading.Thread(target=self.operate, args=(data,), name="hermes-file")
                     worker.daemon = True
@@ -451,6 +546,7 @@ class Kernel(object):
                     self.next_channel += 1
                     self.channels[sock] = number
                     self.by_number[number] = sock
+                    self.writers[number] = _Writer(sock)
                 elif item in self.channels:
                     number = self.channels[item]
                     try:
@@ -462,7 +558,7 @@ class Kernel(object):
                     else:
                         del self.channels[item]
                         del self.by_number[number]
-                        item.close()
+                        self.writers.pop(number).put(None)  # it closes the socket when done
                         self.send("X", number)
                 else:
                     data = os.read(item, CHUNK)
@@ -473,7 +569,24 @@ class Kernel(object):
                         os.close(item)
 
 
-def main(spec):
+def read_spec():
+    """The spec, from stdin: ten ASCII digits of length, then that much JSON (never in argv,
+    where any process could read it). None if stdin ended first."""
+    size = _read_exact(0, 10)
+    if size is None:
+        return None
+    data = _read_exact(0, int(size))
+    return None if data is None else json.loads(data.decode("utf-8"))
+
+
+def main():
+    spec = read_spec()
+    if spec is None:
+        return 3
+    # Whatever the login shell printed before this (a banner from ~/.bashrc) ends here, on
+    # stdout and stderr both: the host drops everything up to this line.
+    _write_all(1, spec["hello"].encode("ascii") + b"\n")
+    _write_all(2, spec["hello"].encode("ascii") + b"\n")
     mode = spec.get("mode")
     if mode == "kernel":
         return Kernel(spec).serve()

@@ -24,9 +24,9 @@ class SshBackend(Backend):
 
     @property
     def login(self) -> str:
+        """``user@host`` (``host`` alone when ssh picks the user: ~/.ssh/config or the local name)."""
         terminal = self.terminal
-        user = terminal.ssh_user or os.environ.get("USER") or "root"
-        return f"{user}@{terminal.ssh_host}"
+        return f"{terminal.ssh_user}@{terminal.ssh_host}" if terminal.ssh_user else terminal.ssh_host
 
     def describe(self) -> str:
         return f"ssh:{self.login}:{self.terminal.ssh_port}"
@@ -41,8 +41,12 @@ class SshBackend(Backend):
         terminal = self.terminal
         known = self.home / "ssh"
         known.mkdir(mode=0o700, parents=True, exist_ok=True)
-        args = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
-                "-o", f"UserKnownHostsFile={known / 'known_hosts'} ~/.ssh/known_hosts",
+        # -a -x and ClearAllForwardings: the remote gets none of the user's agent, X display or
+        # ports, whatever ~/.ssh/config says (it is not trusted with them).
+        args = ["ssh", "-T", "-a", "-x", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
+                "-o", "ClearAllForwardings=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
+                "-o", "PermitLocalCommand=no", "-o", "LogLevel=ERROR",
+                "-o", f'UserKnownHostsFile="{known / "known_hosts"}" ~/.ssh/known_hosts',
                 "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4",
                 "-p", str(terminal.ssh_port)]
         if terminal.ssh_key:
@@ -51,8 +55,8 @@ class SshBackend(Backend):
             args += ["-l", terminal.ssh_user]
         return [*args, "--", terminal.ssh_host]
 
-    def command(self, place: Place, spec: dict[str, Any]) -> list[str]:
-        remote = f"exec python3 -c {shlex.quote(LOADER)} {shlex.quote(payload(spec))}"
+    def command(self, place: Place) -> list[str]:
+        remote = f"exec python3 -c {shlex.quote(LOADER)} {shlex.quote(payload())}"
         return [*self.base_args(), remote]
 
     async def open_place(self, session: str, host_cwd: str) -> Place:

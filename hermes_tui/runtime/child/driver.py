@@ -415,7 +415,7 @@ class Driver(object):
 
     def serve(self):
         self.reply(op="ready", pid=os.getpid(), python=sys.version.split()[0],
-                   executable=sys.executable, cwd=os.getcwd())
+                   executable=sys.executable, cwd=os.getcwd(), home=os.path.expanduser("~"))
         while True:
             line = self.requests.readline()
             if not line:

@@ -200,8 +200,9 @@ def judged_paths(ctx: ToolContext, path: str) -> list[str]:
     """The paths a write of ``path`` is judged by: the real one, and the spelled one (normalised)
     when it differs (your own ``~/.ssh`` may be a symlink to elsewhere; it is still ~/.ssh).
     On a remote backend: the path as spelled there (this machine's links mean nothing there)."""
-    if ctx.remote is not None:
-        return [path if path.startswith("~") else os.path.normpath(str(ctx.resolve(path)))]
+    if ctx.remote is not None:  # judged as the same file would be here (~/.bashrc is ~/.bashrc)
+        spelled = path if path.startswith("~") else os.path.normpath(str(ctx.resolve(path)))
+        return list(dict.fromkeys((spelled, ctx.remote.as_here(spelled))))
     real = str(write_target(ctx, path))
     spelled = os.path.normpath(single_root(str(ctx.resolve(path))))
     return [real] if spelled == real else [real, spelled]

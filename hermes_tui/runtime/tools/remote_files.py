@@ -10,18 +10,17 @@ the gate judges the paths as spelled there.
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import posixpath
-import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
+from hermes_tui.base.units import plural
 from hermes_tui.runtime.approvals import FileChange
 from hermes_tui.runtime.backends.base import BackendError, Remote
 from hermes_tui.runtime.tools.base import ToolContext
 from hermes_tui.runtime.tools.changes import headers, unified_diff
-from hermes_tui.runtime.tools.files import ReadFileArgs, WriteFileArgs, _read, is_binary
+from hermes_tui.runtime.tools.files import LINE_KEEP, ReadFileArgs, WriteFileArgs, _numbered, is_binary
 from hermes_tui.runtime.tools.patching import PatchArgs, _names, _parsed, _strip_prefix
 from hermes_tui.runtime.tools.search import MATCH_CHARS, SKIP_DIRS, SearchArgs
 
@@ -56,23 +55,29 @@ async def _text(ctx: ToolContext, path: str) -> str | dict[str, Any]:
 
 
 async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
+    """The page asked for, numbered here from the lines the far end picked (a big file is never
+    sent whole)."""
     path = there(ctx, args.path)
-    answer, data = await _remote(ctx).file("read", path, ctx.cwd, limit=READ_CAP)
+    answer, _ = await _remote(ctx).file("lines", path, ctx.cwd, extra={"first": args.offset, "count": args.limit,
+                                                                          "keep": LINE_KEEP})
     if "error" in answer:
         return _failure(answer, path)
-    if is_binary(data[:8192]):
-        return {"error": f"{path} is a binary file ({answer.get('size', len(data)):,} bytes); read_file shows "
+    if answer.get("binary"):
+        return {"error": f"{path} is a binary file ({int(answer.get('size') or 0):,} bytes); read_file shows "
                          "text files only"}
-
-    def numbered() -> dict[str, Any]:
-        with tempfile.NamedTemporaryFile(prefix="hermes-remote-read-") as copy:
-            copy.write(data)
-            copy.flush()
-            return _read(Path(copy.name), args.offset, args.limit, Path(path))
-
-    result = await asyncio.to_thread(numbered)
-    if answer.get("more"):
-        result["note"] = f"only the first {READ_CAP >> 20} MiB of {answer.get('size', 0):,} bytes were read"
+    try:
+        raws = [base64.b64decode(line, validate=True) for line in answer.get("lines", [])]
+        sizes = [int(size) for size in answer.get("sizes", [])]
+        total = int(answer.get("total", 0))
+    except (ValueError, TypeError):
+        return {"error": f"{path}: a malformed answer from {ctx.remote.where if ctx.remote else 'there'}"}
+    lines = [_numbered(number, raw, size) for number, (raw, size) in enumerate(zip(raws, sizes), start=args.offset)]
+    result: dict[str, Any] = {
+        "path": path, "content": "\n".join(lines) + ("\n" if lines else ""), "total_lines": total,
+        "offset": args.offset, "lines_returned": len(lines), "truncated": args.offset + len(lines) - 1 < total,
+    }
+    if args.offset > total:
+        result["note"] = f"offset {args.offset} is past the end: the file has {plural(total, 'line')}"
     return result
 
 

@@ -107,15 +107,12 @@ async def _remote(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, A
     if refusal is not None:
         return blocked(refusal)
     try:
-        argv, place, acquired = await ctx.remote.command({"mode": "run", "argv": ["sh", "-c", args.command],
-                                                          "cwd": cwd})
+        call = await ctx.remote.call({"mode": "run", "argv": ["sh", "-c", args.command], "cwd": cwd})
     except BackendError as exc:
         return {"output": "", "exit_code": -1, "error": str(exc)}
-    try:
-        result = await run_command(args.command, cwd=os.path.expanduser("~"), env=ctx.remote.client_env(),
-                                   timeout=args.timeout or ctx.config.terminal.timeout, ctx=ctx, argv=argv)
-    finally:
-        await ctx.remote.done(place, acquired)
+    result = await run_command(args.command, cwd=os.path.expanduser("~"), env=ctx.remote.client_env(),
+                               timeout=args.timeout or ctx.config.terminal.timeout, ctx=ctx,
+                               argv=call.filtered(), stdin_data=call.stdin)
     output = result.get("output") or ""
     if result.get("exit_code") == 126 and output.startswith("hermes-remote: working directory"):
         result["error"] = output.strip().removeprefix("hermes-remote: ")
@@ -123,7 +120,8 @@ async def _remote(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, A
 
 
 async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext,
-                      confinement: Confinement | None = None, argv: list[str] | None = None) -> dict[str, Any]:
+                      confinement: Confinement | None = None, argv: list[str] | None = None,
+                      stdin_data: bytes | None = None) -> dict[str, Any]:
     """Run an approved command and collect its capped output (``confinement``: in the sandbox;
     ``argv``: a backend client's command line that runs it elsewhere)."""
     run_id = new_exec_id()
@@ -135,7 +133,7 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
         # Cancelled (the script that asked is gone): so is its command, 1 s after SIGTERM.
         ended_by = await run_to_end(child, argv or [shell(), "-c", command], cwd=cwd, env=env, outcome=future,
                                     timeout=timeout, merge_stderr=True, cancel_grace=1.0, confinement=confinement,
-                                    hold_stdin=argv is not None)
+                                    stdin_data=stdin_data)
     except OSError as exc:
         return {"output": "", "exit_code": -1, "error": f"cannot start {shell()}: {exc.strerror or exc}"}
     error = f"Command timed out after {timeout:g}s and was killed." if ended_by == "timeout" else None
