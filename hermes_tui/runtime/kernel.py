@@ -24,7 +24,7 @@ from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.process import CellOutcome
 from hermes_tui.runtime.rpc import ExecBudget, RpcServer, new_token
-from hermes_tui.runtime.sandbox import Sandbox
+from hermes_tui.runtime.sandbox import Confinement, Sandbox
 from hermes_tui.runtime.sandbox.paths import Layout
 from hermes_tui.runtime.stub import PLACEHOLDER, TEMPLATE, stage_tools_module
 
@@ -213,6 +213,15 @@ class Kernel(ChildProcess):
             confinement = self.sandbox.confine(workspace=self.cwd, tmpdir=str(self.temp_dir), cwd=self.cwd,
                                                extra=[str(p) for p in self.rpc.writable] if self.rpc is not None else ())
             self.layout = confinement.layout
+        channel = self.rpc.child_fds if self.rpc is not None else ()
+        self._spawn_with_pipes([self.key.interpreter, str(driver)], [], cwd=self.cwd, channel=channel,
+                               confinement=confinement)
+
+    def _spawn_with_pipes(self, head: list[str], tail: list[str], *, cwd: str, channel: tuple[int, ...],
+                          confinement: Confinement | None = None) -> None:
+        """Spawn ``head + [CTRL_IN, CTRL_OUT, LIFELINE] + tail`` with the control pipes and the
+        lifeline (the driver here, or the relay of a driver elsewhere) and the tool channel's
+        descriptors; ``confinement`` is released whether or not it started."""
         try:
             child_in, self._ctrl_in = os.pipe()
             ctrl_out, child_out = os.pipe()
@@ -221,16 +230,10 @@ class Kernel(ChildProcess):
             if confinement is not None:
                 confinement.close()
             raise
-        channel = self.rpc.child_fds if self.rpc is not None else ()
         try:
-            self.spawn(
-                [self.key.interpreter, str(driver), str(child_in), str(child_out), str(child_life)],
-                cwd=self.cwd,
-                env=self.env,
-                pass_fds=(child_in, child_out, child_life, *channel),
-                ctrl_fd=ctrl_out,
-                confinement=confinement,
-            )
+            self.spawn([*head, str(child_in), str(child_out), str(child_life), *tail], cwd=cwd, env=self.env,
+                       pass_fds=(child_in, child_out, child_life, *channel), ctrl_fd=ctrl_out,
+                       confinement=confinement)
         except BaseException:
             os.close(ctrl_out)
             raise
@@ -254,21 +257,8 @@ class Kernel(ChildProcess):
         fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(spec, handle)
-        child_in, self._ctrl_in = os.pipe()
-        ctrl_out, child_out = os.pipe()
-        child_life, self._lifeline = os.pipe()
-        try:
-            self.spawn([sys.executable, str(RELAY_SOURCE), str(child_in), str(child_out), str(child_life),
-                        str(spec_path)], cwd=str(self.staging_dir), env=self.env,
-                       pass_fds=(child_in, child_out, child_life, *self.rpc.child_fds), ctrl_fd=ctrl_out)
-        except BaseException:
-            os.close(ctrl_out)
-            raise
-        finally:
-            for fd in (child_in, child_out, child_life):
-                os.close(fd)
-            self.rpc.started()
-        os.set_blocking(self._ctrl_in, False)
+        self._spawn_with_pipes([sys.executable, str(RELAY_SOURCE)], [str(spec_path)], cwd=str(self.staging_dir),
+                               channel=self.rpc.child_fds)
 
     def _on_reply(self, message: dict[str, Any]) -> None:
         if message.get("op") == "far" and isinstance(message.get("reply"), dict):
