@@ -67,6 +67,8 @@ async def test_state_persists_and_the_kernel_says_where_it_runs(backend, hermes_
         second = await rt.execute_code("x += 1\nprint(x)", session="s", cwd=tmp_path)
         assert second.output == "42\n" and second.kernel.reused
         (info,) = rt.kernels()
+        memory = await rt.kernel_memory()  # the driver's own, there (the relay here is not it)
+        assert 5 << 20 < memory[info.id] < 500 << 20, memory
         if name == "docker":
             assert info.where.startswith("docker:") and info.sandbox == "docker"
             assert first.output.strip() == info.where.split(":")[1]  # the container's hostname is its id

@@ -15,7 +15,7 @@ from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
-from hermes_tui.runtime.kernel import Kernel
+from hermes_tui.runtime.kernel import Kernel, KernelGone
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
@@ -382,8 +382,10 @@ class Runtime:
 
     async def kernel_memory(self) -> dict[str, int]:
         """Resident memory in bytes of each live kernel (read off /proc in a thread; a kernel
-        elsewhere is left out: the process here is only its relay)."""
+        elsewhere says its own over its connection: the process here is only its relay)."""
         pids = {k.id: k.pid for k in self.kernels() if k.pid and k.where == "local"}
+        elsewhere = [kernel for info in self.kernels() if info.where != "local"
+                     and (kernel := self._pool.get(info.id) if self._pool else None) is not None]
 
         def read() -> dict[str, int]:
             page = os.sysconf("SC_PAGE_SIZE")
@@ -396,7 +398,19 @@ class Runtime:
                     continue
             return sizes
 
-        return await asyncio.to_thread(read)
+        async def asked(kernel: Kernel) -> tuple[str, int | None]:
+            try:
+                answer, _ = await kernel.far({"op": "memory"}, timeout=2.0)
+            except (KernelGone, TimeoutError):
+                return kernel.id, None
+            rss = answer.get("rss")
+            return kernel.id, rss if isinstance(rss, int) and not isinstance(rss, bool) and rss >= 0 else None
+
+        sizes = await asyncio.to_thread(read)
+        for kernel_id, rss in await asyncio.gather(*(asked(k) for k in elsewhere)):
+            if rss is not None:
+                sizes[kernel_id] = rss
+        return sizes
 
     async def terminal(
         self, command: str, *, session: str = "default", cwd: str | Path | None = None, timeout: float | None = None,

@@ -340,6 +340,15 @@ def _search(root, spec):
 
 # -- kernel: the driver, multiplexed -----------------------------------------------------
 
+def _resident(pid):
+    """Resident bytes of process ``pid`` (None where /proc cannot tell)."""
+    try:
+        with open("/proc/%d/statm" % pid) as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class _Writer(object):
     """Sends one tool channel's replies to the script, on a thread of its own."""
 
@@ -489,7 +498,10 @@ class Kernel(object):
         import base64
         try:
             request = json.loads(data.decode("utf-8"))
-            answer, out = operate(request["spec"], base64.b64decode(request.get("data") or ""))
+            if request["spec"].get("op") == "memory":  # the kernels pane's memory column
+                answer, out = {"rss": _resident(self.pid)}, b""
+            else:
+                answer, out = operate(request["spec"], base64.b64decode(request.get("data") or ""))
         except Exception as exc:  # a malformed request: answered, never the kernel's end
             request = request if isinstance(locals().get("request"), dict) else {}
             answer, out = {"error": "bad file request: %s" % exc, "errno": ""}, b""
