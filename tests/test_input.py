@@ -425,20 +425,15 @@ async def test_a_burst_typed_into_a_pane_goes_whole_to_the_input(hermes_home: Pa
     app = make_app(hermes_home, tmp_path)
     async with app.run_test(size=SMALL) as pilot:
         prompt = app.query_one(PromptInput)
-        await pilot.press("f3")  # the output pane: w, o, y, c are its keys
-        await pilot.pause()
-        burst(app, 'print("wow yo")')
-        await pilot.pause()
-        await pilot.pause()
-        assert app.focused is prompt and prompt.text == 'print("wow yo")', prompt.text
-        prompt.clear()
-        await pilot.press("f4")  # the kernels pane: r, i, k, v are its keys
-        await pilot.pause()
-        burst(app, "print(2)")
-        await pilot.pause()
-        await pilot.pause()
-        assert app.focused is prompt and prompt.text == "print(2)", prompt.text
-        prompt.clear()
+        # f3: the output pane (w, o, y, c are its keys); f4: the kernels pane (r, i, k, v).
+        for pane, text in (("f3", 'print("wow yo")'), ("f4", "print(2)")):
+            await pilot.press(pane)
+            await pilot.pause()
+            burst(app, text)
+            await pilot.pause()
+            await pilot.pause()
+            assert app.focused is prompt and prompt.text == text, prompt.text
+            prompt.clear()
         # A pane's own key pressed on its own still is the pane's: w toggles the output's wrapping.
         await pilot.press("f3")
         await pilot.pause()

@@ -383,8 +383,9 @@ class Runtime:
     async def kernel_memory(self) -> dict[str, int]:
         """Resident memory in bytes of each live kernel (read off /proc in a thread; a kernel
         elsewhere says its own over its connection: the process here is only its relay)."""
-        pids = {k.id: k.pid for k in self.kernels() if k.pid and k.where == "local"}
-        elsewhere = [kernel for info in self.kernels() if info.where != "local"
+        infos = self.kernels()
+        pids = {k.id: k.pid for k in infos if k.pid and k.where == "local"}
+        elsewhere = [kernel for info in infos if info.where != "local"
                      and (kernel := self._pool.get(info.id) if self._pool else None) is not None]
 
         def read() -> dict[str, int]:

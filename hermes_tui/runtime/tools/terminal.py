@@ -56,16 +56,17 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     if refusal is not None:  # meant for a sandbox or another machine: never run here, never asked
         return blocked(refusal)
     cwd = str(ctx.resolve(args.workdir)) if args.workdir else ctx.cwd
-    if ctx.remote is not None:
-        return await _remote(ctx, args, cwd)
-    if not await asyncio.to_thread(os.path.isdir, cwd):
+    if ctx.remote is None and not await asyncio.to_thread(os.path.isdir, cwd):  # a path there is checked there
         return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}
     refusal = await ctx.gate.check_terminal(
         args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
         origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed, env=ctx.env,  # judged where it will run
+        where=ctx.remote.where if ctx.remote is not None else None,
     )
     if refusal is not None:
         return blocked(refusal)
+    if ctx.remote is not None:
+        return await _run_there(ctx, args, cwd)
     timeout = args.timeout or ctx.config.terminal.timeout
     sandbox = ctx.sandbox
     if ctx.typed or sandbox is None or sandbox.tier == "off":  # a !cmd is the user's own: as in their shell
@@ -95,17 +96,11 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     return outside
 
 
-async def _remote(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, Any]:
-    """The command on the backend (a container, an SSH host), after the gate here says yes.
-    The far end runs it in its own process group and kills that group when the client ends
-    (a timeout, a cancelled script): nothing it started is left running there."""
+async def _run_there(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, Any]:
+    """The approved command on the backend (a container, an SSH host). The far end runs it in
+    its own process group and kills that group when the client ends (a timeout, a cancelled
+    script): nothing it started is left running there."""
     assert ctx.remote is not None
-    refusal = await ctx.gate.check_terminal(
-        args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
-        origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed, env=ctx.env, where=ctx.remote.where,
-    )
-    if refusal is not None:
-        return blocked(refusal)
     try:
         call = await ctx.remote.call({"mode": "run", "argv": ["sh", "-c", args.command], "cwd": cwd})
     except BackendError as exc:
