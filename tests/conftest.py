@@ -307,6 +307,17 @@ def docker_daemon() -> list[str]:
     return HOST_MOUNTS
 
 
+@pytest.fixture(scope="session")
+def jupyter_gateway():
+    """A real Jupyter Kernel Gateway of this worker's own on 127.0.0.1 with a token, for the
+    whole run (``url``, ``token``, ``kernels()``, ``stop()``/``start()``); stopped at the end
+    with every kernel it started."""
+    from helpers.backends import JupyterGateway
+
+    with JupyterGateway() as gateway:
+        yield gateway
+
+
 def _ssh_server(no_python: bool):
     from helpers.backends import SshServer, sshd_installed
 

@@ -27,7 +27,7 @@ FIXTURE = Path(__file__).parent / "data" / "hermes_example_config.yaml"
 CLI = [sys.executable, "-m", "hermes_tui"]
 # Keys for the model and the fallback in the fixture: never printed by anything.
 KEYS = {"OPENROUTER_API_KEY": "sk-or-v1-fixture-secret-0001", "ANTHROPIC_API_KEY": "sk-ant-fixture-secret-0002"}
-REFUSAL = ("terminal.backend is modal: hermes-tui runs kernels and commands on local, docker or ssh only (it "
+REFUSAL = ("terminal.backend is modal: hermes-tui runs kernels and commands on local, docker, ssh or jupyter only (it "
            "cannot reach the others from here); set terminal.backend to one of those")
 
 

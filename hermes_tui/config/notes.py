@@ -46,14 +46,14 @@ def backend_refusal(terminal: Any) -> str | None:
     if isinstance(refused, str):
         return refused
     backend = getattr(terminal, "backend", "local")
-    if backend in ("local", "docker"):
+    if backend in ("local", "docker", "jupyter"):
         return None
     if backend == "ssh":
         if not str(getattr(terminal, "ssh_host", "") or "").strip():
             return "terminal.backend is ssh but terminal.ssh_host is not set: name the host scripts and commands run on"
         return None
     name = backend if isinstance(backend, str) and _SIMPLE_NAME.fullmatch(backend) else _short(backend, 40)
-    return (f"terminal.backend is {name}: hermes-tui runs kernels and commands on local, docker or ssh only "
+    return (f"terminal.backend is {name}: hermes-tui runs kernels and commands on local, docker, ssh or jupyter only "
             "(it cannot reach the others from here); set terminal.backend to one of those")
 
 

@@ -152,7 +152,7 @@ class TerminalConfig(_Section):
     timeout: Seconds = 180.0
     """Seconds for one terminal() command."""
     backend: str = "local"
-    """Where kernels and terminal() commands run: ``local``, ``docker`` or ``ssh``. Any other
+    """Where kernels and terminal() commands run: ``local``, ``docker``, ``ssh`` or ``jupyter``. Any other
     value Hermes Agent knows (modal, daytona, singularity...) refuses terminal() and scripts,
     saying what is supported; nothing then runs here instead."""
     cwd: str = "."
@@ -184,7 +184,21 @@ class TerminalConfig(_Section):
     ssh_port: Annotated[int, msgspec.Meta(ge=1, le=65535)] = 22
     ssh_key: str = ""
     """A private key file (``~`` expanded); empty: ssh's agent and defaults."""
+    jupyter_gateway_url: str = ""
+    """A Jupyter Kernel or Enterprise Gateway (``http(s)://host:port``); empty: a local
+    ipykernel started on this machine, in the sandbox."""
+    jupyter_kernel_name: str = "python3"
+    """The kernelspec kernels are started from (its kernel must be Python with ipykernel)."""
+    jupyter_auth_token: str = ""
+    """The gateway's token, or ``${VAR}``. Secret: never shown, sent only to the gateway."""
+    jupyter_auth_token_env: str = ""
+    """The variable (or ``$HERMES_HOME/.env`` entry) holding the token (as a provider's ``key_env``)."""
+    jupyter_auth_token_cmd: str | list[str] | None = None
+    """A command (no shell) printing the token (as a provider's ``key_cmd``)."""
+    jupyter_validate_cert: bool = True
+    """Check the gateway's TLS certificate (``false`` only for a self-signed one you trust)."""
 
+    _secret = frozenset({"jupyter_auth_token", "jupyter_auth_token_cmd"})
     _field_before = {"backend": _backend_name, "cwd": lambda value: "." if value is None else value,
                      "docker_forward_env": _one_or_many, "docker_extra_args": _one_or_many,
                      "container_cpu": lambda value: 0 if value is None else value,

@@ -209,7 +209,8 @@ def _problem(path: tuple[Any, ...], value: Any, allowed: str) -> str:
     return f"{key} = {shown} is not allowed: {allowed}"
 
 
-SECRET_KEYS = frozenset({"api_key", "api", "key_cmd", "default_headers", "extra_headers"})
+SECRET_KEYS = frozenset({"api_key", "api", "key_cmd", "default_headers", "extra_headers", "jupyter_auth_token",
+                         "jupyter_auth_token_cmd"})
 """Config keys whose values are secrets: an error about them never quotes the value."""
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tui.runtime import lineage
-from hermes_tui.runtime.backends.base import RELAY_SOURCE, Place, new_hello
+from hermes_tui.runtime.backends.base import RELAY_SOURCE, REMOTE_SOURCE, Place, new_hello
+from hermes_tui.runtime.backends.jupyter import KERNEL_SOURCE as JUPYTER_KERNEL_SOURCE
+from hermes_tui.runtime.backends.jupyter import RELAY_SOURCE as JUPYTER_RELAY_SOURCE
 from hermes_tui.runtime.capture import HeadTailCapture
 from hermes_tui.runtime.child_process import ChildProcess
 from hermes_tui.runtime.process import CellOutcome
@@ -124,6 +126,11 @@ class Kernel(ChildProcess):
         """Its working dir there, as its driver said when ready."""
         self.remote_home: str | None = None
         """Its home there (protected writes, ``~/.bashrc`` and the like, are judged by it)."""
+        self.jupyter: dict[str, Any] | None = None
+        """A Jupyter kernel's relay spec (``terminal.backend: jupyter``): the process here is
+        then backends/jupyter_relay.py, the kernel an ipykernel (local) or a gateway's."""
+        self.jupyter_auth = ""
+        """The gateway's token, for the relay (on a descriptor, never in a file or argv)."""
         self.remote_env: dict[str, str] = {}
         """Variables set for it there (names the user forwards), on top of the place's own."""
         self.budget: ExecBudget | None = None
@@ -153,8 +160,11 @@ class Kernel(ChildProcess):
 
     @property
     def where(self) -> str:
-        """``local``, ``docker:<short id>`` or ``ssh:user@host``."""
-        return self.place.backend.where(self.place) if self.place is not None else "local"
+        """``local``, ``docker:<short id>``, ``ssh:user@host``, ``jupyter:<gateway> <id>`` or
+        ``jupyter:local``."""
+        if self.place is not None:
+            return self.place.backend.where(self.place)
+        return "jupyter:local" if self.jupyter is not None else "local"
 
     async def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
         """Spawn the driver and wait until it is ready; raises :class:`KernelStartError`."""
@@ -169,7 +179,7 @@ class Kernel(ChildProcess):
         done, _ = await asyncio.wait({waiter, self.exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if waiter in done:
             self.python_version = waiter.result().get("python")
-            if self.place is not None and isinstance(waiter.result().get("cwd"), str):
+            if (self.place is not None or self.jupyter is not None) and isinstance(waiter.result().get("cwd"), str):
                 self.remote_cwd = waiter.result()["cwd"]
             if self.place is not None and isinstance(waiter.result().get("home"), str):
                 self.remote_home = waiter.result()["home"]
@@ -201,6 +211,9 @@ class Kernel(ChildProcess):
         return self.place is not None or os.path.isdir(self.cwd)  # a path there is checked there
 
     def _spawn_driver(self) -> None:
+        if self.jupyter is not None:
+            self._spawn_jupyter(self.jupyter)
+            return
         if self.place is not None:
             self._spawn_relay(self.place)
             return
@@ -259,6 +272,43 @@ class Kernel(ChildProcess):
             json.dump(spec, handle)
         self._spawn_with_pipes([sys.executable, str(RELAY_SOURCE)], [str(spec_path)], cwd=str(self.staging_dir),
                                channel=self.rpc.child_fds)
+
+    def _spawn_jupyter(self, engine: dict[str, Any]) -> None:
+        """Start the relay of a Jupyter kernel (backends/jupyter_relay.py). A gateway's relay
+        runs here, as the Docker and SSH relays do; a local one runs in the sandbox as the
+        driver would, and starts the kernel there (the two talk ZeroMQ over TCP on a loopback
+        of their own: :meth:`Sandbox.confine`'s ``loopback``)."""
+        assert self.rpc is not None
+        setup = {"driver": DRIVER_SOURCE.read_text(encoding="utf-8"), "tools": TEMPLATE.read_text(encoding="utf-8"),
+                 "placeholder": PLACEHOLDER, "remote": REMOTE_SOURCE.read_text(encoding="utf-8"),
+                 "jupyter": JUPYTER_KERNEL_SOURCE.read_text(encoding="utf-8"), "env": self.remote_env,
+                 "tools_config": {**self.rpc.stub_config(), "tools": list(self.key.tools)},
+                 "cwd": (self.key.cwd if self.key.cwd != STAGING_CWD else None) if self.place is not None else None}
+        spec: dict[str, Any] = {**engine, "setup": setup, "folder": str(self.temp_dir)}
+        extra: tuple[int, ...] = ()
+        confinement = None
+        if self.place is not None and self.jupyter_auth:
+            auth = os.memfd_create("hermes-jupyter-auth")
+            os.write(auth, self.jupyter_auth.encode("utf-8"))
+            spec["gateway"] = {**spec["gateway"], "auth_fd": auth}
+            extra = (auth,)
+        try:
+            if self.place is None:
+                spec["local"] = {**spec["local"], "cwd": self.cwd, "log": str(self.temp_dir / "kernel.log")}
+                if self.sandbox is not None:  # raises SandboxError: never unconfined
+                    confinement = self.sandbox.confine(workspace=self.cwd, tmpdir=str(self.temp_dir), cwd=self.cwd,
+                                                       extra=[str(p) for p in self.rpc.writable], loopback=True)
+                    self.layout = confinement.layout
+            spec_path = self.staging_dir / "jupyter.json"
+            fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(spec, handle)
+            self._spawn_with_pipes([sys.executable, str(JUPYTER_RELAY_SOURCE)], [str(spec_path)],
+                                   cwd=self.cwd if self.place is None else str(self.staging_dir),
+                                   channel=(*self.rpc.child_fds, *extra), confinement=confinement)
+        finally:
+            for fd in extra:
+                os.close(fd)
 
     def _on_reply(self, message: dict[str, Any]) -> None:
         if message.get("op") == "far" and isinstance(message.get("reply"), dict):

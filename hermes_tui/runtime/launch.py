@@ -18,7 +18,7 @@ from typing import Any
 
 from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalGate
-from hermes_tui.runtime.backends import backend_for
+from hermes_tui.runtime.backends import JupyterBackend, backend_for
 from hermes_tui.runtime.backends.base import Place, Remote
 from hermes_tui.runtime.envs import HERMES_PASS, build_child_env, is_safe_name
 from hermes_tui.runtime.events import EventBus, ToolCallMade
@@ -89,7 +89,7 @@ class Launcher:
             return KernelKey(session, mode, "python3", there, tools, backend.describe(), folder), None
         if mode == "strict":
             # Strict: a private temp dir as cwd (made per kernel) and the host's Python.
-            return KernelKey(session, mode, sys.executable, STAGING_CWD, tools), None
+            return KernelKey(session, mode, sys.executable, STAGING_CWD, tools, backend.describe()), None
         env = self.host_env
         which = (env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"))
         choice = self._interpreters.get(which)
@@ -97,7 +97,7 @@ class Launcher:
             choice = self._interpreters[which] = await asyncio.to_thread(project_interpreter, dict(env),
                                                                          self.sandbox.reader(self.sandbox.scratch
                                                                                              or str(self.home)))
-        return KernelKey(session, mode, choice.path, folder, tools), choice.warning
+        return KernelKey(session, mode, choice.path, folder, tools, backend.describe()), choice.warning
 
     # -- environment ----------------------------------------------------------------------
 
@@ -136,8 +136,16 @@ class Launcher:
         kernel.rpc = await self._open_tools(kernel.staging_dir / "rpc", kernel.token, kernel.key.tools,
                                             lambda: kernel.budget)
         kernel.rpc.owner.pid = lambda: kernel.pid
+        backend = self.backend
+        if isinstance(backend, JupyterBackend):  # the process here is the relay of a Jupyter kernel
+            if backend.remote:
+                kernel.jupyter_auth = await backend.token()
+            else:
+                kernel.jupyter = await asyncio.to_thread(backend.relay_spec, None)
         if self.backend.remote:  # the process here is the relay: it gets what its client needs
             kernel.place = await self.backend.acquire(kernel.key.session, kernel.key.host_cwd)
+            if isinstance(backend, JupyterBackend):
+                kernel.jupyter = backend.relay_spec(kernel.place)
             kernel.env = {**self.backend.client_env(self.host_env), **kernel.rpc.env()}
             kernel.remote_env = self.backend.forwarded(self.host_env)
             return

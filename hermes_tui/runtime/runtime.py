@@ -15,7 +15,8 @@ from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
-from hermes_tui.runtime.kernel import Kernel, KernelGone
+from hermes_tui.runtime.backends import BackendError
+from hermes_tui.runtime.kernel import Kernel, KernelGone, KernelStartError
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
 from hermes_tui.runtime.models import ExecResult, KernelInfo, Origin, parent_session
@@ -24,7 +25,7 @@ from hermes_tui.runtime.records import new_exec_id
 from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.tools import TOOL_NAMES
-from hermes_tui.runtime.tools.dispatch import preload
+from hermes_tui.runtime.tools.dispatch import FILE_TOOLS, preload
 from hermes_tui.base.units import noun
 
 
@@ -384,8 +385,9 @@ class Runtime:
         """Resident memory in bytes of each live kernel (read off /proc in a thread; a kernel
         elsewhere says its own over its connection: the process here is only its relay)."""
         infos = self.kernels()
-        pids = {k.id: k.pid for k in infos if k.pid and k.where == "local"}
-        elsewhere = [kernel for info in infos if info.where != "local"
+        here = ("local", "jupyter:local")  # a local Jupyter kernel's pid is the ipykernel's
+        pids = {k.id: k.pid for k in infos if k.pid and k.where in here}
+        elsewhere = [kernel for info in infos if info.where not in here
                      and (kernel := self._pool.get(info.id) if self._pool else None) is not None]
 
         def read() -> dict[str, int]:
@@ -445,7 +447,23 @@ class Runtime:
         context.typed = typed and name == "terminal"
         if origin != "user":
             context.ask_writes = f"an {origin} turn: its file writes are asked first"
-        return await call_tool(name, dict(args), context)
+        if context.remote is None or not context.remote.backend.kernel_places or name not in {*FILE_TOOLS, "terminal"}:
+            return await call_tool(name, dict(args), context)
+        # A Jupyter gateway's machine is reached only through a kernel: the session's, leased
+        # for the call as a script would lease it (started if there is none).
+        try:
+            key, _ = await self.launcher.key(session, self.config.code_execution.mode, folder, self._tool_set(None))
+            assert self._pool is not None
+            lease = await self._pool.acquire(key)
+        except (KernelStartError, BackendError) as exc:
+            return {"error": f"{name}: no kernel there to run it in: {exc}"}
+        try:
+            kernel = lease.kernel
+            context.remote.place, context.remote.via, context.remote.home = kernel.place, kernel.far, kernel.remote_home
+            context.cwd = context.workspace = kernel.cwd
+            return await call_tool(name, dict(args), context)
+        finally:
+            self._pool.release(lease)
 
     async def ask_ahead(
         self, name: str, args: dict[str, object], *, session: str, cwd: str | Path | None, origin: Origin,

@@ -17,6 +17,7 @@ key of its own. Standard library and pytest only.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import os
@@ -24,6 +25,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -541,3 +543,77 @@ class SshServer:
         """Run ``command`` (a shell command line) there; its exit code, stdout and stderr."""
         return subprocess.run(self.ssh_command(command), stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, timeout=timeout)
+
+
+class JupyterGateway:
+    """A real Jupyter Kernel Gateway (PyPI ``jupyter_kernel_gateway``) on 127.0.0.1 with a token,
+    in its own process group, whose kernels run this venv's Python (its ``python3`` kernelspec
+    says ``python``: the venv's bin comes first on its PATH). ``url``, ``token``; ``stop()``
+    kills it and every kernel it started; ``start()`` again on the same port (a restart)."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or _free_port()
+        self.token = "kg-" + os.urandom(12).hex()
+        self.root = Path(tempfile.mkdtemp(prefix="hermes-kg-"))
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> JupyterGateway:
+        import urllib.request
+
+        bin_dir = os.path.dirname(sys.executable)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "JUPYTER_RUNTIME_DIR": str(self.root)}
+        log = open(self.root / "kg.log", "ab")  # noqa: SIM115 - the gateway's for its life
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kernel_gateway", "--KernelGatewayApp.ip=127.0.0.1",
+             f"--KernelGatewayApp.port={self.port}", f"--KernelGatewayApp.auth_token={self.token}",
+             "--KernelGatewayApp.port_retries=0", "--JupyterWebsocketPersonality.list_kernels=True"],
+            stdout=log, stderr=log, env=env, cwd=self.root, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Kernel Gateway exited: {_log_tail(self.root / 'kg.log')}")
+            try:
+                request = urllib.request.Request(self.url + "/api/kernelspecs",
+                                                 headers={"Authorization": f"token {self.token}"})
+                with urllib.request.urlopen(request, timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the Kernel Gateway did not answer within {timeout:g}s: {_log_tail(self.root / 'kg.log')}")
+
+    def kernels(self) -> list[dict]:
+        import json
+        import urllib.request
+
+        request = urllib.request.Request(self.url + "/api/kernels", headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return json.loads(answer.read())
+
+    def stop(self) -> None:
+        """SIGKILL to the gateway's group and to every kernel it started (they are its children)."""
+        if self.process is None:
+            return
+        doomed = [self.process.pid, *_children(self.process.pid)]
+        for pid in doomed:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.process = None
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> JupyterGateway:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

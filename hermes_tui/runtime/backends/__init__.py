@@ -1,4 +1,4 @@
-"""Where kernels and ``terminal()`` commands run: ``local``, ``docker`` or ``ssh``
+"""Where kernels and ``terminal()`` commands run: ``local``, ``docker``, ``ssh`` or ``jupyter``
 (``terminal.backend``). See :mod:`.base` for the interface and docs/engine.md for what differs."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 from hermes_tui.config import Config
 from hermes_tui.runtime.backends.base import SUPPORTED, Backend, BackendError, Place
 from hermes_tui.runtime.backends.docker import DockerBackend
+from hermes_tui.runtime.backends.jupyter import JupyterBackend
 from hermes_tui.runtime.backends.ssh import SshBackend
 
-__all__ = ["SUPPORTED", "Backend", "BackendError", "DockerBackend", "Place", "SshBackend", "backend_for"]
+__all__ = ["SUPPORTED", "Backend", "BackendError", "DockerBackend", "JupyterBackend", "Place", "SshBackend", "backend_for"]
 
 
 def backend_for(config: Config, home: Path) -> Backend:
@@ -20,4 +21,6 @@ def backend_for(config: Config, home: Path) -> Backend:
         return DockerBackend(config, home)
     if name == "ssh":
         return SshBackend(config, home)
+    if name == "jupyter":
+        return JupyterBackend(config, home)
     return Backend(config, home)

@@ -35,7 +35,7 @@ CLIENT_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "
                 "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
 """What the client (``docker``, ``ssh``) gets of the host's environment: what it needs to find
 the daemon or the key, never a secret of the host's (only names the user forwards go further)."""
-SUPPORTED = ("local", "docker", "ssh")
+SUPPORTED = ("local", "docker", "ssh", "jupyter")
 
 
 class BackendError(Exception):
@@ -98,6 +98,9 @@ class Backend:
 
     name = "local"
     remote = False
+    kernel_places = False
+    """Each kernel has a place of its own and commands there run through it (Jupyter): no
+    client command reaches the place, and a top-level call leases a kernel of its session."""
 
     def __init__(self, config: Config, home: Path) -> None:
         self.config = config
@@ -266,7 +269,7 @@ class Remote:
     """The home there, when known (the kernel's driver says it)."""
     client: dict[str, str] = field(default_factory=dict)
     """The environment of its clients (``docker``, ``ssh``): :meth:`Backend.client_env`."""
-    via: Callable[[dict[str, Any], bytes], Awaitable[tuple[dict[str, Any], bytes]]] | None = None
+    via: Callable[[dict[str, Any], bytes, float], Awaitable[tuple[dict[str, Any], bytes]]] | None = None
     """The calling kernel's own connection for file operations (``Kernel.far``): no new
     client process per operation. None: one client process per operation."""
 
@@ -304,7 +307,7 @@ class Remote:
         if self.via is not None:
             spec = {**(extra or {}), "op": op, "path": path, "cwd": cwd, "limit": limit}
             try:
-                return await self.via(spec, data or b"")
+                return await self.via(spec, data or b"", timeout)
             except TimeoutError:
                 raise BackendError(f"{self.backend.name}: no answer within the time allowed") from None
             except Exception as exc:  # the kernel ended meanwhile: the call's error, one line

@@ -276,12 +276,36 @@ class _FileChannel(object):
         return result
 
 
-_channel = None  # type: _SocketChannel | _FileChannel | None
+class _InputChannel(object):
+    """A Jupyter kernel's (``terminal.backend: jupyter``): each call is a prompt on the kernel
+    protocol's stdin channel, answered by hermes-tui through the kernel's relay
+    (backends/jupyter_kernel.py does the asking)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.next_id = 0
+
+    def call(self, tool, args):
+        with self.lock:
+            self.next_id += 1
+            request_id = self.next_id
+        line = json.dumps({"id": request_id, "token": _token(), "tool": tool, "args": args})
+        limit = _CONFIG.get("max_request")
+        if limit and len(line.encode("utf-8")) > limit:
+            return {"error": "%s: request too large: over the tool channel's limit of %d bytes "
+                             "(write a big file in parts)" % (tool, limit)}
+        reply = json.loads(sys.modules["__hermes_jupyter__"].call(line))
+        return reply.get("result") if isinstance(reply, dict) else None
+
+
+_channel = None  # type: _SocketChannel | _FileChannel | _InputChannel | None
 _TOKEN = []  # type: list[str]
 
 
 def _token():
     """The kernel's token, read once from the descriptor it inherited (it is in no file)."""
+    if not _TOKEN and _CONFIG.get("token"):  # a Jupyter kernel's: no descriptor crosses the protocol
+        _TOKEN.append(_CONFIG["token"])
     if not _TOKEN:
         fd = _CONFIG.get("token_fd")
         try:
@@ -311,6 +335,8 @@ def _call(tool, args):
         if _channel is None:
             if _CONFIG.get("transport") == "file":
                 _channel = _FileChannel(_CONFIG["rpc_dir"])
+            elif _CONFIG.get("transport") == "jupyter":
+                _channel = _InputChannel()
             else:
                 _channel = _SocketChannel(_CONFIG["socket"])
         result = _channel.call(tool, args)

@@ -226,9 +226,19 @@ class Sandbox:
         temp = tmpdir or self.scratch or cwd
         return lambda: self.confine(workspace=None, tmpdir=temp, cwd=cwd)
 
-    def confine(self, *, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = ()) -> Confinement:
+    def confine(self, *, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = (),
+                loopback: bool = False) -> Confinement:
         """The confinement of one process (blocking: it reads the file system). Raises
-        :class:`SandboxError` when the sandbox is unavailable; an empty one when it is off."""
+        :class:`SandboxError` when the sandbox is unavailable; an empty one when it is off.
+
+        ``loopback`` (a local Jupyter kernel and its relay, which talk ZeroMQ over TCP): without
+        ``network``, IPv4/IPv6 sockets may be made, in a network namespace of its own that has
+        only its loopback (bubblewrap); nothing outside is reachable. Landlock alone cannot
+        make such a namespace: SandboxError then."""
+        if loopback and not self.network and self.tier == "landlock":
+            raise SandboxError("a local Jupyter kernel talks to its relay over TCP on loopback, which the sandbox "
+                               "gives only with bubblewrap (a network of its own) or code_execution.network: true; "
+                               "install bubblewrap, or set terminal.jupyter_gateway_url")
         if self.tier == "off":
             return Confinement()
         if self.tier == "unavailable":
@@ -237,7 +247,7 @@ class Sandbox:
         env = {"TMPDIR": tmpdir, "HERMES_SANDBOX": self.label}
         if self.tier == "bwrap":
             assert self._bwrap is not None
-            fd = seccomp.pipe_of(seccomp.program(self.network))
+            fd = seccomp.pipe_of(seccomp.program(self.network or loopback))
             try:
                 # bwrap stays as the command's parent, in its group: an interrupt or a SIGTERM is
                 # for the command (env puts them back to default for it), and bwrap exits with it.

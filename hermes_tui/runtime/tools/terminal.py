@@ -101,6 +101,8 @@ async def _run_there(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str
     its own process group and kills that group when the client ends (a timeout, a cancelled
     script): nothing it started is left running there."""
     assert ctx.remote is not None
+    if ctx.remote.backend.kernel_places:
+        return await _run_in_kernel(ctx, args, cwd)
     try:
         call = await ctx.remote.call({"mode": "run", "argv": ["sh", "-c", args.command], "cwd": cwd})
     except BackendError as exc:
@@ -112,6 +114,41 @@ async def _run_there(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str
     if result.get("exit_code") == 126 and output.startswith("hermes-remote: working directory"):
         result["error"] = output.strip().removeprefix("hermes-remote: ")
     return result
+
+
+async def _run_in_kernel(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, Any]:
+    """The approved command run by the calling kernel itself (a Jupyter kernel on a gateway:
+    nothing else reaches its machine), its output kept head and tail there
+    (:data:`KERNEL_KEEP` bytes each) and then as any command's here."""
+    assert ctx.remote is not None
+    timeout = args.timeout or ctx.config.terminal.timeout
+    try:
+        answer, data = await ctx.remote.file(
+            "run", "", cwd, timeout=timeout + 30,
+            extra={"argv": ["sh", "-c", args.command], "timeout": timeout, "keep": KERNEL_KEEP, "env": ctx.remote.env})
+    except BackendError as exc:
+        return {"output": "", "exit_code": -1, "error": str(exc)}
+    if answer.get("error") and "total" not in answer:
+        return {"output": "", "exit_code": answer.get("exit_code", -1), "error": f"{ctx.remote.where}: {answer['error']}"}
+    run_id = new_exec_id()
+    capture = HeadTailCapture(spill_path=spill_path(ctx.cache_dir, run_id),
+                              spill_limits=SpillLimits.of(ctx.config.code_execution))
+    capture.feed(data)
+    out = capture.finish()
+    error = f"Command timed out after {timeout:g}s and was killed." if answer.get("timed_out") else None
+    result: dict[str, Any] = {"output": out.text, "exit_code": answer.get("exit_code"), "error": error}
+    if answer.get("cut"):
+        result["output_note"] = (f"{answer.get('total')} bytes in all; only the first and last "
+                                 f"{KERNEL_KEEP >> 20} MiB came back from the kernel")
+    if out.truncated:
+        result["output_truncated"] = True
+        result["output_bytes_total"] = answer.get("total") or out.total_bytes
+        result["output_spill_path"] = str(out.spill_path) if out.spill_path else None
+    return result
+
+
+KERNEL_KEEP = 8 << 20
+"""Bytes of a command's output a Jupyter kernel sends back from its start and from its end."""
 
 
 async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext,
