@@ -326,3 +326,64 @@ def test_where_and_describe_never_show_the_token(jupyter_gateway, hermes_home) -
     backend = JupyterBackend(parse_config(_yaml("gateway", jupyter_gateway)), hermes_home)
     assert jupyter_gateway.token not in backend.describe() + backend.where(None) + backend.sandbox_label
     assert jupyter_gateway.token not in repr(backend.config.terminal)
+
+
+# -- doctor, the cleanup command, the note at start -----------------------------------------------
+
+async def test_doctor_checks_the_gateway_and_names_what_is_wrong(jupyter_gateway, hermes_home) -> None:
+    from hermes_tui.cli.doctor.checks import check_backend
+
+    good = await check_backend(parse_config(_yaml("gateway", jupyter_gateway)), hermes_home)
+    assert good is not None and good.status == "ok"
+    assert "token accepted" in good.detail and "kernelspec 'python3' present" in good.detail
+    assert "round trip in" in good.detail and jupyter_gateway.token not in good.detail
+    missing = await check_backend(parse_config(_yaml("gateway", jupyter_gateway, jupyter_kernel_name="julia-1.9")),
+                                  hermes_home)
+    assert missing.status == "fail" and "no kernelspec 'julia-1.9'" in missing.detail and "python3" in missing.detail
+    wrong = _yaml("gateway", jupyter_gateway).replace(jupyter_gateway.token, "nope")
+    refused = await check_backend(parse_config(wrong), hermes_home)
+    assert refused.status == "fail" and "refused the token" in refused.detail and "nope" not in refused.detail
+    local = await check_backend(parse_config(_yaml("local")), hermes_home)
+    assert local.status == "ok" and "kernelspec 'python3'" in local.detail
+
+
+def test_cleanup_command_lists_and_shuts_down_what_a_crash_left(jupyter_gateway, hermes_home, capsys,
+                                                                  monkeypatch) -> None:
+    from hermes_tui.cli import main
+
+    (hermes_home / "config.yaml").write_text(_yaml("gateway", jupyter_gateway))
+    config = parse_config(_yaml("gateway", jupyter_gateway))
+
+    async def crash() -> str:
+        backend = JupyterBackend(config, hermes_home)
+        place = await backend.acquire("lost-session", "/tmp")
+        for fd in backend._held.values():
+            os.close(fd)
+        return place.name
+
+    kernel_id = asyncio.run(crash())
+    assert main(["jupyter-cleanup", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert kernel_id in listed and "session lost-session" in listed
+    note = asyncio.run(_note(config, hermes_home))
+    assert note is not None and "1 Jupyter kernel left on 127.0.0.1" in note and "jupyter-cleanup" in note
+    assert main(["jupyter-cleanup", "--yes"]) == 0
+    assert "shut down 1 of 1 kernel(s)" in capsys.readouterr().out
+    assert kernel_id not in {kernel["id"] for kernel in jupyter_gateway.kernels()}
+    assert main(["jupyter-cleanup"]) == 0
+    assert "no kernels left" in capsys.readouterr().out
+
+
+async def _note(config, home: Path) -> str | None:
+    async with Runtime(config, home=home) as rt:
+        return await rt.leftovers_note()
+
+
+async def test_without_bubblewrap_a_local_kernel_says_what_it_needs(hermes_home, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HERMES_TUI_SANDBOX_TIER", "landlock")
+    async with _runtime(_yaml("local", cwd=str(tmp_path)), hermes_home) as rt:
+        if rt.sandbox.tier != "landlock":
+            pytest.skip(f"Landlock is not usable here ({rt.sandbox.error})")
+        result = await rt.execute_code("print(1)", session="s", cwd=tmp_path)
+        assert result.status == "error" and result.kernel.id is None
+        assert "TCP on loopback" in result.error and "code_execution.network: true" in result.error

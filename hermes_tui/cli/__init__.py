@@ -5,6 +5,7 @@ The top-level parser and the dispatch live here; each command lives in its own m
 * ``app_cmd`` — no subcommand: the full-screen app
 * ``exec_cmd`` — ``hermes-tui exec``
 * ``cache_cmd`` — ``hermes-tui cache`` (its parser too: ``add_parser``)
+* ``jupyter_cmd`` — ``hermes-tui jupyter-cleanup`` (its parser too)
 * ``approvals_cmd`` — ``hermes-tui approvals``
 * ``sessions_cmd`` — ``hermes-tui inject``, ``export`` and ``sessions``
 * ``doctor_cmd`` — ``hermes-tui doctor``: the config, its notices, the model, the backend
@@ -108,11 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
 
     from hermes_tui.cli.cache_cmd import add_parser as add_cache_parser
+    from hermes_tui.cli.jupyter_cmd import add_parser as add_jupyter_parser
     from hermes_tui.cli.headless_cmd import add_parsers as add_headless_parsers
 
     from hermes_tui.cli.store_cmd import add_parser as add_store_parser
 
     add_cache_parser(commands)
+    add_jupyter_parser(commands)
     add_headless_parsers(commands, _seconds, _dollars)
     add_store_parser(commands)
 
@@ -221,6 +224,10 @@ def _main(argv: list[str] | None) -> int:
             from hermes_tui.cli.cache_cmd import cache_command
 
             return cache_command(args, config)
+        if args.command == "jupyter-cleanup":
+            from hermes_tui.cli.jupyter_cmd import jupyter_cleanup_command
+
+            return jupyter_cleanup_command(args, config)
         if args.command == "approvals":
             from hermes_tui.cli.approvals_cmd import approvals_command
 

@@ -15,7 +15,7 @@ from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
-from hermes_tui.runtime.backends import BackendError
+from hermes_tui.runtime.backends import BackendError, JupyterBackend
 from hermes_tui.runtime.kernel import Kernel, KernelGone, KernelStartError
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
@@ -380,6 +380,22 @@ class Runtime:
         if kernel.answering:
             raise RuntimeError(f"kernel {kernel_id} is still answering an earlier request; try again soon")
         return kernel
+
+    async def leftovers_note(self, timeout: float = 5.0) -> str | None:
+        """One line naming the kernels an earlier run left on the Jupyter gateway (a crash, a
+        SIGKILL) and how to shut them down; None when there are none or nobody can tell now."""
+        backend = self.launcher.backend
+        if not isinstance(backend, JupyterBackend) or not backend.remote:
+            return None
+        try:
+            left = await asyncio.wait_for(backend.leftovers(), timeout)
+        except (BackendError, asyncio.TimeoutError):
+            return None
+        if not left:
+            return None
+        sessions = ", ".join(sorted({str(item.get("session")) for item in left}))
+        return (f"{len(left)} {noun(len(left), 'Jupyter kernel')} left on {backend.host} by an earlier run (sessions: "
+                f"{sessions}): `hermes-tui jupyter-cleanup` shuts them down")
 
     async def kernel_memory(self) -> dict[str, int]:
         """Resident memory in bytes of each live kernel (read off /proc in a thread; a kernel

@@ -319,6 +319,8 @@ class HermesApp(InputActions, KernelActions, ChildTranscripts, ModelActions, Sav
         self.update_topbar()
         if sandbox.error and not self.runtime.launcher.backend.remote:  # elsewhere, the backend confines
             self.main.conversation.add_note(sandbox.error, "error")
+        if (leftovers := await self.runtime.leftovers_note()) is not None:
+            self.main.conversation.add_note(leftovers, "warning")
 
     def _import_refused(self, line: str) -> None:
         """A module the host refused to import (runtime/import_guard.py), said in the conversation.

@@ -1,7 +1,7 @@
 """Benchmark of the session-kernel engine. Prints figures; asserts nothing.
 
     python tests/bench/bench_exec.py [--flood-mb 200] [--floods 5] [--warm 200]
-    python tests/bench/bench_exec.py --backend docker|ssh [--backend-rounds 8] [--warm 200]
+    python tests/bench/bench_exec.py --backend docker|ssh|jupyter [--backend-rounds 8] [--warm 200]
 
 Figures: warm `print(1)` median (and p90) over N calls on one kernel, cold first call
 (median of fresh sessions, kernel start included), a flood of N MB through the head/tail
@@ -22,6 +22,12 @@ the host's ``Sandbox.confine`` inside it, a warm ``print(1)``, and a script maki
 ``read_file`` calls (as ``bench_tools.py``); then cold(sandboxed) - cold(off) against the
 15 ms target: the median of each round's difference (the runs nearest in time), and the
 difference of the medians. ``--sandbox-only`` prints just that.
+
+``--backend jupyter`` (issue 35): local beside a local ipykernel and a real Jupyter Kernel
+Gateway on 127.0.0.1, each beside its floor measured in the same run: ipykernel driven by
+jupyter_client alone (cold: start and ready; warm: one ``execute_request`` to its idle; 50 tool
+calls: 50 ``input_request``/``input_reply`` round trips in one cell), and for the gateway the
+same over its WebSocket with the ``websockets`` client alone.
 """
 
 from __future__ import annotations
@@ -342,6 +348,9 @@ async def backend_side(name: str, rounds: int, warm: int) -> None:
     server = None
     work = tempfile.mkdtemp(prefix="hermes-bench-remote-")
     Path(work, "data.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+    if name == "jupyter":
+        await jupyter_side(rounds, warm, work)
+        return
     if name == "docker":
         ensure_dockerd()
         ensure_images()
@@ -381,9 +390,186 @@ async def backend_side(name: str, rounds: int, warm: int) -> None:
             server.close()
 
 
+async def _measure(text: str, rounds: int, warm: int, work: str) -> tuple[list[float], list[float], list[float]]:
+    from hermes_tui.config import parse_config
+    from hermes_tui.runtime.runtime import Runtime
+
+    colds, warms, tools = [], [], []
+    async with Runtime(parse_config(text)) as rt:
+        for n in range(rounds):
+            started = time.perf_counter()
+            result = await rt.execute_code("print(1)", session=f"cold{n}", cwd=work)
+            colds.append(time.perf_counter() - started)
+            assert result.status == "success", result.error
+        for _ in range(warm):
+            started = time.perf_counter()
+            await rt.execute_code("print(1)", session="warm", cwd=work)
+            warms.append(time.perf_counter() - started)
+        for _ in range(max(3, rounds)):
+            started = time.perf_counter()
+            result = await rt.execute_code(BACKEND_TOOLS, session="warm", cwd=work)
+            tools.append(time.perf_counter() - started)
+            assert result.status == "success" and result.tool_calls_made == 50, result.error
+    return colds, warms, tools
+
+
+FLOOR_TOOLS = "for _ in range(50):\n    input('q')"
+"""The floor's 50 tool calls: 50 input_request/input_reply round trips in one cell."""
+
+
+async def _client_floor(rounds: int, warm: int) -> tuple[list[float], list[float], list[float]]:
+    """ipykernel driven by jupyter_client alone: start to ready, execute to idle, 50 input round trips."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    async def run(client: object, code: str) -> None:
+        msg_id = client.execute(code, allow_stdin=True)  # type: ignore[attr-defined]
+        while True:
+            try:
+                request = await client.get_stdin_msg(timeout=0.0001)  # type: ignore[attr-defined]
+                client.input("a")  # type: ignore[attr-defined]
+                continue
+            except Exception:
+                pass
+            try:
+                message = await client.get_iopub_msg(timeout=0.0005)  # type: ignore[attr-defined]
+            except Exception:
+                continue
+            if (message["parent_header"].get("msg_id") == msg_id and message["msg_type"] == "status"
+                    and message["content"]["execution_state"] == "idle"):
+                return
+
+    colds, warms, tools = [], [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        manager = AsyncKernelManager(kernel_name="python3")
+        await manager.start_kernel()
+        client = manager.client()
+        client.start_channels()
+        await client.wait_for_ready(timeout=60)
+        await run(client, "print(1)")
+        colds.append(time.perf_counter() - started)
+        client.stop_channels()
+        await manager.shutdown_kernel(now=True)
+    manager = AsyncKernelManager(kernel_name="python3")
+    await manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    await client.wait_for_ready(timeout=60)
+    for _ in range(warm):
+        started = time.perf_counter()
+        await run(client, "print(1)")
+        warms.append(time.perf_counter() - started)
+    for _ in range(max(3, rounds)):
+        started = time.perf_counter()
+        await run(client, FLOOR_TOOLS)
+        tools.append(time.perf_counter() - started)
+    client.stop_channels()
+    await manager.shutdown_kernel(now=True)
+    return colds, warms, tools
+
+
+async def _websocket_floor(gateway: object, rounds: int, warm: int) -> tuple[list[float], list[float], list[float]]:
+    """The gateway with the ``websockets`` client alone: POST a kernel and its first print(1)
+    (cold), then execute to idle, 50 input round trips over one WebSocket."""
+    import json
+    import urllib.request
+    import uuid
+
+    from websockets.asyncio.client import connect
+
+    headers = {"Authorization": f"token {gateway.token}"}  # type: ignore[attr-defined]
+
+    def message(kind: str, content: dict, channel: str, parent: dict | None = None) -> str:
+        header = {"msg_id": uuid.uuid4().hex, "msg_type": kind, "username": "b", "session": "s", "date": "",
+                  "version": "5.3"}
+        return json.dumps({"header": header, "parent_header": parent or {}, "metadata": {}, "content": content,
+                           "channel": channel, "buffers": []})
+
+    async def run(ws: object, code: str) -> None:
+        text = message("execute_request", {"code": code, "silent": False, "store_history": False,
+                                           "user_expressions": {}, "allow_stdin": True, "stop_on_error": True},
+                       "shell")
+        msg_id = json.loads(text)["header"]["msg_id"]
+        await ws.send(text)  # type: ignore[attr-defined]
+        while True:
+            got = json.loads(await ws.recv())  # type: ignore[attr-defined]
+            if got["msg_type"] == "input_request":
+                await ws.send(message("input_reply", {"value": "a"}, "stdin", got["header"]))  # type: ignore[attr-defined]
+            elif (got["msg_type"] == "status" and got["parent_header"].get("msg_id") == msg_id
+                  and got["content"]["execution_state"] == "idle"):
+                return
+
+    def kernel() -> str:
+        request = urllib.request.Request(gateway.url + "/api/kernels", data=b'{"name": "python3"}',  # type: ignore[attr-defined]
+                                         headers=headers, method="POST")
+        with urllib.request.urlopen(request) as answer:
+            return json.loads(answer.read())["id"]
+
+    def delete(kernel_id: str) -> None:
+        request = urllib.request.Request(f"{gateway.url}/api/kernels/{kernel_id}", headers=headers, method="DELETE")  # type: ignore[attr-defined]
+        urllib.request.urlopen(request).close()
+
+    ws_url = gateway.url.replace("http:", "ws:")  # type: ignore[attr-defined]
+    colds, warms, tools = [], [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        kernel_id = await asyncio.to_thread(kernel)
+        async with connect(f"{ws_url}/api/kernels/{kernel_id}/channels", additional_headers=headers) as ws:
+            await run(ws, "print(1)")
+        colds.append(time.perf_counter() - started)
+        await asyncio.to_thread(delete, kernel_id)
+    kernel_id = await asyncio.to_thread(kernel)
+    async with connect(f"{ws_url}/api/kernels/{kernel_id}/channels", additional_headers=headers) as ws:
+        for _ in range(warm):
+            started = time.perf_counter()
+            await run(ws, "print(1)")
+            warms.append(time.perf_counter() - started)
+        for _ in range(max(3, rounds)):
+            started = time.perf_counter()
+            await run(ws, FLOOR_TOOLS)
+            tools.append(time.perf_counter() - started)
+    await asyncio.to_thread(delete, kernel_id)
+    return colds, warms, tools
+
+
+async def jupyter_side(rounds: int, warm: int, work: str) -> None:
+    """Issue 35: local, a local ipykernel and a Kernel Gateway's kernels, each beside its floor."""
+    import statistics
+
+    from helpers.backends import JupyterGateway
+
+    def line(label: str, figures: tuple[list[float], list[float], list[float]]) -> None:
+        colds, warms, tools = figures
+        print(f"{label:>26}: cold median {statistics.median(colds) * 1000:7.1f} ms; warm print(1) median "
+              f"{statistics.median(warms) * 1000:6.2f} ms; 50 tool calls median {statistics.median(tools) * 1000:7.1f} ms")
+
+    more = "approvals:
+  mode: off
+code_execution:
+  max_session_kernels: 100
+"
+    line("local (driver)", await _measure(more, rounds, warm, work))
+    line("jupyter local", await _measure(f"terminal:
+  backend: jupyter
+  cwd: {work}
+" + more, rounds, warm, work))
+    line("floor: jupyter_client", await _client_floor(rounds, warm))
+    with JupyterGateway() as gateway:
+        remote = (f"terminal:
+  backend: jupyter
+  jupyter_gateway_url: {gateway.url}
+"
+                  f"  jupyter_auth_token: {gateway.token}
+  cwd: {work}
+")
+        line("jupyter gateway", await _measure(remote + more, rounds, warm, work))
+        line("floor: gateway websocket", await _websocket_floor(gateway, rounds, warm))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=["docker", "ssh"], help="only local beside this backend (issue 34)")
+    parser.add_argument("--backend", choices=["docker", "ssh", "jupyter"],
+                        help="only local beside this backend (issues 34, 35)")
     parser.add_argument("--backend-rounds", type=int, default=8, help="cold starts (and tool scripts) per side")
     parser.add_argument("--flood-mb", type=int, default=200)
     parser.add_argument("--floods", type=int, default=5, help="floods (and floors) measured, medians shown")

@@ -508,6 +508,8 @@ async def check_backend(config: Any, home: Path) -> Check | None:
     from hermes_tui.runtime.backends.base import last_line, run_client
 
     terminal = config.terminal
+    if terminal.backend == "jupyter" and not backend_refusal(terminal):
+        return await _check_jupyter(config, home)
     if terminal.backend not in ("docker", "ssh") or backend_refusal(terminal):
         return None
     backend = backend_for(config, home)
@@ -543,6 +545,34 @@ async def check_backend(config: Any, home: Path) -> Check | None:
                     "install it, or set terminal.backend: local")
     except asyncio.TimeoutError:
         return fail("backend", f"{terminal.backend}: no answer in time", "check that the daemon or host is reachable")
+
+
+async def _check_jupyter(config: Any, home: Path) -> Check:
+    """The gateway answers, takes the token and has the kernelspec (one round trip timed), or
+    the local kernelspec is here; kernels an earlier run left on the gateway are named."""
+    from hermes_tui.runtime.backends import BackendError, JupyterBackend
+
+    backend = JupyterBackend(config, home)
+    try:
+        if not backend.remote:
+            spec = await asyncio.to_thread(backend.local_kernel)
+            return ok("backend", f"jupyter: local kernels from kernelspec {backend.kernel_name!r} ({spec['argv'][0]}), "
+                                 "in the sandbox with a loopback of their own")
+        started = time.monotonic()
+        await backend.rest("GET", "/api", timeout=15)
+        took = (time.monotonic() - started) * 1000
+        specs = await backend.kernelspecs()
+        if backend.kernel_name not in specs:
+            return fail("backend", f"jupyter {backend.host}: no kernelspec {backend.kernel_name!r} (it has: "
+                                   f"{', '.join(sorted(specs)) or 'none'})", "set terminal.jupyter_kernel_name to one of them")
+        left = await backend.leftovers()
+        note = (f"; {len(left)} kernel(s) left there by an earlier run: hermes-tui jupyter-cleanup shuts them down"
+                if left else "")
+        return ok("backend", f"jupyter {backend.host} answers (a round trip in {took:.0f} ms), token accepted, "
+                             f"kernelspec {backend.kernel_name!r} present{note}")
+    except BackendError as exc:
+        return fail("backend", str(exc), "check terminal.jupyter_gateway_url, jupyter_auth_token and "
+                                         "jupyter_kernel_name")
 
 
 # -- the interpreter, ripgrep -----------------------------------------------------------------

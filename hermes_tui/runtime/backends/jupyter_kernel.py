@@ -31,9 +31,20 @@ FAR = "\x1ehermes-far\x1f"
 FAR_DONE = "\x1ehermes-far-done\x1f"
 """A prompt carrying a far operation's result (and waiting for what comes next)."""
 _CO_COROUTINE = 0x80
-_HIDDEN = set()
+_HIDDEN = set()  # type: set[str]
 """File names of frames a traceback does not show (this module's, the stub's)."""
-_state = {"last": None, "interruptible": False, "loop": None}
+
+
+class _State(object):
+    last = None  # type: dict[str, object] | None
+    """The last script's outcome."""
+    interruptible = False
+    """A script runs: the next SIGINT raises KeyboardInterrupt in it (once)."""
+    loop = None  # type: object
+    """The event loop of scripts with top-level await (made on first need)."""
+
+
+_state = _State()
 _ask_lock = threading.Lock()
 
 
@@ -120,7 +131,7 @@ def run_captured(spec):
 
     def read():
         while True:
-            piece = child.stdout.read1(1 << 16) if hasattr(child.stdout, "read1") else child.stdout.read(1 << 16)
+            piece = os.read(out, 1 << 16)
             if not piece:
                 return
             total[0] += len(piece)
@@ -133,6 +144,7 @@ def run_captured(spec):
                 if len(tail) > keep:
                     del tail[:len(tail) - keep]
 
+    out = child.stdout.fileno() if child.stdout is not None else -1
     reader = threading.Thread(target=read, name="hermes-run")
     reader.daemon = True
     reader.start()
@@ -160,8 +172,8 @@ def run_captured(spec):
 def _on_sigint(signum, frame):
     """As the local driver: the first SIGINT of a script raises KeyboardInterrupt in it, later
     ones (the host repeats them until the script ends) do not interrupt its cleanup."""
-    if _state["interruptible"]:
-        _state["interruptible"] = False
+    if _state.interruptible:
+        _state.interruptible = False
         raise KeyboardInterrupt
 
 
@@ -193,11 +205,11 @@ def run(encoded, filename, display=False):
         source = base64.b64decode(encoded).decode("utf-8")
         import linecache
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        _state["interruptible"] = True
+        _state.interruptible = True
         try:
             _execute(source, filename, display)
         finally:
-            _state["interruptible"] = False
+            _state.interruptible = False
     except SystemExit as exc:
         status, exit_code = "exit", _exit_code(exc)
     except BaseException as exc:
@@ -214,13 +226,13 @@ def run(encoded, filename, display=False):
             stream.flush()
         except Exception:
             pass
-    _state["last"] = {"status": status, "error": error, "exit_code": exit_code,
+    _state.last = {"status": status, "error": error, "exit_code": exit_code,
                       "duration": time.perf_counter() - started}
 
 
 def outcome():
     """The last script's outcome as JSON text (asked in the same execute request)."""
-    return json.dumps(_state["last"])
+    return json.dumps(_state.last)
 
 
 def _execute(source, filename, display):
@@ -235,7 +247,7 @@ def _execute(source, filename, display):
         value = _run(last)
         if value is not None:
             import builtins
-            builtins._ = value
+            setattr(builtins, "_", value)
             print(repr(value))
 
 
@@ -246,9 +258,9 @@ def _run(code):
 
         def work():
             import asyncio
-            loop = _state["loop"]
-            if loop is None or loop.is_closed():
-                loop = _state["loop"] = asyncio.new_event_loop()
+            loop = _state.loop
+            if not isinstance(loop, asyncio.AbstractEventLoop) or loop.is_closed():
+                loop = _state.loop = asyncio.new_event_loop()
             try:
                 result["value"] = loop.run_until_complete(eval(code, namespace))
             except BaseException as exc:

@@ -52,6 +52,8 @@ SEEN = 4096
 RECONNECT_SECONDS = float(os.environ.get("HERMES_JUPYTER_RECONNECT", "20"))
 """How long a dropped WebSocket is retried before the kernel is given up."""
 START_SECONDS = 60.0
+IDLE_GRACE = 3.0
+"""Seconds a request's idle status is waited for once its reply came (output comes before both)."""
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MODULES = ("__hermes_jupyter__", "__hermes_remote__", "__hermes_driver__")
 
@@ -520,8 +522,6 @@ class Relay:
     async def from_kernel(self) -> None:
         while True:
             channel, message = await self.transport.receive()
-            if os.environ.get("HJD"):
-                with open("/tmp/jt/relay.log", "a") as h: h.write(f"{channel} {message.get('msg_type')} {str(message.get('content'))[:200]} parent={(message.get('parent_header') or {}).get('msg_id')}\n")
             if channel == "gone":
                 raise Gone(message["why"])
             if channel == "stdin" and message.get("msg_type", message.get("header", {}).get("msg_type")) \
@@ -545,18 +545,27 @@ class Relay:
             return []
         if channel == "shell" and kind and kind.endswith("_reply"):
             pending.reply = content
+            if not pending.idle:  # its idle status may be lost (a dropped WebSocket): not waited for long
+                asyncio.get_running_loop().call_later(IDLE_GRACE, self._late_idle, str(parent))
         elif channel == "iopub":
             if kind == "status" and content.get("execution_state") == "idle":
                 pending.idle = True
             elif pending.kind == "exec":
                 self.output(kind or "", content)
         if pending.kind == "info" and pending.reply is not None:
-            del self.pending[parent]
+            del self.pending[str(parent)]
             return []
         if pending.reply is not None and pending.idle:
-            del self.pending[parent]
+            del self.pending[str(parent)]
             return [pending]
         return []
+
+    def _late_idle(self, parent: str) -> None:
+        pending = self.pending.get(parent)
+        if pending is not None and not pending.idle:
+            pending.idle = True
+            del self.pending[parent]
+            asyncio.ensure_future(self.finish(pending))
 
     def output(self, kind: str, content: dict[str, Any]) -> None:
         if kind == "stream":
