@@ -24,7 +24,7 @@ from hermes_tui.config import parse_config
 from hermes_tui.runtime.runtime import Runtime
 from helpers.backends import NO_PYTHON_IMAGE, TEST_IMAGE
 
-BACKENDS = ["local", "docker", "ssh"]
+BACKENDS = ["local", "docker", "ssh", "jupyter-local", "jupyter-gateway"]
 SECRET = "sk-host-secret-" + uuid.uuid4().hex[:8]
 
 
@@ -47,6 +47,14 @@ def backend(request, tmp_path: Path):
     if name == "docker":
         mounts = request.getfixturevalue("docker_daemon")
         return name, lambda extra="": _docker_yaml(mounts, extra=extra), None
+    if name == "jupyter-local":
+        return name, lambda extra="": "terminal:\n  backend: jupyter\n" + extra, tmp_path
+    if name == "jupyter-gateway":  # its kernels run on this machine: a folder here is their cwd
+        gateway = request.getfixturevalue("jupyter_gateway")
+        folder = tmp_path / "remote"
+        folder.mkdir()
+        return name, lambda extra="": (f"terminal:\n  backend: jupyter\n  jupyter_gateway_url: {gateway.url}\n"
+                                       f"  jupyter_auth_token: {gateway.token}\n  cwd: {folder}\n{extra}"), folder
     server = request.getfixturevalue("ssh_server")
     folder = tmp_path / "remote"
     folder.mkdir()
@@ -74,6 +82,10 @@ async def test_state_persists_and_the_kernel_says_where_it_runs(backend, hermes_
             assert first.output.strip() == info.where.split(":")[1]  # the container's hostname is its id
         elif name == "ssh":
             assert info.where == "ssh:root@127.0.0.1" and info.sandbox == "ssh: none on the remote"
+        elif name == "jupyter-gateway":
+            assert info.where.startswith("jupyter:127.0.0.1:") and info.sandbox.startswith("jupyter: the gateway's")
+        elif name == "jupyter-local":
+            assert info.where == "jupyter:local"
         else:
             assert info.where == "local"
 
@@ -163,9 +175,8 @@ async def test_terminal_is_asked_here_and_a_denied_command_never_runs_there(back
 
 async def test_no_host_secret_reaches_the_kernel_only_forwarded_names(backend, hermes_home: Path, tmp_path) -> None:
     name, yaml, _ = backend
-    forward = {"docker": "  docker_forward_env: [HERMES_TEST_FORWARDED]\n",
-               "ssh": "  env_passthrough: [HERMES_TEST_FORWARDED]\n",
-               "local": "  env_passthrough: [HERMES_TEST_FORWARDED]\n"}[name]
+    forward = ("  docker_forward_env: [HERMES_TEST_FORWARDED]\n" if name == "docker"
+               else "  env_passthrough: [HERMES_TEST_FORWARDED]\n")
     text = yaml().replace("terminal:\n", "terminal:\n" + forward, 1)
     env = {**os.environ, "OPENAI_API_KEY": SECRET, "HERMES_TEST_FORWARDED": "forwarded-value"}
     async with _runtime(text, hermes_home, host_env=env) as rt:

@@ -543,25 +543,13 @@ async def jupyter_side(rounds: int, warm: int, work: str) -> None:
         print(f"{label:>26}: cold median {statistics.median(colds) * 1000:7.1f} ms; warm print(1) median "
               f"{statistics.median(warms) * 1000:6.2f} ms; 50 tool calls median {statistics.median(tools) * 1000:7.1f} ms")
 
-    more = "approvals:
-  mode: off
-code_execution:
-  max_session_kernels: 100
-"
+    more = "approvals:\n  mode: off\ncode_execution:\n  max_session_kernels: 100\n"
     line("local (driver)", await _measure(more, rounds, warm, work))
-    line("jupyter local", await _measure(f"terminal:
-  backend: jupyter
-  cwd: {work}
-" + more, rounds, warm, work))
+    line("jupyter local", await _measure(f"terminal:\n  backend: jupyter\n  cwd: {work}\n" + more, rounds, warm, work))
     line("floor: jupyter_client", await _client_floor(rounds, warm))
     with JupyterGateway() as gateway:
-        remote = (f"terminal:
-  backend: jupyter
-  jupyter_gateway_url: {gateway.url}
-"
-                  f"  jupyter_auth_token: {gateway.token}
-  cwd: {work}
-")
+        remote = (f"terminal:\n  backend: jupyter\n  jupyter_gateway_url: {gateway.url}\n"
+                  f"  jupyter_auth_token: {gateway.token}\n  cwd: {work}\n")
         line("jupyter gateway", await _measure(remote + more, rounds, warm, work))
         line("floor: gateway websocket", await _websocket_floor(gateway, rounds, warm))
 

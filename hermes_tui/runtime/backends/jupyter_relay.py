@@ -52,6 +52,9 @@ SEEN = 4096
 RECONNECT_SECONDS = float(os.environ.get("HERMES_JUPYTER_RECONNECT", "20"))
 """How long a dropped WebSocket is retried before the kernel is given up."""
 START_SECONDS = 60.0
+MAX_MESSAGE = 256 << 20
+"""The largest WebSocket message taken from a gateway (a tool request is at most 64 MiB, a file
+operation's answer 64 MiB in base64): a bigger one drops the connection rather than be held."""
 IDLE_GRACE = 3.0
 """Seconds a request's idle status is waited for once its reply came (output comes before both)."""
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -215,7 +218,7 @@ class WsTransport:
         from websockets.asyncio.client import connect
 
         url = f"{self.spec['ws_url']}?session_id={self.session_id}"
-        self.ws = await connect(url, additional_headers=self.headers(), max_size=None, ssl=self.ssl_context(),
+        self.ws = await connect(url, additional_headers=self.headers(), max_size=MAX_MESSAGE, ssl=self.ssl_context(),
                                 open_timeout=15, ping_interval=20, ping_timeout=30)
         self.connected.set()
 
