@@ -249,8 +249,8 @@ async def test_backends_that_cannot_be_reached_from_here_are_refused_naming_the_
     async with _runtime(f"terminal:\n  backend: {name}\n", hermes_home) as rt:
         result = await rt.execute_code("print(1)", session="s", cwd=tmp_path)
         assert result.status == "error" and not rt.kernels()
-        assert result.error == (f"terminal.backend is {name}: hermes-tui runs kernels and commands on local, docker "
-                                "or ssh only (it cannot reach the others from here); set terminal.backend to one "
+        assert result.error == (f"terminal.backend is {name}: hermes-tui runs kernels and commands on local, docker, "
+                                "ssh or jupyter only (it cannot reach the others from here); set terminal.backend to one "
                                 "of those")
 
 

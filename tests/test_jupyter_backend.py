@@ -387,3 +387,20 @@ async def test_without_bubblewrap_a_local_kernel_says_what_it_needs(hermes_home,
         result = await rt.execute_code("print(1)", session="s", cwd=tmp_path)
         assert result.status == "error" and result.kernel.id is None
         assert "TCP on loopback" in result.error and "code_execution.network: true" in result.error
+
+
+async def test_an_answer_that_comes_after_its_script_was_interrupted_goes_nowhere(jupyter, hermes_home,
+                                                                                   tmp_path) -> None:
+    _, yaml, _ = jupyter
+    (tmp_path / "mine.txt").write_text("mine\n")
+    async with _runtime(yaml(cwd=str(tmp_path)) + "approvals:\n  mode: off\n", hermes_home) as rt:
+        running = asyncio.ensure_future(rt.execute_code(
+            "from hermes_tools import terminal\nprint(terminal('sleep 2; echo late'))", session="s", cwd=tmp_path))
+        await asyncio.sleep(1.0)
+        assert await rt.interrupt("s") == 1
+        assert (await asyncio.wait_for(running, 30)).status == "interrupted"
+        await asyncio.sleep(2.0)  # the command's answer comes back meanwhile
+        after = await rt.execute_code("from hermes_tools import read_file, terminal\n"
+                                      "print(read_file('mine.txt')['content'])\nprint(terminal('echo now')['output'])",
+                                      session="s", cwd=tmp_path)
+        assert after.output == "     1|mine\n\nnow\n\n", after.output

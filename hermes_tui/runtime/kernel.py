@@ -33,6 +33,8 @@ from hermes_tui.runtime.stub import PLACEHOLDER, TEMPLATE, stage_tools_module
 DRIVER_SOURCE = Path(__file__).parent / "child" / "driver.py"
 STARTUP_TIMEOUT = 20.0
 """Seconds a kernel may take to say it is ready."""
+GATEWAY_STARTUP_TIMEOUT = 90.0
+"""Seconds a Jupyter gateway's kernel may take (Enterprise Gateway may start a pod for it)."""
 STAGING_CWD = "<staging>"
 """A key's cwd in strict mode: the process runs in its own private temp dir."""
 
@@ -175,6 +177,8 @@ class Kernel(ChildProcess):
         except OSError as exc:
             self._close_host_fds()
             raise KernelStartError(f"cannot start {self.key.interpreter}: {exc.strerror or exc}") from None
+        if self.jupyter is not None and self.place is not None:  # a gateway may schedule it (a pod)
+            timeout = max(timeout, GATEWAY_STARTUP_TIMEOUT)
         waiter = asyncio.ensure_future(asyncio.shield(self._ready))
         done, _ = await asyncio.wait({waiter, self.exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if waiter in done:

@@ -365,22 +365,7 @@ async def backend_side(name: str, rounds: int, warm: int) -> None:
     try:
         more = "code_execution:\n  max_session_kernels: 100\n"  # no eviction inside a cold start
         for label, text in (("local", "approvals:\n  mode: off\n" + more), (name, remote + more)):
-            async with Runtime(parse_config(text)) as rt:
-                colds, warms, tools = [], [], []
-                for n in range(rounds):
-                    started = time.perf_counter()
-                    result = await rt.execute_code("print(1)", session=f"cold{n}", cwd=work)
-                    colds.append(time.perf_counter() - started)
-                    assert result.status == "success", result.error
-                for _ in range(warm):
-                    started = time.perf_counter()
-                    await rt.execute_code("print(1)", session="warm", cwd=work)
-                    warms.append(time.perf_counter() - started)
-                for _ in range(max(3, rounds)):
-                    started = time.perf_counter()
-                    result = await rt.execute_code(BACKEND_TOOLS, session="warm", cwd=work)
-                    tools.append(time.perf_counter() - started)
-                    assert result.status == "success" and result.tool_calls_made == 50, result.error
+            colds, warms, tools = await _measure(text, rounds, warm, work)
             print(f"{label:>7}: cold start median {statistics.median(colds) * 1000:7.1f} ms "
                   f"(min {min(colds) * 1000:.1f}, max {max(colds) * 1000:.1f}); warm print(1) median "
                   f"{statistics.median(warms) * 1000:6.2f} ms; 50 read_file calls median "
@@ -391,6 +376,7 @@ async def backend_side(name: str, rounds: int, warm: int) -> None:
 
 
 async def _measure(text: str, rounds: int, warm: int, work: str) -> tuple[list[float], list[float], list[float]]:
+    """Cold start (a new session's first print(1)), warm print(1), 50 read_file calls in a script."""
     from hermes_tui.config import parse_config
     from hermes_tui.runtime.runtime import Runtime
 

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from hermes_tui.base.text import shown
+from hermes_tui.base.text import redact_url, shown
 from hermes_tui.config import Config
 from hermes_tui.runtime import leftovers
 from hermes_tui.runtime.backends.base import Backend, BackendError, Place
@@ -36,6 +37,8 @@ from hermes_tui.runtime.backends.base import Backend, BackendError, Place
 RELAY_SOURCE = Path(__file__).parent / "jupyter_relay.py"
 KERNEL_SOURCE = Path(__file__).parent / "jupyter_kernel.py"
 TOKEN_CMD_TIMEOUT = 30.0
+KERNEL_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,63}")
+"""What a kernel id from a gateway may be (a UUID; it is used as a file name and in URLs)."""
 
 
 class JupyterBackend(Backend):
@@ -69,7 +72,7 @@ class JupyterBackend(Backend):
         return f"jupyter: the gateway's ({self.host})" if self.remote else "jupyter: local"
 
     def describe(self) -> str:
-        return f"jupyter:{self.url or 'local'}:{self.kernel_name}"
+        return f"jupyter:{redact_url(self.url) if self.url else 'local'}:{self.kernel_name}"
 
     def where(self, place: Place | None) -> str:
         if not self.remote:
@@ -155,7 +158,8 @@ class JupyterBackend(Backend):
         down and held until :meth:`release`."""
         if not self.remote:
             return Place(self, "local")
-        env = {"KERNEL_USERNAME": os.environ.get("USER", "hermes-tui"), "HERMES_TUI_SESSION": session}
+        # KERNEL_-prefixed: what Enterprise Gateway passes on to the kernel's pod.
+        env = {"KERNEL_USERNAME": os.environ.get("USER", "hermes-tui"), "KERNEL_HERMES_TUI_SESSION": session}
         status, data = await self.rest("POST", "/api/kernels", {"name": self.kernel_name, "env": env}, timeout=120)
         if status == 404 or (status >= 400 and "kernel" in json.dumps(data or "").lower() and "spec" in
                              json.dumps(data or "").lower()):
@@ -167,16 +171,32 @@ class JupyterBackend(Backend):
             raise BackendError(f"jupyter: the gateway at {self.host} could not start a kernel (HTTP {status})"
                                + (f": {said[:200]}" if said else ""))
         kernel_id = data["id"]
-        await asyncio.to_thread(self._write_down, kernel_id, session)
+        if not KERNEL_ID.fullmatch(kernel_id):  # it becomes a file name and a URL path here
+            raise BackendError(f"jupyter: the gateway at {self.host} named its kernel {shown(kernel_id[:80])!r}, "
+                               "which is not a kernel id")
+        try:
+            await asyncio.to_thread(self._write_down, kernel_id, session)
+        except OSError as exc:
+            with contextlib.suppress(BackendError):
+                await self.rest("DELETE", f"/api/kernels/{kernel_id}", timeout=10)
+            raise BackendError(f"jupyter: cannot write down the kernel in {self.ledger}: "
+                               f"{exc.strerror or exc}") from None
         return Place(self, kernel_id, short_id=kernel_id[:8], users=1)
 
     async def release(self, place: Place) -> None:
         """Shut the kernel down on the gateway (a kernel that is already gone is fine)."""
         if not self.remote or place.name == "local":
             return
-        with contextlib.suppress(BackendError):
-            await self.rest("DELETE", f"/api/kernels/{place.name}", timeout=10)
-        await asyncio.to_thread(self._cross_out, place.name)
+        try:
+            status, _ = await self.rest("DELETE", f"/api/kernels/{place.name}", timeout=10)
+        except BackendError:
+            status = 0
+        if status in (200, 202, 204, 404):
+            await asyncio.to_thread(self._cross_out, place.name)
+        else:  # still there, maybe: its record stays for the next start's cleanup (its lock freed)
+            fd = self._held.pop(place.name, None)
+            if fd is not None:
+                os.close(fd)
 
     async def close(self) -> None:
         for kernel_id in list(self._held):
@@ -245,7 +265,8 @@ class JupyterBackend(Backend):
                     record = json.loads(path.read_text(encoding="utf-8"))
                 except (OSError, ValueError):
                     continue
-                if isinstance(record, dict) and record.get("gateway") == self.url:
+                if isinstance(record, dict) and record.get("gateway") == self.url \
+                        and KERNEL_ID.fullmatch(str(record.get("kernel_id"))):
                     found.append(record)
         return found
 
@@ -301,8 +322,6 @@ def _lookup(name: str, home: Path, env: Mapping[str, str] = os.environ) -> str |
 
 
 def _expand(value: str, home: Path, setting: str) -> str:
-    import re
-
     def replace(match: re.Match[str]) -> str:
         name = match.group(1).removeprefix("env:").strip()
         found = _lookup(name, home) if name else None
@@ -333,12 +352,19 @@ async def _token_from_command(value: str | list[str]) -> str:
     except OSError as exc:
         raise BackendError(f"terminal.jupyter_auth_token_cmd ({shown_name}) could not start: "
                            f"{exc.strerror or exc}") from None
+    async def drain(stream: asyncio.StreamReader) -> bytes:
+        held = bytearray()
+        while piece := await stream.read(1 << 16):
+            held += piece[:(1 << 16) - len(held)]
+        return bytes(held)
+
     try:
-        out = await asyncio.wait_for(child.stdout.read(1 << 16), TOKEN_CMD_TIMEOUT)
-        code = await asyncio.wait_for(child.wait(), TOKEN_CMD_TIMEOUT)
+        out, _, code = await asyncio.wait_for(asyncio.gather(drain(child.stdout), drain(child.stderr), child.wait()),
+                                              TOKEN_CMD_TIMEOUT)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.popen.pid, 9)
+        await child.wait()
         raise BackendError(f"terminal.jupyter_auth_token_cmd ({shown_name}) did not finish in "
                            f"{TOKEN_CMD_TIMEOUT:g}s") from None
     if code != 0:

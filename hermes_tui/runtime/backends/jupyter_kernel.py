@@ -21,8 +21,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
-import types
 
 TOOL = "\x1ehermes-tool\x1f"
 """A prompt carrying one tool request (the JSON line of the socket protocol, token in it)."""
@@ -217,8 +215,11 @@ def run(encoded, filename, display=False):
         _print_traceback(exc)
     finally:
         if previous is not None:
+            # Not IPython's handler back: the host repeats SIGINT until the reply comes, and one
+            # landing before it is sent would lose the outcome. The kernel's own after-hook puts
+            # its handler back once the request is done.
             try:
-                signal.signal(signal.SIGINT, previous)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             except (ValueError, TypeError):
                 pass
     for stream in (sys.stdout, sys.stderr):
@@ -278,45 +279,17 @@ def _run(code):
 
 
 def _summary(exc):
-    kind = type(exc)
-    name = kind.__qualname__
-    if kind.__module__ not in ("builtins", "__main__"):
-        name = "%s.%s" % (kind.__module__, name)
-    try:
-        message = str(exc)
-    except Exception:
-        message = "<unprintable %s>" % name
-    line = "%s: %s" % (name, message) if message else name
-    return line.splitlines()[0] if line else name
+    """One line, as the local driver says it ('ValueError: boom')."""
+    return sys.modules["__hermes_driver__"].Driver._summary(exc)
 
 
 def _exit_code(exc):
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    sys.stderr.write("%s\n" % (code,))
-    return 1
+    """sys.exit's argument as an exit code, as the local driver reads it."""
+    return sys.modules["__hermes_driver__"].Driver._exit_code(None, exc)
 
 
 def _print_traceback(exc):
-    kept = []
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename not in _HIDDEN:
-            kept.append(tb)
-        tb = tb.tb_next
-    tb = None
-    try:
-        for frame in reversed(kept):
-            tb = types.TracebackType(tb, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
-    except TypeError:
-        tb = kept[0] if kept else None
-    try:
-        traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
-    except Exception:
-        pass
+    sys.modules["__hermes_driver__"].print_user_traceback(exc, _HIDDEN, sys.stderr)
 
 
 # -- the variables view -------------------------------------------------------------------

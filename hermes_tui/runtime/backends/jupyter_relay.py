@@ -67,20 +67,25 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def _relay_module() -> Any:
+    """relay.py (beside this file; stdlib only), for the connector's protocol it already speaks."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hermes_relay", os.path.join(os.path.dirname(__file__), "relay.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _ask_connector(fd: int) -> socket.socket | None:
     """A new connection to hermes-tui's tool channel, asked for on the inherited connector."""
-    connector = socket.socket(fileno=os.dup(fd))
-    try:
-        connector.sendall(b"c")
-        while True:
-            data, ancillary, _, _ = connector.recvmsg(16, socket.CMSG_LEN(4))
-            for level, kind, payload in ancillary:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(payload) >= 4:
-                    return socket.socket(fileno=int.from_bytes(payload[:4], sys.byteorder))
-            if not data or data in (b"full", b"refused"):
-                return None
-    finally:
-        connector.close()
+    return _relay_module()._ask_connector(fd)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 class Gone(Exception):
@@ -218,7 +223,7 @@ class WsTransport:
         from websockets.asyncio.client import connect
 
         url = f"{self.spec['ws_url']}?session_id={self.session_id}"
-        self.ws = await connect(url, additional_headers=self.headers(), max_size=MAX_MESSAGE, ssl=self.ssl_context(),
+        self.ws = await connect(url, additional_headers=self.headers(), max_size=MAX_MESSAGE, max_queue=2, ssl=self.ssl_context(),
                                 open_timeout=15, ping_interval=20, ping_timeout=30)
         self.connected.set()
 
@@ -275,6 +280,8 @@ class WsTransport:
                 message = json.loads(raw)
             except ValueError:
                 continue
+            if not isinstance(message, dict):
+                continue
             msg_id = str(message.get("header", {}).get("msg_id") or message.get("msg_id") or "")
             if msg_id:
                 if msg_id in self.seen:  # replayed after a reconnect: already passed on
@@ -287,8 +294,11 @@ class WsTransport:
     def _rest(self, method: str, path: str) -> int:
         request = urllib.request.Request(self.spec["http_url"].rstrip("/") + path, method=method,
                                          headers=self.headers(), data=b"" if method == "POST" else None)
+        # No redirect is followed (the token would go with it) and no proxy is asked.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect(),
+                                             urllib.request.HTTPSHandler(context=self.ssl_context()))
         try:
-            with urllib.request.urlopen(request, timeout=5, context=self.ssl_context()) as answer:  # noqa: S310
+            with opener.open(request, timeout=5) as answer:
                 return int(answer.status)
         except urllib.error.HTTPError as exc:
             return int(exc.code)
@@ -330,6 +340,10 @@ class Relay:
         self.answer: str | None = None
         """A tool call's answer that came before the stub asked again (after a far operation)."""
         self.far_queue: collections.deque[dict[str, Any]] = collections.deque()
+        self.generation = 0
+        """Counts scripts: a tool call's answer that comes after its script ended is dropped."""
+        self.calling = False
+        """A tool call of the stub is with hermes-tui (the stub makes one at a time)."""
         self.host: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.host_lock = asyncio.Lock()
         self.stop = asyncio.Event()
@@ -362,8 +376,9 @@ class Relay:
                      asyncio.ensure_future(self.stop.wait())]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in tasks:
-                if task in done and not task.cancelled() and isinstance(task.exception(), Gone):
-                    self.why = str(task.exception())
+                if task in done and not task.cancelled() and task.exception() is not None:
+                    error = task.exception()
+                    self.why = str(error) if isinstance(error, Gone) else f"{type(error).__name__}: {error}"[:300]
                 task.cancel()
         except Gone as exc:
             self.why = str(exc)
@@ -417,6 +432,9 @@ class Relay:
             "code": code, "silent": silent, "store_history": False, "user_expressions": expressions,
             "allow_stdin": stdin, "stop_on_error": False})
         pending = self.pending[message["header"]["msg_id"]] = Pending(kind, request)
+        if kind == "exec":  # before the send: its reply may be handled before the send returns
+            self.running = pending
+            self.generation += 1
         await self.transport.send("shell", message)
         return pending
 
@@ -500,11 +518,14 @@ class Relay:
         code = base64.b64encode(str(request["code"]).encode("utf-8")).decode("ascii")
         filename = request.get("filename") or f"<cell {request.get('cell', 1)}>"
         call = f"__import__('__hermes_jupyter__').run({code!r}, {filename!r}, {bool(request.get('display'))!r})"
-        self.running = await self.execute("exec", request, call, silent=False, stdin=True,
+        await self.execute("exec", request, call, silent=False, stdin=True,
                                           expressions={"hermes": "__import__('__hermes_jupyter__').outcome()"})
 
     async def far(self, request: dict[str, Any]) -> None:
         spec = request.get("spec") or {}
+        if spec.get("op") == "memory" and self.running is not None:  # never queued behind a script
+            self.ctrl({"op": "far", "reply": {"id": request.get("id"), "answer": {"rss": None}, "data": ""}})
+            return
         text = json.dumps({"id": request.get("id"), "spec": spec, "data": request.get("data") or ""})
         if self.waiting is not None:  # a tool call waits in the kernel: it does it there
             header, self.waiting = self.waiting, None
@@ -553,6 +574,8 @@ class Relay:
         elif channel == "iopub":
             if kind == "status" and content.get("execution_state") == "idle":
                 pending.idle = True
+                if pending.reply is None:  # its reply may be lost (a dropped WebSocket): not waited for long
+                    asyncio.get_running_loop().call_later(IDLE_GRACE, self._late_idle, str(parent))
             elif pending.kind == "exec":
                 self.output(kind or "", content)
         if pending.kind == "info" and pending.reply is not None:
@@ -565,7 +588,7 @@ class Relay:
 
     def _late_idle(self, parent: str) -> None:
         pending = self.pending.get(parent)
-        if pending is not None and not pending.idle:
+        if pending is not None and (not pending.idle or pending.reply is None):
             pending.idle = True
             del self.pending[parent]
             asyncio.ensure_future(self.finish(pending))
@@ -594,7 +617,8 @@ class Relay:
                 outcome = {"status": "error", "error": str(reply.get("ename") or "the kernel did not run it")
                            + (f": {reply.get('evalue')}" if reply.get("evalue") else ""),
                            "exit_code": None, "duration": 0.0}
-            self.running, self.waiting, self.answer = None, None, None
+            self.running, self.waiting, self.answer, self.calling = None, None, None, False
+            self.generation += 1
             marker = str(request["marker"]).encode("ascii")
             _write_all(1, marker)
             _write_all(2, marker)
@@ -619,8 +643,12 @@ class Relay:
         header = message.get("header") or {}
         prompt = str((message.get("content") or {}).get("prompt", ""))
         if prompt.startswith(TOOL):
-            self.waiting = header
-            asyncio.ensure_future(self.tool_call(prompt[len(TOOL):]))
+            if self.calling:  # not what the stub does (one call at a time): refused, never queued
+                await self.reply_input(header, json.dumps({"id": None, "result": {
+                    "error": "one tool call at a time from a Jupyter kernel"}}))
+                return
+            self.waiting, self.calling = header, True
+            asyncio.ensure_future(self.tool_call(prompt[len(TOOL):], self.generation))
         elif prompt.startswith(FAR_DONE):
             try:
                 self.ctrl({"op": "far", "reply": json.loads(prompt[len(FAR_DONE):])})
@@ -639,9 +667,16 @@ class Relay:
         else:  # the script's own input(): nobody types here
             await self.reply_input(header, "")
 
-    async def tool_call(self, line: str) -> None:
-        """One tool request to hermes-tui (its token checked there); the answer goes to the stub."""
-        answer = await self.ask_host(line)
+    async def tool_call(self, line: str, generation: int) -> None:
+        """One tool request to hermes-tui (its token checked there); the answer goes to the stub
+        (dropped when its script has ended meanwhile: an interrupt gave up on it)."""
+        try:
+            answer = await self.ask_host(line)
+        finally:
+            if generation == self.generation:
+                self.calling = False
+        if generation != self.generation or self.running is None:
+            return
         if self.waiting is not None:
             header, self.waiting = self.waiting, None
             await self.reply_input(header, answer)

@@ -394,6 +394,27 @@ def _start_watchdog(lifeline_fd):
         os._exit(0)
 
 
+def print_user_traceback(exc, hidden, stream):
+    """``exc``'s traceback in Python's own shape on ``stream``, without the frames of the files
+    in ``hidden`` (hermes-tui's own; the Jupyter kernel's runner uses it too)."""
+    kept = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename not in hidden:
+            kept.append(tb)
+        tb = tb.tb_next
+    tb = None
+    try:
+        for frame in reversed(kept):
+            tb = types.TracebackType(tb, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    except TypeError:  # an interpreter that cannot build one: the first user frame onward
+        tb = kept[0] if kept else None
+    try:
+        traceback.print_exception(type(exc), exc, tb, file=stream)
+    except Exception:
+        pass
+
+
 class Driver(object):
     def __init__(self, ctrl_in, ctrl_out):
         self.requests = os.fdopen(ctrl_in, "rb")
@@ -629,22 +650,7 @@ class Driver(object):
         # Hide the driver's own frames (where the script was started, and the SIGINT handler
         # an interrupt comes from) and those of the staged hermes_tools module (where a tool
         # call waited): the traceback shows only the user's code.
-        kept = []
-        tb = exc.__traceback__
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename not in _HIDDEN_FILES:
-                kept.append(tb)
-            tb = tb.tb_next
-        tb = None
-        try:
-            for frame in reversed(kept):
-                tb = types.TracebackType(tb, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
-        except TypeError:  # an interpreter that cannot build one: the first user frame onward
-            tb = kept[0] if kept else None
-        try:
-            traceback.print_exception(type(exc), exc, tb, file=sys.__stderr__)
-        except Exception:
-            pass
+        print_user_traceback(exc, _HIDDEN_FILES, sys.__stderr__)
 
     def _end_output(self, marker):
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):

@@ -295,7 +295,9 @@ class _InputChannel(object):
             return {"error": "%s: request too large: over the tool channel's limit of %d bytes "
                              "(write a big file in parts)" % (tool, limit)}
         reply = json.loads(sys.modules["__hermes_jupyter__"].call(line))
-        return reply.get("result") if isinstance(reply, dict) else None
+        if not isinstance(reply, dict) or reply.get("id") not in (request_id, None):
+            return {"error": "%s: the answer of another call came back; not used" % tool}
+        return reply.get("result")
 
 
 _channel = None  # type: _SocketChannel | _FileChannel | _InputChannel | None
