@@ -223,9 +223,13 @@ async def test_a_cut_websocket_is_reconnected_and_output_is_whole(jupyter_gatewa
     try:
         async with _runtime(yaml, hermes_home) as rt:
             running = asyncio.ensure_future(rt.execute_code(
-                "import time\nfor i in range(40):\n    print('tick', i, flush=True)\n    time.sleep(0.05)",
+                "import time\nfor i in range(40):\n    print('tick', i, flush=True)\n    time.sleep(0.1)",
                 session="s", cwd=tmp_path))
-            await asyncio.sleep(1.0)
+            for _ in range(600):  # the script runs (a loaded machine may take seconds to start its kernel)
+                await asyncio.sleep(0.05)
+                if any(k.state == "busy" for k in rt.kernels()):
+                    break
+            await asyncio.sleep(0.5)
             proxy.cut()  # every connection through it, mid-output
             result = await asyncio.wait_for(running, 60)
             assert result.status == "success", result.error
