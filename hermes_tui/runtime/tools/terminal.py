@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 from hermes_tui.config.notes import backend_refusal
 from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.backends.base import BackendError
-from hermes_tui.runtime.capture import HeadTailCapture, SpillLimits, spill_cut_warning
+from hermes_tui.runtime.capture import Captured, HeadTailCapture, SpillLimits, spill_cut_warning
 from hermes_tui.runtime.child_process import ChildProcess, run_to_end
 from hermes_tui.runtime.records import new_exec_id, spill_path
 from hermes_tui.runtime.sandbox import Confinement, SandboxError, denials
@@ -136,14 +136,11 @@ async def _run_in_kernel(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict
     capture.feed(data)
     out = capture.finish()
     error = f"Command timed out after {timeout:g}s and was killed." if answer.get("timed_out") else None
-    result: dict[str, Any] = {"output": out.text, "exit_code": answer.get("exit_code"), "error": error}
+    result = _result(out, answer.get("exit_code"), error)
     if answer.get("cut"):
         result["output_note"] = (f"{answer.get('total')} bytes in all; only the first and last "
                                  f"{KERNEL_KEEP >> 20} MiB came back from the kernel")
-    if out.truncated:
-        result["output_truncated"] = True
-        result["output_bytes_total"] = answer.get("total") or out.total_bytes
-        result["output_spill_path"] = str(out.spill_path) if out.spill_path else None
+        result["output_bytes_total"] = answer.get("total")
     return result
 
 
@@ -170,8 +167,12 @@ async def run_command(command: str, *, cwd: str, env: dict[str, str], timeout: f
         return {"output": "", "exit_code": -1, "error": f"cannot start {shell()}: {exc.strerror or exc}"}
     error = f"Command timed out after {timeout:g}s and was killed." if ended_by == "timeout" else None
     outcome = await future
-    out = outcome.stdout
-    result: dict[str, Any] = {"output": out.text, "exit_code": outcome.returncode, "error": error}
+    return _result(outcome.stdout, outcome.returncode, error)
+
+
+def _result(out: Captured, exit_code: Any, error: str | None) -> dict[str, Any]:
+    """A command's result from its captured output (cut head and tail, the rest spilled)."""
+    result: dict[str, Any] = {"output": out.text, "exit_code": exit_code, "error": error}
     if out.truncated:
         result["output_truncated"] = True
         result["output_bytes_total"] = out.total_bytes
