@@ -209,7 +209,10 @@ half = []
 for _ in range(5):  # connections holding half a request: never closed to make room, never waited on
     sock = socket.socket(socket.AF_UNIX)
     sock.connect(path)
-    sock.sendall(b'{"id": 1, "token": "')
+    try:
+        sock.sendall(b'{"id": 1, "token": "')
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # past the cap the host may refuse it before the bytes are sent: that is allowed too
     half.append(sock)
 again = read_file("f.txt")["content"]
 time.sleep(1.2)  # past IDLE_GRACE: the idle ones may now be closed to make room
