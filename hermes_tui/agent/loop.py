@@ -365,6 +365,11 @@ class Agent:
 
     async def _run(self, turn: _Turn) -> TurnStatus:
         shown = self._shown(turn)
+        if self.depth == 0:  # a checkpoint before the turn (stored first): /rollback N goes back to here
+            book = self.runtime.checkpoints
+            book.turn(self.session_id, turn.id)
+            await book.begin(self.session_id, "turn", " ".join(shown.split())[:60], cwd=self.cwd, turn_id=turn.id,
+                             mode=self.runtime.config.code_execution.mode, hold=False)
         await self.store.call(db.start_turn, self.session_id, turn.id, turn.origin, shown)
         self.history.append({"role": "user", "content": shown, "origin": turn.origin})
         self.history.trim()

@@ -143,11 +143,20 @@ class Workspace:
             if not self.memory_fallback:
                 raise
             self.store = await asyncio.to_thread(SessionStore, Path(":memory:"))
+            self._keep_checkpoints()
             where = f"database {url.path}" if url is not None and url.path is not None else "store"
             return [(f"The sessions {where} cannot be opened ({exc}); this session is kept in memory only and "
                      "will not survive a restart.", "error")]
         self.store.every_tick(self._heartbeat)
+        self._keep_checkpoints()
         return []
+
+    def _keep_checkpoints(self) -> None:
+        """The runtime's checkpoints are kept in this store from now on (none without one)."""
+        from hermes_tui.agent.checkpoints import StoreLog
+
+        assert self.store is not None
+        self.runtime.checkpoints.log = StoreLog(self.store)
 
     def _health(self, reachable: bool, message: str) -> None:
         """The writer thread's news about a shared store's server, handed to the front end."""

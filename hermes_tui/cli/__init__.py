@@ -6,6 +6,7 @@ The top-level parser and the dispatch live here; each command lives in its own m
 * ``exec_cmd`` — ``hermes-tui exec``
 * ``cache_cmd`` — ``hermes-tui cache`` (its parser too: ``add_parser``)
 * ``jupyter_cmd`` — ``hermes-tui jupyter-cleanup`` (its parser too)
+* ``checkpoints_cmd`` — ``hermes-tui checkpoints``, ``diff`` and ``rollback`` (their parsers too)
 * ``approvals_cmd`` — ``hermes-tui approvals``
 * ``sessions_cmd`` — ``hermes-tui inject``, ``export`` and ``sessions``
 * ``doctor_cmd`` — ``hermes-tui doctor``: the config, its notices, the model, the backend
@@ -113,8 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_tui.cli.headless_cmd import add_parsers as add_headless_parsers
 
     from hermes_tui.cli.store_cmd import add_parser as add_store_parser
+    from hermes_tui.cli.checkpoints_cmd import add_parsers as add_checkpoints_parsers
 
     add_cache_parser(commands)
+    add_checkpoints_parsers(commands)
     add_jupyter_parser(commands)
     add_headless_parsers(commands, _seconds, _dollars)
     add_store_parser(commands)
@@ -224,6 +227,10 @@ def _main(argv: list[str] | None) -> int:
             from hermes_tui.cli.cache_cmd import cache_command
 
             return cache_command(args, config)
+        if args.command in ("checkpoints", "diff", "rollback"):
+            from hermes_tui.cli.checkpoints_cmd import checkpoints_command
+
+            return checkpoints_command(args, config)
         if args.command == "jupyter-cleanup":
             from hermes_tui.cli.jupyter_cmd import jupyter_cleanup_command
 

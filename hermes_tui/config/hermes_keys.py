@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 OUR_SECTIONS = ("code_execution", "terminal", "approvals", "command_allowlist", "web", "cache", "model",
-                "providers", "fallback_providers", "agent", "ui")
+                "providers", "fallback_providers", "agent", "ui", "checkpoints")
 """The top-level sections hermes-tui reads: unknown keys under them get a notice."""
 
 READ_AS_OURS = frozenset({"custom_providers", "fallback_model", "max_turns", "provider", "base_url", "api_base",
@@ -33,12 +33,13 @@ TOP_LEVEL = frozenset({
     "worktree", "worktree_sync", "security", "lsp", "tool_budget", "vision", "auxiliary", "sessions",
     "dashboard", "platforms", "discord", "mcp_servers", "tts", "wake_word", "image_gen", "human_delay",
     "honcho", "model_aliases", "privacy", "hooks", "hooks_auto_accept", "secrets", "quick_commands",
-    "checkpoints", "tool_output", "bedrock", "vertex", "moa", "curator", "logging", "network", "x_search",
+    "tool_output", "bedrock", "vertex", "moa", "curator", "logging", "network", "x_search",
     "nous", "fallback",
 })
 """Top-level sections of Hermes Agent features hermes-tui does not have: ignored quietly."""
 
 IN_SECTION: dict[str, frozenset[str]] = {
+    "checkpoints": frozenset({"max_total_size_mb"}),
     "code_execution": frozenset({"mode", "timeout", "max_tool_calls", "kernel_idle_timeout", "max_session_kernels"}),
     "terminal": frozenset({
         "backend", "cwd", "timeout", "env_passthrough", "home_mode", "lifetime_seconds", "sudo_password",

@@ -525,6 +525,58 @@ class UIConfig(_Section):
     _field_before = {"notify": _truthy}
 
 
+def _enabled_word(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return _truthy(value)
+
+
+def _size_or_bytes(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return parse_size(value.strip())
+        except ValueError:
+            return value  # the type check says what is allowed
+    return value
+
+
+class CheckpointsConfig(_Section):
+    """``checkpoints``: snapshots of the workspace before each turn and each call that can
+    write, for ``/rollback`` (docs/checkpoints.md). Hermes Agent's ``max_file_size_mb`` is read
+    as ``max_file_size`` in megabytes."""
+
+    enabled: bool | str = "auto"
+    """``auto``: on for a folder inside a git repository or holding at most 10,000 files;
+    ``true`` always (``hermes --checkpoints`` users' setting); ``false`` never."""
+    max_snapshots: Annotated[int, msgspec.Meta(ge=1)] = 500
+    """Checkpoints kept per session (the oldest are forgotten first)."""
+    max_file_size: int | str = 10 << 20
+    """Bytes (or ``10M``): larger files are not captured, and a rollback says so."""
+
+    _field_before = {"enabled": _enabled_word, "max_file_size": _size_or_bytes}
+
+    def _problems(self) -> list[tuple[str, str]]:
+        problems = []
+        if self.enabled not in (True, False, "auto"):
+            problems.append(("enabled", "true, false or auto"))
+        if not isinstance(self.max_file_size, int) or self.max_file_size < 0:
+            problems.append(("max_file_size", "a number of bytes or a size such as 10M"))
+        return problems
+
+    @property
+    def file_cap(self) -> int:
+        """``max_file_size`` in bytes."""
+        return self.max_file_size if isinstance(self.max_file_size, int) else 10 << 20
+
+    @classmethod
+    def _before(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "max_file_size" not in data and isinstance(data.get("max_file_size_mb"), (int, float)):
+            data = {**data, "max_file_size": int(data["max_file_size_mb"] * (1 << 20))}
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k != "max_file_size_mb"}
+        return data
+
+
 class StoreConfig(_Section):
     """``store``: where sessions are kept (docs/store.md)."""
 
@@ -606,6 +658,7 @@ class Config(_Section):
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
     ui: UIConfig = msgspec.field(default_factory=UIConfig)
     store: StoreConfig = msgspec.field(default_factory=StoreConfig)
+    checkpoints: CheckpointsConfig = msgspec.field(default_factory=CheckpointsConfig)
 
     _field_before = {
         "command_allowlist": lambda value: [] if value is None else value,

@@ -340,9 +340,12 @@ class ApprovalGate:
         typed: bool = False,
         env: Mapping[str, str] | None = None,
         where: str | None = None,
+        noted: set[str] | None = None,
     ) -> str | None:
         """None if ``command`` may run; else the reason it is blocked (no ``BLOCKED:`` prefix).
         ``where``: the backend it runs on when not this machine (the dialog says so).
+        ``noted`` gets ``flagged`` when the analysis flagged it and ``asked`` when a person was
+        asked (a checkpoint is taken before such a command runs).
 
         ``cwd`` is the folder it will run in and ``env`` the environment its shell gets: the
         analysis judges every path as it resolves there (``rm -rf -- *`` in your home, ``>>
@@ -352,6 +355,8 @@ class ApprovalGate:
         """
         analysis, reasons, lifted_by, rule = await self._read(command, cwd, env)
         base = dict(kind="terminal", session=session, origin=origin, text=command)
+        if noted is not None and (reasons or analysis.flags):
+            noted.add("flagged")
         if analysis.hard:
             await self.audit.write(event="auto", decision="refused", why=analysis.hard, **base)
             return (f"refused: this command {'; '.join(analysis.hard)}. Such commands are never run "
@@ -391,6 +396,8 @@ class ApprovalGate:
         if "always" in choices:
             request.always_rule = command
             request.always_file = str(allowlist_path(self.home))
+        if noted is not None:
+            noted.add("asked")
         return await self._ask(request, command)
 
     @refused_unlogged

@@ -20,6 +20,7 @@ from hermes_tui.config import Config
 from hermes_tui.runtime.approvals import ApprovalGate
 from hermes_tui.runtime.backends import JupyterBackend, backend_for
 from hermes_tui.runtime.backends.base import Place, Remote
+from hermes_tui.runtime.checkpoints.book import Checkpoints
 from hermes_tui.runtime.envs import HERMES_PASS, build_child_env, is_safe_name
 from hermes_tui.runtime.events import EventBus, ToolCallMade
 from hermes_tui.runtime.interpreters import Choice, project_interpreter
@@ -54,6 +55,8 @@ class Launcher:
         self._host_env = host_env
         self.bus = bus
         self.gate = gate
+        self.checkpoints: Checkpoints | None = None
+        """The runtime's checkpoints, given to every tool call's context."""
         self.cache_dir = cache_dir
         self._interpreters: dict[tuple[str | None, str | None], Choice] = {}
         self._announced: set[str] = set()
@@ -200,7 +203,7 @@ class Launcher:
         context = ToolContext(
             cwd=cwd, env=env, config=self.config, gate=self.gate, session=session, cache_dir=self.cache_dir,
             kernel_id=kernel_id, exec_id=exec_id, origin=origin, call_id=call_id, sandbox=self.sandbox,
-            tmpdir=tmpdir, workspace=cwd,
+            tmpdir=tmpdir, workspace=cwd, checkpoints=self.checkpoints,
         )
         backend = self.backend
         if backend.remote:

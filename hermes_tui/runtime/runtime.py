@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
 from hermes_tui.runtime.backends import BackendError, JupyterBackend
+from hermes_tui.runtime.checkpoints.book import Checkpoints
 from hermes_tui.runtime.kernel import Kernel, KernelGone, KernelStartError
 from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.leftovers import make_staging_dir, sweep_partial_spills, sweep_staging
@@ -64,6 +66,11 @@ class Runtime:
         self.gate = ApprovalGate(approver, self.config, self.home, session_kind)
         self.launcher = Launcher(self.config, self.home, host_env, bus=self.bus, gate=self.gate,
                                  cache_dir=self.cache_dir)
+        self.checkpoints = Checkpoints(self.config.checkpoints, self.home,
+                                       writable_roots=self.config.code_execution.writable_roots,
+                                       remote=self.launcher.backend.remote, host=socket.gethostname())
+        """Snapshots before each call that can write (taken once a sessions store sets its ``log``)."""
+        self.launcher.checkpoints = self.checkpoints
         self._staging_root: Path | None = None
         self._staging_lock = -1
         self._pool: KernelPool | None = None
@@ -92,6 +99,7 @@ class Runtime:
         await asyncio.to_thread(preload)  # before any kernel: nothing imported later can be planted
         await self.gate.load_rules()
         self._staging_root = await asyncio.to_thread(self._make_staging_root)
+        self.checkpoints.staging_root = str(self._staging_root)
         await asyncio.to_thread(self._probe_sandbox, self._staging_root / "sandbox")
         await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
         await asyncio.to_thread(sweep_partial_spills, self.cache_dir)
@@ -250,11 +258,24 @@ class Runtime:
         except Exception as exc:  # the host's failure (no temp dir, no thread, no fd): a result, not a raise
             return Executor.host_failed(Progress(new_exec_id(), stage="start the runtime"), exc)
         assert self._executor is not None
-        return await self._executor.execute(
-            code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
-            start_warning=warning, origin=origin, call_id=call_id, display=display,
-            filename=filename,
-        )
+        # Its Python can write anything in the workspace: a checkpoint first, and what it
+        # changed is its own when it ends (runtime/checkpoints).
+        top = parent_session(session)
+        folder = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+        checkpoint = await self.checkpoints.begin(top, "execute_code", call_id or "", cwd=folder, mode=mode,
+                                                  call_id=call_id)
+        try:
+            result = await self._executor.execute(
+                code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
+                start_warning=warning, origin=origin, call_id=call_id, display=display,
+                filename=filename,
+            )
+        finally:
+            await self.checkpoints.end(checkpoint)
+        notes = self.checkpoints.take_notes(top)
+        if notes:
+            result.warning = " ".join([*notes, *([result.warning] if result.warning else [])])
+        return result
 
     def kernels(self) -> list[KernelInfo]:
         """A snapshot of every live kernel."""

@@ -52,7 +52,7 @@ from hermes_tui.storage.sessions import CHILD
 from hermes_tui.storage.sqlite import SQLiteDatabase
 from hermes_tui.config.store_url import StoreURL
 
-SESSION_TABLES = ("turns", "messages", "tool_calls", "approvals", "approval_answers", "usage")
+SESSION_TABLES = ("turns", "messages", "tool_calls", "approvals", "approval_answers", "usage", "checkpoints")
 """The tables that hold a session's rows (``session_id``), in the order they are copied."""
 NUMBERED = frozenset({"messages", "usage", "input_history"})
 """Tables whose ``id`` the target gives (it is not copied)."""
@@ -645,7 +645,7 @@ def _renamed(target: Database, rows: dict[str, list[dict[str, Any]]], new_id: st
 
 
 _ORDER = {"turns": "started_at", "messages": "id", "tool_calls": "started_at", "approvals": "created_at",
-          "approval_answers": "answered_at", "usage": "id"}
+          "approval_answers": "answered_at", "usage": "id", "checkpoints": "n"}
 
 
 def _read_session(source: Database, session_id: str, shared: dict[str, list[str]]) -> dict[str, list[dict[str, Any]]] | None:
@@ -687,7 +687,7 @@ def _write_session(target: Database, session_id: str, rows: dict[str, list[dict[
         new_ids: dict[int, int] = {}
         for row in rows["messages"]:  # in the source's order: the target's ids keep it
             new_ids[row["id"]] = _insert(target, "messages", shared["messages"], row, numbered=True)
-        for table in ("tool_calls", "usage"):
+        for table in ("tool_calls", "usage", "checkpoints"):
             for row in rows.get(table, ()):
                 if row.get("message_id") is not None:
                     row = {**row, "message_id": new_ids.get(row["message_id"])}

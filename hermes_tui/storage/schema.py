@@ -91,6 +91,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("approvals", "host", "TEXT"),
         ("approvals", "answered_by", "TEXT"),
     )),
+    Migration(4, "checkpoints (which belongs to which turn and call); messages a rewind hid", (
+        """CREATE TABLE IF NOT EXISTS checkpoints (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, n BIGINT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL, reason TEXT NOT NULL, detail TEXT, turn_id TEXT, call_id TEXT,
+            commits TEXT NOT NULL, changed TEXT NOT NULL, skipped TEXT NOT NULL, message_id BIGINT, host TEXT,
+            files BIGINT NOT NULL DEFAULT 0, added BIGINT NOT NULL DEFAULT 0, removed BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, n))""",
+    ), (
+        ("messages", "hidden_by", "BIGINT"),
+    )),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -363,7 +363,9 @@ def load_session(db: Database, session_id: str) -> StoredSession | None:
         return None
     stored = StoredSession(info=_info(row))
     stored.usage = [dict(u) for u in db.execute("SELECT * FROM usage WHERE session_id = ? ORDER BY id", (session_id,))]
-    for message in db.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)):
+    # Messages a rewind hid (/rollback --conversation) are kept, neither shown nor sent.
+    for message in db.execute("SELECT * FROM messages WHERE session_id = ? AND hidden_by IS NULL ORDER BY id",
+                              (session_id,)):
         item = dict(message)
         item["tool_calls"] = json.loads(item["tool_calls"]) if item["tool_calls"] else None
         stored.messages.append(item)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 if TYPE_CHECKING:
     from hermes_tui.config import Config
     from hermes_tui.runtime.approvals import ApprovalGate, FileChange
+    from hermes_tui.runtime.checkpoints.book import Checkpoints
     from hermes_tui.runtime.models import Origin
 
 TOOL_NAMES: tuple[str, ...] = (
@@ -60,6 +61,8 @@ class ToolContext:
     remote: Remote | None = None
     """The backend the call acts on when it is not this machine (docker, ssh): ``cwd`` and
     every path are then paths there, and terminal() and the file tools run there."""
+    checkpoints: Checkpoints | None = None
+    """The runtime's checkpoints: taken before a write (:mod:`hermes_tui.runtime.checkpoints`)."""
 
     def sandbox_layout(self) -> Layout:
         """What this call's processes may write and read (computed once per context). Blocking."""

@@ -139,12 +139,40 @@ async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[s
                 exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id)
             if refusal is not None:
                 return {"error": f"BLOCKED: blocked by the sandbox: {beyond[1]}; not done outside it: {refusal}"}
-        if beyond is not None:
-            return await tool.handler(ctx, parsed)  # a person let this call outside the sandbox
-        with _guarded_files(ctx, tool.writes is not None or tool.name in READS):
-            return await tool.handler(ctx, parsed)
+        checkpoint = await _checkpoint(tool, ctx, parsed)
+        try:
+            if beyond is not None:
+                return await tool.handler(ctx, parsed)  # a person let this call outside the sandbox
+            with _guarded_files(ctx, tool.writes is not None or tool.name in READS):
+                return await tool.handler(ctx, parsed)
+        finally:
+            if checkpoint is not None:
+                await checkpoint_end(ctx, checkpoint)
     except Exception as exc:
         return _failed(name, exc)
+
+
+async def _checkpoint(tool: Tool, ctx: ToolContext, parsed: Any) -> Any:
+    """Before a write here (``write_file``, ``patch``): a checkpoint of the workspace."""
+    if tool.writes is None or ctx.checkpoints is None or ctx.remote is not None:
+        return None
+    return await checkpoint_begin(ctx, tool.name, str(getattr(parsed, "path", "") or ""))
+
+
+async def checkpoint_begin(ctx: ToolContext, reason: str, detail: str) -> Any:
+    """A checkpoint of the folders ``ctx``'s session writes, before ``reason`` runs (None: none taken)."""
+    from hermes_tui.runtime.models import parent_session
+
+    if ctx.checkpoints is None or not ctx.checkpoints.active:
+        return None
+    return await ctx.checkpoints.begin(parent_session(ctx.session), reason, detail, cwd=ctx.workspace or ctx.cwd,
+                                       call_id=ctx.call_id)
+
+
+async def checkpoint_end(ctx: ToolContext, checkpoint: Any) -> None:
+    """The call a checkpoint preceded ended: what it changed is recorded as its own."""
+    if ctx.checkpoints is not None:
+        await ctx.checkpoints.end(checkpoint)
 
 
 READS = {"read_file": "path", "search_files": "path"}

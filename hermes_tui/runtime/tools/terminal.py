@@ -23,6 +23,7 @@ from hermes_tui.runtime.child_process import ChildProcess, run_to_end
 from hermes_tui.runtime.records import new_exec_id, spill_path
 from hermes_tui.runtime.sandbox import Confinement, SandboxError, denials
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.dispatch import checkpoint_begin, checkpoint_end
 
 
 MAX_COMMAND_BYTES = 131_072
@@ -58,15 +59,26 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     cwd = str(ctx.resolve(args.workdir)) if args.workdir else ctx.cwd
     if ctx.remote is None and not await asyncio.to_thread(os.path.isdir, cwd):  # a path there is checked there
         return {"output": "", "exit_code": -1, "error": f"workdir does not exist or is not a directory: {cwd}"}
+    noted: set[str] = set()
     refusal = await ctx.gate.check_terminal(
         args.command, cwd=cwd, session=ctx.session, kernel=ctx.kernel_id, exec_id=ctx.exec_id,
         origin=ctx.origin, call_id=ctx.call_id, typed=ctx.typed, env=ctx.env,  # judged where it will run
-        where=ctx.remote.where if ctx.remote is not None else None,
+        where=ctx.remote.where if ctx.remote is not None else None, noted=noted,
     )
     if refusal is not None:
         return blocked(refusal)
     if ctx.remote is not None:
         return await _run_there(ctx, args, cwd)
+    # A command that was flagged or asked may change files: a checkpoint first (a plain `ls` does not).
+    checkpoint = await checkpoint_begin(ctx, "terminal", args.command.split("\n", 1)[0][:80]) if noted else None
+    try:
+        return await _run_here(ctx, args, cwd)
+    finally:
+        await checkpoint_end(ctx, checkpoint)
+
+
+async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, Any]:
+    """The approved command on this machine, in the sandbox (a person may let it out once)."""
     timeout = args.timeout or ctx.config.terminal.timeout
     sandbox = ctx.sandbox
     if ctx.typed or sandbox is None or sandbox.tier == "off":  # a !cmd is the user's own: as in their shell

@@ -1,0 +1,127 @@
+"""``hermes-tui checkpoints``, ``diff`` and ``rollback``: a session's checkpoints from a shell
+(docs/checkpoints.md). The session must not be open in an app or a run (its lease says so)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+from hermes_tui.agent.checkpoints import RollbackDone, diff_text, listing, question
+from hermes_tui.base.paths import hermes_home
+from hermes_tui.base.text import shown
+from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
+from hermes_tui.cli.sessions_cmd import _database, _find, refuse_if_driven
+from hermes_tui.config import Config
+from hermes_tui.runtime.checkpoints.book import Checkpoint, Checkpoints, RollbackError
+from hermes_tui.runtime.checkpoints.shadow import ShadowError
+from hermes_tui.storage import checkpoints as cdb
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``checkpoints``, ``diff`` and ``rollback`` subcommands."""
+    listed = commands.add_parser("checkpoints", help="list a session's checkpoints (what the agent changed, when)")
+    listed.add_argument("session", metavar="SESSION", help="session id (or a unique prefix), or latest")
+    listed.add_argument("--json", action="store_true", help="one JSON object per checkpoint")
+    diff = commands.add_parser("diff", help="the diff from a checkpoint to the files as they are now")
+    diff.add_argument("session", metavar="SESSION", help="session id (or a unique prefix), or latest")
+    diff.add_argument("n", metavar="N", type=_number, help="the checkpoint's number (`checkpoints` lists them)")
+    back = commands.add_parser(
+        "rollback", help="put the files (and with --conversation the conversation) back to a checkpoint",
+        description="Restore the files the agent changed since checkpoint N to what they were then; files it did "
+                    "not touch (your own edits) are kept. A checkpoint is taken first, so a rollback can be undone. "
+                    "It says which files will change and asks first (or --yes).")
+    back.add_argument("session", metavar="SESSION", help="session id (or a unique prefix), or latest")
+    back.add_argument("n", metavar="N", type=_number, help="the checkpoint's number (`checkpoints` lists them)")
+    back.add_argument("--files", nargs="+", metavar="PATH", help="only these files or folders (any, even ones the "
+                                                                  "agent did not change)")
+    back.add_argument("--conversation", action="store_true",
+                      help="also rewind the conversation to before that checkpoint's turn (later messages are kept, "
+                           "hidden from the model)")
+    back.add_argument("--yes", action="store_true", help="do it without asking")
+
+
+def _number(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a checkpoint number (1, 2, …)")
+    return int(text)
+
+
+class _DirectLog:
+    """The store, opened here, as the checkpoints' log."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def last(self, session: str) -> int:
+        return cdb.last_checkpoint(self.conn, session)
+
+    async def save(self, checkpoint: Checkpoint, keep: int) -> None:
+        cdb.save_checkpoint(self.conn, checkpoint.as_json(), keep)
+
+    async def all(self, session: str) -> list[Checkpoint]:
+        return [Checkpoint.from_json(row) for row in cdb.checkpoints_of(self.conn, session)]
+
+
+def _book(config: Config, conn: Any) -> Checkpoints:
+    book = Checkpoints(config.checkpoints, hermes_home(), host=socket.gethostname())
+    book.log = _DirectLog(conn)
+    return book
+
+
+def checkpoints_command(args: argparse.Namespace, config: Config) -> int:
+    """List, diff or roll back; exit 0, 1 when something could not be put back."""
+    with _database() as conn:
+        session = _find(conn, args.session)
+        book = _book(config, conn)
+        if args.command == "checkpoints":
+            rows = asyncio.run(book.log.all(session))  # type: ignore[union-attr]
+            if args.json:
+                for row in rows:
+                    print(json.dumps(row.as_json()))
+            elif not rows:
+                print(f"session {shown(session)} has no checkpoints")
+            else:
+                print("\n".join(shown(line, one_line=True) for line in listing(rows)))
+            return EXIT_OK
+        if args.command == "diff":
+            try:
+                text = asyncio.run(diff_text(book, session, args.n))
+            except (RollbackError, ShadowError) as exc:
+                raise UsageError(f"diff {args.n}: {exc}") from None
+            sys.stdout.write(text if text else f"no file differs from checkpoint {args.n}\n")
+            return EXIT_OK
+        refuse_if_driven(session)
+        return _rollback(args, book, conn, session)
+
+
+def _rollback(args: argparse.Namespace, book: Checkpoints, conn: Any, session: str) -> int:
+    cwd = os.getcwd()
+    try:
+        plan = asyncio.run(book.plan(session, args.n, args.files, cwd))
+    except (RollbackError, ShadowError) as exc:
+        raise UsageError(f"rollback {args.n}: {exc}") from None
+    if not plan.count and not args.conversation:
+        print(f"no file differs from checkpoint {args.n}: nothing to do")
+        return EXIT_OK
+    print(shown(question(plan, cwd, conversation=args.conversation), one_line=False))
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("not rolled back: run with --yes to do it", file=sys.stderr)
+            return EXIT_OK
+        if input("roll back? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("left as it is")
+            return EXIT_OK
+    message_id = cdb.last_message_id(conn, session)
+    before, problems = asyncio.run(book.rollback(plan, message_id=message_id))
+    done = RollbackDone(plan, before, problems)
+    if args.conversation:
+        keep = cdb.rewind_point(conn, session, plan.target.turn_id, plan.target.message_id)
+        done.rewound = cdb.rewind_messages(conn, session, keep, before.n if before else 0)
+    for line in done.notes():
+        print(shown(line, one_line=False))
+    return EXIT_FAILED if problems else EXIT_OK

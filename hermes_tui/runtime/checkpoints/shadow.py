@@ -1,0 +1,561 @@
+"""A shadow git repository of one workspace folder: snapshots, diffs and restores.
+
+Git's own object store, driven through its plumbing with ``GIT_DIR`` under
+``$HERMES_HOME/checkpoints/<hash of the folder>/`` and the folder as the work tree. It never
+reads or writes the folder's own ``.git`` (git skips a ``.git`` entry of a work tree, and
+``GIT_DIR`` stops it looking for one), never runs a hook (only plumbing is used, and the repo
+has no hooks folder) and reads no config but its own: the user's ``~/.gitconfig`` and the
+system's are off, and the repo's own config is checked against what this module wrote before
+every use, so a process that could write it (a ``core.fsmonitor`` command, a ``filter``) gains
+nothing. Attributes a workspace's ``.gitattributes`` could set to change bytes on the way in
+(``text``, ``eol``, ``filter``, ``ident``, ``working-tree-encoding``) are unset for every path:
+a snapshot holds the files' exact bytes.
+
+Why git's command line and not dulwich or pygit2: an unchanged 10,000-file folder is one
+``git status`` (about 20 ms here, with git's untracked cache); dulwich walks and stats in Python
+(several times slower), and pygit2 is a compiled wheel not on every machine
+(tests/bench/bench_checkpoints.py prints the figures).
+
+Every operation holds an exclusive ``flock`` on the repository's ``lock`` file: two apps on one
+folder take turns, and a lock file git left behind when its process was killed (``index.lock``)
+is known to be stale and removed. A ``kill -9`` mid-snapshot leaves a valid repository: git
+writes objects, the index and refs by rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HEAD_REF = "refs/heads/checkpoints"
+"""The newest snapshot; every snapshot's parent is the one before it, so all stay reachable."""
+
+CONFIG = """[core]
+\trepositoryformatversion = 0
+\tbare = false
+\tfilemode = true
+\tsymlinks = true
+\tautocrlf = false
+\tuntrackedCache = true
+\tfsmonitor = false
+\thooksPath = /dev/null
+\tquotePath = false
+[gc]
+\tauto = 0
+[commit]
+\tgpgSign = false
+"""
+"""The repository's whole config: checked before every use (see the module's docstring)."""
+
+ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding\n"
+"""Unset for every path, over any ``.gitattributes`` in the folder: bytes are kept as they are."""
+
+GIT_TIMEOUT = 120.0
+"""Seconds one git command may take (a first snapshot of a large folder hashes every file)."""
+
+
+class ShadowError(Exception):
+    """A git command failed, or git is missing: one line saying what and where."""
+
+
+@dataclass
+class Snapshot:
+    """What one snapshot found."""
+
+    commit: str
+    """The commit holding the folder as it is now (the previous one when nothing changed)."""
+    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Paths (relative, ``/``-separated) changed since the previous snapshot: lines added and
+    removed (``-1, -1`` for a binary file)."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Files over the size cap, not captured: path → size in bytes."""
+    seconds: float = 0.0
+
+
+@dataclass
+class Change:
+    """One file a restore would write or remove."""
+
+    path: str
+    action: str
+    """``restore`` (differs now), ``recreate`` (gone now), ``delete`` (made after)."""
+
+
+def repo_dir(home: Path, root: str) -> Path:
+    """Where the shadow repository of folder ``root`` lives."""
+    digest = hashlib.sha256(os.path.realpath(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return home / "checkpoints" / digest
+
+
+def _git_env(git_dir: Path, root: str, index: Path | None = None) -> dict[str, str]:
+    """Only what git needs: none of the user's ``GIT_*`` variables, none of their config."""
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "TMPDIR") if name in os.environ}
+    env.update({
+        "GIT_DIR": str(git_dir), "GIT_WORK_TREE": root, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C",
+        "GIT_AUTHOR_NAME": "hermes-tui", "GIT_AUTHOR_EMAIL": "checkpoints@hermes-tui",
+        "GIT_COMMITTER_NAME": "hermes-tui", "GIT_COMMITTER_EMAIL": "checkpoints@hermes-tui",
+    })
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    return env
+
+
+class ShadowRepo:
+    """The shadow repository of one folder.
+
+    Args:
+        home: ``HERMES_HOME``.
+        root: the folder (absolute).
+        max_file_size: files larger than this many bytes are not captured (listed as skipped).
+        exclude: absolute paths never captured (``HERMES_HOME`` when it is inside the folder).
+    """
+
+    def __init__(self, home: Path, root: str, *, max_file_size: int, exclude: Iterable[str] = ()) -> None:
+        self.root = os.path.realpath(root)
+        self.dir = repo_dir(home, self.root)
+        self.git_dir = self.dir / "repo"
+        self.max_file_size = max_file_size
+        self._exclude = sorted({os.path.relpath(p, self.root) for p in map(os.path.realpath, exclude)
+                                if p == self.root or p.startswith(self.root + os.sep)} - {"."})
+
+    # -- the lock and the repository itself ---------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the repository (blocking): made and checked first."""
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._prepare()
+            yield
+        finally:
+            os.close(fd)
+
+    def _prepare(self) -> None:
+        """Make the repository if new; put back its config, attributes and excludes if anything
+        changed them; remove a lock file a killed git left (we hold the lock: none is live)."""
+        git_dir = self.git_dir
+        if not (git_dir / "HEAD").exists():
+            for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
+                (git_dir / sub).mkdir(parents=True, exist_ok=True)
+            _write_if_changed(git_dir / "HEAD", f"ref: {HEAD_REF}\n")  # status compares with the newest snapshot
+            (self.dir / "root").write_text(self.root + "\n")
+        _write_if_changed(git_dir / "config", CONFIG)
+        _write_if_changed(git_dir / "info" / "attributes", ATTRIBUTES)
+        _write_if_changed(git_dir / "info" / "exclude", self._excludes_text())
+        for stale in ("index.lock", "HEAD.lock", f"{HEAD_REF}.lock", "packed-refs.lock"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(git_dir / stale)
+
+    def _excludes_text(self) -> str:
+        lines = ["# written by hermes-tui: never captured"] + ["/" + _escape(p) for p in self._exclude]
+        lines += ["/" + _escape(p) for p in sorted(self._big())]
+        return "\n".join(lines) + "\n"
+
+    def _big(self) -> set[str]:
+        path = self.dir / "big"
+        try:
+            return {line for line in path.read_text("utf-8", "surrogateescape").split("\0") if line}
+        except FileNotFoundError:
+            return set()
+
+    def _set_big(self, paths: set[str]) -> None:
+        tmp = self.dir / f"big.{secrets.token_hex(4)}"
+        tmp.write_text("\0".join(sorted(paths)), "utf-8", "surrogateescape")
+        os.replace(tmp, self.dir / "big")
+        _write_if_changed(self.git_dir / "info" / "exclude", self._excludes_text())
+
+    def _git(self, *args: str, stdin: bytes | None = None, index: Path | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+        try:
+            done = subprocess.run(["git", *args], input=stdin, capture_output=True, timeout=GIT_TIMEOUT,
+                                  env=_git_env(self.git_dir, self.root, index), cwd=self.root)
+        except FileNotFoundError:
+            raise ShadowError("checkpoints need git, which is not installed (apt-get install git)") from None
+        except subprocess.TimeoutExpired:
+            raise ShadowError(f"git {args[0]} took over {GIT_TIMEOUT:.0f} s in {self.root}") from None
+        except OSError as exc:
+            raise ShadowError(f"git {args[0]} could not run in {self.root}: {exc}") from None
+        if done.returncode not in ok:
+            said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise ShadowError(f"git {args[0]} failed in {self.root}: {said[-1] if said else f'exit {done.returncode}'}")
+        return done.stdout
+
+    def head(self) -> str | None:
+        """The newest snapshot's commit, or None before the first. Call while locked: the ref
+        is a file only this module writes (by rename, under the lock), so it is read as one."""
+        try:
+            text = (self.git_dir / HEAD_REF).read_text().strip()
+        except FileNotFoundError:
+            return None
+        return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None
+
+    def _set_head(self, commit: str) -> None:
+        ref = self.git_dir / HEAD_REF
+        tmp = ref.with_name(f"head.{secrets.token_hex(4)}")
+        tmp.write_text(commit + "\n")
+        os.replace(tmp, ref)
+
+    # -- snapshots ------------------------------------------------------------------------
+
+    def snapshot(self, message: str) -> Snapshot:
+        """Capture the folder (blocking; takes the lock). Nothing changed: the previous commit."""
+        started = time.perf_counter()
+        with self.locked():
+            shot = self._snapshot(message)
+        shot.seconds = time.perf_counter() - started
+        return shot
+
+    def _snapshot(self, message: str) -> Snapshot:
+        head = self.head()
+        big_before = self._big()
+        still = self._still_big(big_before)
+        freed = big_before - set(still)  # skipped before, under the cap now: captured from now on
+        paths = self._status() if head is not None else None
+        if head is not None and not paths and not freed:
+            return Snapshot(head, skipped=still)
+        skipped = {**still, **self._over_cap(paths)}
+        if set(skipped) != big_before:
+            self._set_big(set(skipped))
+        if paths is not None:
+            paths += sorted(freed - set(paths))
+        if not self._stage(paths, set(skipped)) and head is not None:
+            return Snapshot(head, skipped=skipped)  # only files over the cap changed
+        tree = self._git("write-tree").decode().strip()
+        parent = ("-p", head) if head else ()
+        commit = self._git("commit-tree", tree, *parent, "-m", message or "snapshot").decode().strip()
+        self._set_head(commit)
+        return Snapshot(commit, changed=self._numstat(head, commit), skipped=skipped)
+
+    def _status(self) -> list[str]:
+        """Paths that differ from the last snapshot (the index), untracked ones included."""
+        out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                        "--ignore-submodules=all")
+        return [entry[3:].decode("utf-8", "surrogateescape") for entry in out.split(b"\0") if len(entry) > 3]
+
+    def _still_big(self, big: set[str]) -> dict[str, int]:
+        """Of the files skipped before, those still over the cap (the others are captured now)."""
+        sizes = {}
+        for path in big:
+            size = self._size(path)
+            if size is not None and size > self.max_file_size:
+                sizes[path] = size
+        return sizes
+
+    def _over_cap(self, paths: list[str] | None) -> dict[str, int]:
+        if paths is None:  # the first snapshot: every file is new
+            return self._walk_big()
+        sizes = {}
+        for path in paths:
+            size = self._size(path)
+            if size is not None and size > self.max_file_size:
+                sizes[path] = size
+        return sizes
+
+    def _walk_big(self) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        skip = set(self._exclude)
+        for folder, dirs, files in os.walk(self.root):
+            rel_folder = os.path.relpath(folder, self.root)
+            dirs[:] = [d for d in dirs if d != ".git" and _join(rel_folder, d) not in skip]
+            for name in files:
+                rel = _join(rel_folder, name)
+                size = self._size(rel)
+                if size is not None and size > self.max_file_size:
+                    sizes[rel] = size
+        return sizes
+
+    def _size(self, rel: str) -> int | None:
+        try:
+            st = os.lstat(os.path.join(self.root, rel))
+        except OSError:
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def _stage(self, paths: list[str] | None, big: set[str], index: Path | None = None) -> bool:
+        """Bring the index to the folder as it is: ``paths`` only (all when None); files over the
+        cap are taken out of it (not captured, never restored or removed by a rollback). True
+        if anything was staged."""
+        tracked_big = [p for p in big if (paths is None or p in paths)]
+        if tracked_big:
+            self._git("rm", "--cached", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
+                      stdin=_nul(tracked_big), index=index)
+        if paths is None:
+            self._git("add", "-A", index=index)
+            return True
+        rest = [p for p in paths if p not in big]
+        if not rest:
+            return bool(tracked_big)
+        # A file whose folder became a link is gone as far as the folder is concerned.
+        gone = [p for p in rest if self._beyond_link(p)]
+        if gone:
+            self._git("update-index", "--force-remove", "-z", "--stdin", stdin=_nul(gone) + b"\0", index=index)
+            rest = [p for p in rest if p not in set(gone)]
+        if not rest:
+            return True
+        try:  # the paths git status named: update only them (a third of `git add`'s time)
+            self._git("update-index", "--add", "--remove", "-z", "--stdin", stdin=_nul(rest) + b"\0", index=index)
+        except ShadowError:  # a folder that is a repository of its own, say: as git add sees it
+            self._git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_nul(rest), index=index)
+        return True
+
+    def _beyond_link(self, rel: str) -> bool:
+        """One of ``rel``'s folders is a link (or not a folder) now."""
+        folder = self.root
+        for part in rel.split("/")[:-1]:
+            folder = os.path.join(folder, part)
+            try:
+                if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                    return True
+            except OSError:
+                return False  # missing: an ordinary removal
+        return False
+
+    def _numstat(self, old: str | None, new: str) -> dict[str, tuple[int, int]]:
+        args = ("diff-tree", "-r", "-z", "--numstat", "--no-renames", "--no-ext-diff", "--no-textconv")
+        out = self._git(*args, old, new) if old else self._git(*args, "--root", new)
+        changed: dict[str, tuple[int, int]] = {}
+        parts = out.split(b"\0")
+        if not old and parts and parts[0] and b"\t" not in parts[0]:
+            parts = parts[1:]  # --root prints the commit first
+        for item in parts:
+            if not item:
+                continue
+            added, removed, path = item.split(b"\t", 2)
+            changed[path.decode("utf-8", "surrogateescape")] = (
+                int(added) if added != b"-" else -1, int(removed) if removed != b"-" else -1)
+        return changed
+
+    # -- reading what was captured ----------------------------------------------------------
+
+    def tree_now(self) -> str:
+        """The folder as it is now, as a tree, without taking a snapshot (a private index:
+        nothing is attributed, the newest snapshot is unchanged). Call while locked."""
+        private = self.dir / f"index.now.{secrets.token_hex(4)}"
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.copyfile(self.git_dir / "index", private)
+            big = set(self._still_big(self._big()))
+            self._stage(None, big, index=private)
+            return self._git("write-tree", index=private).decode().strip()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(private)
+
+    def diff(self, commit: str, *, paths: Iterable[str] = ()) -> str:
+        """The unified diff from ``commit`` to the folder as it is now (blocking)."""
+        with self.locked():
+            now = self.tree_now()
+            return self._git("diff-tree", "-r", "-p", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
+                             "--full-index", "--binary", commit, now, "--", *paths).decode("utf-8", "replace")
+
+    def changes(self, commit: str, paths: Iterable[str] | None) -> list[Change]:
+        """What restoring ``paths`` (all when None) to ``commit`` would write or remove, in
+        path order (blocking)."""
+        with self.locked():
+            return self._changes(commit, self.tree_now(), paths)
+
+    def _changes(self, commit: str, now: str, paths: Iterable[str] | None) -> list[Change]:
+        chosen = list(paths) if paths is not None else []
+        if paths is not None and not chosen:
+            return []
+        out = self._git("diff-tree", "-r", "-z", "--name-status", "--no-renames", commit, now,
+                        *(("--", *chosen) if chosen else ()))
+        parts = [p for p in out.split(b"\0") if p]
+        actions = {"M": "restore", "T": "restore", "A": "delete", "D": "recreate"}
+        found = [Change(parts[i + 1].decode("utf-8", "surrogateescape"), actions.get(parts[i].decode()[:1], "restore"))
+                 for i in range(0, len(parts) - 1, 2)]
+        return sorted(found, key=lambda c: c.path)
+
+    def restore(self, commit: str, changes: list[Change]) -> list[str]:
+        """Write the files of ``changes`` as ``commit`` has them, remove those it has not
+        (blocking); returns one line per path that could not be done. Every path is reached
+        through folder descriptors opened without following links: a link planted where a
+        folder was is removed, never written through."""
+        problems: list[str] = []
+        with self.locked():
+            wanted = [c.path for c in changes if c.action != "delete"]
+            entries = self._entries(commit, wanted)
+            blobs = self._blobs([entries[p][1] for p in wanted if p in entries])
+            kept_dirs: set[str] | None = None
+            for change in sorted(changes, key=lambda c: (c.action != "delete", c.path)):
+                try:
+                    if change.action == "delete":
+                        _remove(self.root, change.path)
+                        if kept_dirs is None:
+                            kept_dirs = self._dirs(commit)
+                        _prune_parents(self.root, change.path, kept_dirs)
+                    elif change.path in entries:
+                        mode, blob = entries[change.path]
+                        _put(self.root, change.path, mode, blobs[blob])
+                except OSError as exc:
+                    problems.append(f"{change.path}: {exc.strerror or exc}")
+        return problems
+
+    def _entries(self, commit: str, paths: list[str]) -> dict[str, tuple[str, str]]:
+        if not paths:
+            return {}
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths)
+        entries = {}
+        for item in out.split(b"\0"):
+            if not item:
+                continue
+            meta, path = item.split(b"\t", 1)
+            mode, kind, blob = meta.decode().split(" ")
+            if kind == "blob":
+                entries[path.decode("utf-8", "surrogateescape")] = (mode, blob)
+        return entries
+
+    def _blobs(self, ids: list[str]) -> dict[str, bytes]:
+        if not ids:
+            return {}
+        out = self._git("cat-file", "--batch", stdin="".join(i + "\n" for i in ids).encode())
+        blobs, at = {}, 0
+        for blob in ids:
+            end = out.index(b"\n", at)
+            header = out[at:end].split(b" ")
+            size = int(header[2])
+            blobs[blob] = out[end + 1:end + 1 + size]
+            at = end + 1 + size + 1
+        return blobs
+
+    def _dirs(self, commit: str) -> set[str]:
+        out = self._git("ls-tree", "-r", "-d", "-z", "--name-only", "--full-tree", commit)
+        return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+    def files(self, commit: str) -> list[str]:
+        """Every file ``commit`` holds (blocking)."""
+        with self.locked():
+            out = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+# -- writing into the folder without following links ---------------------------------------
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_parent(root: str, rel: str, *, make: bool) -> tuple[int, str] | None:
+    """A descriptor of ``rel``'s folder, reached from ``root`` one real folder at a time, and
+    the last name. ``make``: folders that are missing are made, and a link or file where a
+    folder must be is removed first. Without ``make``, None when the folder is not there."""
+    parts = rel.split("/")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except (FileNotFoundError, NotADirectoryError, OSError) as exc:
+                if not make:
+                    os.close(fd)
+                    return None
+                if not isinstance(exc, FileNotFoundError):  # a link or a file where a folder was
+                    os.unlink(part, dir_fd=fd)
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _put(root: str, rel: str, mode: str, data: bytes) -> None:
+    opened = _open_parent(root, rel, make=True)
+    assert opened is not None
+    fd, name = opened
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                os.rmdir(name, dir_fd=fd)  # a folder made after, now empty; one with files stays (an error)
+        tmp = f".{name[:40]}.hermes-restore.{secrets.token_hex(4)}"
+        if mode == "120000":
+            os.symlink(data.decode("utf-8", "surrogateescape"), tmp, dir_fd=fd)
+        else:
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          0o777 if mode == "100755" else 0o666, dir_fd=fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(out, view):]
+            finally:
+                os.close(out)
+        try:
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _remove(root: str, rel: str) -> None:
+    opened = _open_parent(root, rel, make=False)
+    if opened is None:
+        return
+    fd, name = opened
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                os.rmdir(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _prune_parents(root: str, rel: str, kept: set[str]) -> None:
+    """Remove the folders of a removed file that are empty now and that the checkpoint did not have."""
+    parent = rel.rpartition("/")[0]
+    while parent and parent not in kept:
+        opened = _open_parent(root, parent, make=False)
+        if opened is None:
+            return
+        fd, name = opened
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        parent = parent.rpartition("/")[0]
+
+
+# -- small helpers ------------------------------------------------------------------------------
+
+def _write_if_changed(path: Path, text: str) -> None:
+    try:
+        if path.read_text() == text:
+            return
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _escape(path: str) -> str:
+    """A path as a literal gitignore pattern."""
+    out = "".join("\\" + c if c in "*?[]\\!#" else c for c in path)
+    return out[:-1] + "\\ " if out.endswith(" ") else out
+
+
+def _join(folder: str, name: str) -> str:
+    return name if folder == "." else f"{folder}/{name}"
+
+
+def _nul(paths: Iterable[str]) -> bytes:
+    return b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
