@@ -724,6 +724,13 @@ class Agent:
             self._last_failed = _Turn(id=turns[-1]["id"], text="", origin=turns[-1]["origin"], step="retry")
         return loaded
 
+    async def reread(self) -> LoadedSession | None:
+        """Read the conversation back after a rewind (``/rollback --conversation``): the model
+        is sent what the store shows now (hidden messages left out)."""
+        loaded = await load_session(self.store, self.session_id)
+        self.history.replace(list(loaded.history) if loaded is not None else [])
+        return loaded
+
     def continue_turn(self, turn_id: str, origin: Origin) -> None:
         """Go on with a turn the process died in (no approval was waiting): the model is sent
         the conversation as stored, as :meth:`retry` does."""

@@ -40,6 +40,7 @@ from hermes_tui.tui.themes import DEFAULT_THEME, THEMES
 from hermes_tui.tui.attention import Attention
 from hermes_tui.tui.children import ChildTranscripts
 from hermes_tui.tui.input_actions import InputActions
+from hermes_tui.tui.checkpoint_actions import CheckpointActions
 from hermes_tui.tui.saved_outputs import SavedOutputs
 from hermes_tui.tui.theme_actions import ThemeActions
 from hermes_tui.tui.kernel_actions import KernelActions
@@ -66,7 +67,7 @@ SHOWN_WAIT = 0.1
 """Seconds a tool call waits at most for its block to be drawn before it runs."""
 
 
-class HermesApp(InputActions, KernelActions, ChildTranscripts, ModelActions, SavedOutputs, ThemeActions,
+class HermesApp(InputActions, CheckpointActions, KernelActions, ChildTranscripts, ModelActions, SavedOutputs, ThemeActions,
                 Attention):
     """hermes-tui: conversation, live output, kernels, and the approval dialog."""
 
@@ -385,6 +386,19 @@ class HermesApp(InputActions, KernelActions, ChildTranscripts, ModelActions, Sav
             self.switch_session(None)
         elif chosen and chosen != self.session:
             self.switch_session(chosen)
+
+    HELP_TOPICS = {"rollback": "checkpoints", "checkpoints": "checkpoints", "diff": "checkpoints",
+                   "conversation": "conversation", "kernels": "kernels", "output": "output", "browser": "browser"}
+    """``/help TOPIC``: the page each word opens."""
+
+    def action_help_topic(self, argument: str = "") -> None:
+        """``/help``: the focused pane's keys and commands; ``/help rollback``: that page."""
+        topic = argument.strip().lstrip("/").lower()
+        if topic and topic not in self.HELP_TOPICS:
+            self.main.conversation.add_note(f"No help page for {argument.strip()!r}; /help shows the keys and commands, "
+                                            f"and there are pages for: {', '.join(sorted(self.HELP_TOPICS))}.")
+            return
+        self.action_help(self.HELP_TOPICS[topic] if topic else "conversation")
 
     def action_help(self, pane: str | None = None) -> None:
         from hermes_tui.tui.screens.dialogs import HelpScreen

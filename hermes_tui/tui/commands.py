@@ -57,9 +57,14 @@ COMMANDS: tuple[SlashCommand, ...] = (
                  takes_argument=True),
     SlashCommand("copy", "copy", "copy the last reply to the clipboard (/copy code, /copy output)",
                  takes_argument=True),
+    SlashCommand("checkpoints", "checkpoints", "this session's checkpoints (what the agent changed; d diff, r roll back)"),
+    SlashCommand("diff", "diff", "the diff since checkpoint N: /diff N", takes_argument=True),
+    SlashCommand("rollback", "rollback", "put files back to checkpoint N: /rollback N [--conversation] "
+                 "[--files PATH ...] (/help rollback)", takes_argument=True),
     SlashCommand("kernels", "focus_pane('kernels')", "focus the kernels pane"),
     SlashCommand("cache", "open_cache", "the output browser"),
-    SlashCommand("help", "help('conversation')", "keys and commands"),
+    SlashCommand("help", "help_topic", "keys and commands (/help rollback: checkpoints and rollback)",
+                 takes_argument=True),
     SlashCommand("quit", "quit", "leave the app"),
 )
 ALIASES = {"exit": "quit"}
@@ -74,6 +79,7 @@ PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Sessions", "Continue a stored conversation", "sessions"),
     ("Model", "Pick the model the conversation talks to", "model"),
     ("Usage", "Tokens and cost of this session, per turn and per model", "usage"),
+    ("Checkpoints", "What the agent changed, checkpoint by checkpoint: diff or roll back", "checkpoints"),
     ("New session", "Start a new conversation", "new_session"),
 )
 """The app's entries in the command palette (Ctrl+P): title, help, action."""

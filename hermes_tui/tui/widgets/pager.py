@@ -128,6 +128,19 @@ def line_at(path: Path, offset: int, anchor: tuple[int, int] = (0, 1),
     return line + newlines if offset >= start else max(1, line - newlines)
 
 
+def diff_style(line: str) -> str:
+    """The colour of one line of a unified diff."""
+    if line.startswith(("diff --git", "+++ ", "--- ", "# ")):
+        return "bold"
+    if line.startswith("@@"):
+        return "cyan"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    return ""
+
+
 class PagerBody(Static):
     """The lines on screen. When its height changes (the prompt closes, the terminal is
     resized) the pager draws again: the lines it drew were for the old height."""
@@ -178,9 +191,11 @@ class Pager(Widget, can_focus=True):
             super().__init__()
             self.text = text
 
-    def __init__(self, path: Path, **kwargs: object) -> None:
+    def __init__(self, path: Path, *, syntax: str | None = None, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.path = path
+        self.syntax = syntax
+        """``diff``: lines coloured as a unified diff (added, removed, hunks, files)."""
         self.position = 0
         self.block_start = 0
         self.block = b""
@@ -338,7 +353,14 @@ class Pager(Widget, can_focus=True):
         self._update_line()
         lines, after = self._visible()
         # The file's bytes as text: never markup, and no control character reaches the terminal.
-        body = Text(visible("\n".join(lines)), no_wrap=True, overflow="ellipsis")
+        if self.syntax == "diff":
+            body = Text(no_wrap=True, overflow="ellipsis")
+            for index, line in enumerate(lines):
+                body.append(visible(line), diff_style(line))
+                if index < len(lines) - 1:
+                    body.append("\n")
+        else:
+            body = Text(visible("\n".join(lines)), no_wrap=True, overflow="ellipsis")
         if self.highlight:
             body.highlight_words([visible(self.highlight.decode("utf-8", "replace"))], style="reverse",
                                  case_sensitive=False)
