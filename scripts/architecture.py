@@ -33,7 +33,7 @@ LAYERS = [
 """The layers, top to bottom, and the top-level packages in each."""
 
 PARTS = {"tui.screens", "tui.widgets", "tui.themes", "cli.doctor", "agent.models", "runtime.tools",
-         "runtime.danger", "runtime.sandbox", "runtime.rpc", "runtime.child"}
+         "runtime.danger", "runtime.sandbox", "runtime.rpc", "runtime.child", "runtime.checkpoints"}
 """Subpackages drawn as parts of their own; other modules belong to their top-level package."""
 
 

@@ -69,6 +69,7 @@ async def _session(harness_factory, server, tmp_path: Path, approver=None):
     # approvals.mode strict: every terminal() command is asked (the turn's `rm f.txt` is approved)
     h = await harness_factory(server, "approvals:\n  mode: strict\n", approver=approver or Approver("once"))
     h.runtime.checkpoints.log = StoreLog(h.store)
+    h.runtime.checkpoints.sessions.add("s1")
     return h
 
 
@@ -124,7 +125,8 @@ async def _rolled_back_and_undone(h, tmp_path: Path, before: dict[str, bytes], a
 
 
 async def test_rollback_with_the_conversation_hides_the_turn_and_the_undo_shows_it_again(
-        harness_factory, tmp_path: Path) -> None:
+        store_backend: str, harness_factory, tmp_path: Path) -> None:
+    """On SQLite and on a shared PostgreSQL store: the rows, the rewind and the undo."""
     seed(tmp_path)
     with FakeModelServer([{"text": "first answer"}, *the_turn()]) as server:
         h = await _session(harness_factory, server, tmp_path)
@@ -301,6 +303,7 @@ async def test_checkpoints_are_off_when_configured_or_for_a_big_folder_outside_g
     assert forced.roots(str(big)) == [str(big.resolve())]
     off = Checkpoints(parse_config("checkpoints:\n  enabled: false\n").checkpoints, tmp_path / "home")
     off.log = object()  # type: ignore[assignment]
+    off.sessions.add("s")
     assert not off.active and await off.begin("s", "turn", cwd=str(big)) is None
 
 
@@ -310,7 +313,7 @@ def _cli(home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
-async def test_the_headless_commands_list_diff_and_roll_back(harness_factory, hermes_home: Path,
+async def test_the_headless_commands_list_diff_and_roll_back(store_backend: str, harness_factory, hermes_home: Path,
                                                               tmp_path: Path) -> None:
     seed(tmp_path)
     with FakeModelServer(the_turn()) as server:

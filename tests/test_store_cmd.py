@@ -19,6 +19,7 @@ from hermes_tui.storage import sessions as db
 from hermes_tui.storage import opening
 from hermes_tui.cli import main
 from hermes_tui.storage.copy import identity
+from hermes_tui.storage.schema import LATEST
 from hermes_tui.config.store_url import parse_store_url
 from pg_server import PASSWORD as PG_PASSWORD
 
@@ -466,14 +467,14 @@ def test_info_on_sqlite(source: Path, capsys: pytest.CaptureFixture[str]) -> Non
     code, out, err = run(capsys, "--store", sqlite_url(source), "store", "info")
     assert code == 0, err
     assert f"store:      sqlite://{source}  (chosen by --store)" in out
-    assert "backend:    SQLite" in out and "schema:     version 3 (this hermes-tui writes 3)" in out
+    assert "backend:    SQLite" in out and f"schema:     version {LATEST} (this hermes-tui writes {LATEST})" in out
     assert "sessions:   2 (1 yours, 1 of sub-agents)" in out and "messages:   8" in out
     assert "approvals:  1 pending" in out and "leases:     0 live" in out and "size:" in out
     report = json.loads(run(capsys, "--store", sqlite_url(source), "store", "info", "--json")[1])
     assert {k: report[k] for k in ("kind", "chosen_by", "sessions", "user_sessions", "subagent_sessions", "messages",
                                    "pending_approvals", "live_leases", "schema_version")} == {
         "kind": "sqlite", "chosen_by": "--store", "sessions": 2, "user_sessions": 1, "subagent_sessions": 1,
-        "messages": 8, "pending_approvals": 1, "live_leases": 0, "schema_version": 3}
+        "messages": 8, "pending_approvals": 1, "live_leases": 0, "schema_version": LATEST}
     assert report["size_bytes"] > 0
 
 

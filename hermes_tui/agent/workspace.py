@@ -204,6 +204,7 @@ class Workspace:
         notes = await self.open_store()
         assert self.store is not None  # open_store opened it (on disk or in memory) or raised
         after = await self._take_lease(session_id)  # SessionBusy when another process drives it
+        self.runtime.checkpoints.sessions.add(session_id)
         agent = Agent(
             self.runtime, self.store, session_id, settings=self.settings, cwd=self.cwd, listener=listener,
             max_steps=self.config.agent.max_steps, max_invalid=self.config.agent.max_invalid_tool_calls,

@@ -166,6 +166,9 @@ class Checkpoints:
         """The runtime's private folder: a strict kernel's own folder is in it (never captured)."""
         self.log: Log | None = None
         """Set by the owner of a sessions store; None: no checkpoints are taken."""
+        self.sessions: set[str] = set()
+        """The sessions whose checkpoints are kept (the ones open in the store); others' calls
+        (a bare ``execute_code`` on a session the store does not hold) take none."""
         self._repos: dict[str, ShadowRepo | None] = {}
         self._numbers: dict[str, int] = {}
         self._open: dict[str, list[Checkpoint]] = {}
@@ -236,7 +239,7 @@ class Checkpoints:
         """Take checkpoint N+1 of ``session`` before ``reason`` runs and store it; None when
         none is taken (off, no folder, or the snapshot failed: said in the session's notes,
         and the call runs anyway). ``hold``: the call's changes are its own until :meth:`end`."""
-        if not self.active:
+        if not self.active or session not in self.sessions:
             return None
         roots = roots if roots is not None else await asyncio.to_thread(self.roots, cwd, mode)
         if not roots:
@@ -248,10 +251,9 @@ class Checkpoints:
                 number = await self.log.last(session)
             checkpoint = Checkpoint(session, number + 1, time.time(), reason, detail[:120],
                                     turn_id or self._turns.get(session), call_id, message_id=message_id, host=self.host)
-            if not await self._capture(session, roots, checkpoint):
+            if not await self._capture(session, roots, checkpoint) or not await self._save(checkpoint):
                 return None
             self._numbers[session] = checkpoint.n
-            await self.log.save(checkpoint, self.config.max_snapshots)
             if hold:
                 self._open.setdefault(session, []).append(checkpoint)
         return checkpoint
@@ -266,7 +268,20 @@ class Checkpoints:
             held = self._open.get(session, [])
             if checkpoint in held:
                 held.remove(checkpoint)
+            await self._save(checkpoint)
+
+    async def _save(self, checkpoint: Checkpoint) -> bool:
+        """Store ``checkpoint``; a store that fails (a shared server down) is said, and the
+        call goes on without it."""
+        assert self.log is not None
+        try:
             await self.log.save(checkpoint, self.config.max_snapshots)
+        except Exception as exc:  # the store's failure must not stop the call it precedes
+            text = f"Checkpoint {checkpoint.n} could not be stored ({type(exc).__name__}: {exc}); it is not listed."
+            log.warning("%s", text)
+            self.notes.setdefault(checkpoint.session, []).append(text)
+            return False
+        return True
 
     async def _capture(self, session: str, roots: list[str], checkpoint: Checkpoint | None) -> bool:
         """Snapshot ``roots``; what changed since the last snapshot is the doing of the

@@ -81,6 +81,22 @@ class ToolContext:
         return candidate if candidate.is_absolute() else Path(self.cwd) / candidate
 
 
+async def checkpoint_begin(ctx: ToolContext, reason: str, detail: str) -> Any:
+    """A checkpoint of the folders ``ctx``'s session writes, before ``reason`` runs (None: none taken)."""
+    from hermes_tui.runtime.models import parent_session
+
+    if ctx.checkpoints is None or not ctx.checkpoints.active:
+        return None
+    return await ctx.checkpoints.begin(parent_session(ctx.session), reason, detail, cwd=ctx.workspace or ctx.cwd,
+                                       call_id=ctx.call_id)
+
+
+async def checkpoint_end(ctx: ToolContext, checkpoint: Any) -> None:
+    """The call a checkpoint preceded ended: what it changed is recorded as its own."""
+    if ctx.checkpoints is not None:
+        await ctx.checkpoints.end(checkpoint)
+
+
 Confiner = Callable[[], "Confinement"]
 """Makes the confinement of one process (blocking; each process needs its own)."""
 

@@ -12,7 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from hermes_tui.base.fsutil import READ_GUARD, WRITE_GUARD
-from hermes_tui.runtime.tools.base import TOOL_NAMES, Tool, ToolContext, describe_validation
+from hermes_tui.runtime.tools.base import (
+    TOOL_NAMES, Tool, ToolContext, checkpoint_begin, checkpoint_end, describe_validation,
+)
 from hermes_tui.runtime.tools.changes import capped
 
 
@@ -157,22 +159,6 @@ async def _checkpoint(tool: Tool, ctx: ToolContext, parsed: Any) -> Any:
     if tool.writes is None or ctx.checkpoints is None or ctx.remote is not None:
         return None
     return await checkpoint_begin(ctx, tool.name, str(getattr(parsed, "path", "") or ""))
-
-
-async def checkpoint_begin(ctx: ToolContext, reason: str, detail: str) -> Any:
-    """A checkpoint of the folders ``ctx``'s session writes, before ``reason`` runs (None: none taken)."""
-    from hermes_tui.runtime.models import parent_session
-
-    if ctx.checkpoints is None or not ctx.checkpoints.active:
-        return None
-    return await ctx.checkpoints.begin(parent_session(ctx.session), reason, detail, cwd=ctx.workspace or ctx.cwd,
-                                       call_id=ctx.call_id)
-
-
-async def checkpoint_end(ctx: ToolContext, checkpoint: Any) -> None:
-    """The call a checkpoint preceded ended: what it changed is recorded as its own."""
-    if ctx.checkpoints is not None:
-        await ctx.checkpoints.end(checkpoint)
 
 
 READS = {"read_file": "path", "search_files": "path"}
