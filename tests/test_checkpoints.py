@@ -99,6 +99,7 @@ async def _rolled_back_and_undone(h, tmp_path: Path, before: dict[str, bytes], a
     assert after_turn["a.txt"] == b"made by the script\n" and "b.txt" not in after_turn and "d.txt" in after_turn
     assert after_turn["e.txt"] == b"line one\nline 2, patched\n" and "f.txt" not in after_turn
 
+    await book.settle()  # the lines are counted off the calls' path
     rows = await book.log.all("s1")
     reasons = [row.reason for row in rows]
     assert reasons == ["turn", "execute_code", "patch", "terminal"], reasons
@@ -319,6 +320,7 @@ async def test_the_headless_commands_list_diff_and_roll_back(store_backend: str,
     with FakeModelServer(the_turn()) as server:
         h = await _session(harness_factory, server, tmp_path)
         assert await h.turn("change the files") == "done"
+    await h.runtime.checkpoints.settle()
     await h.agent.aclose()  # the session's lease is released: a shell may roll it back
     listed = _cli(hermes_home, "checkpoints", "s1", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr

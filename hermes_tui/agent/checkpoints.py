@@ -133,6 +133,7 @@ async def rollback(book: Checkpoints, store: SessionStore, plan: RollbackPlan, *
     """Do ``plan`` (its question was answered yes): the files, then, with ``conversation``, the
     conversation rewound to before the checkpoint's turn."""
     session = plan.target.session
+    await book.settle()
     message_id = await store.call(cdb.last_message_id, session)
     before, problems = await book.rollback(plan, message_id=message_id)
     done = RollbackDone(plan, before, problems)

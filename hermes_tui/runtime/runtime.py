@@ -147,6 +147,7 @@ class Runtime:
         for session in {r.session for r in self._executor.running.values()}:
             self._executor.interrupt(session, DISPOSED_NOTICE)
         await self._pool.close()
+        await self.checkpoints.settle()  # the last calls' lines counted and stored
         await self.launcher.backend.close()  # places opened by top-level commands
         await asyncio.to_thread(self._executor.records.close)
         if self._staging_root is not None:

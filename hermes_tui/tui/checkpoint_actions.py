@@ -28,6 +28,7 @@ class CheckpointActions(AppParts):
         if book.log is None:
             self._note("No checkpoints: this session has no store to keep them in.")
             return
+        await book.settle()
         rows = await book.log.all(self.session)
         if not rows:
             why = "checkpoints.enabled is false" if book.config.enabled is False else \

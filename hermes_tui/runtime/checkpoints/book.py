@@ -178,6 +178,7 @@ class Checkpoints:
         """Session → what to tell its next script's result (checkpoints off, a rollback)."""
         self._said: set[str] = set()
         self._unsaid: list[str] = []
+        self._counting: set[asyncio.Future[None]] = set()
 
     # -- which folders ----------------------------------------------------------------------
 
@@ -301,9 +302,10 @@ class Checkpoints:
                 return False
             if doer is not None and shot.changed:
                 ledger = doer.changed.setdefault(root, {})
-                for path, (added, removed) in shot.changed.items():
-                    old = ledger.get(path, [0, 0])
-                    ledger[path] = [old[0] + max(added, 0), old[1] + max(removed, 0)]
+                for path in shot.changed:
+                    ledger.setdefault(path, [0, 0])
+                if shot.parent is not None:  # the lines counted off the call's path, then stored again
+                    self._count(doer, root, repo, shot.parent, shot.commit)
             if checkpoint is not None:
                 checkpoint.commits[root] = shot.commit
                 if shot.skipped:
@@ -311,6 +313,29 @@ class Checkpoints:
             if doer is not None and shot.skipped:
                 doer.skipped.setdefault(root, {}).update(shot.skipped)
         return True
+
+    def _count(self, doer: Checkpoint, root: str, repo: ShadowRepo, old: str, new: str) -> None:
+        async def count() -> None:
+            try:
+                counts = await asyncio.to_thread(repo.numstat, old, new)
+            except (ShadowError, OSError) as exc:
+                log.debug("lines of %s..%s not counted: %s", old, new, exc)
+                return
+            ledger = doer.changed.setdefault(root, {})
+            for path, (added, removed) in counts.items():
+                if path in ledger:
+                    ledger[path] = [ledger[path][0] + max(added, 0), ledger[path][1] + max(removed, 0)]
+            if doer not in self._open.get(doer.session, ()):  # ended already: its stored row gets them
+                await self._save(doer)
+
+        task = asyncio.ensure_future(count())
+        self._counting.add(task)
+        task.add_done_callback(self._counting.discard)
+
+    async def settle(self) -> None:
+        """Wait until the lines of every snapshot so far are counted and stored."""
+        while self._counting:
+            await asyncio.gather(*list(self._counting), return_exceptions=True)
 
     def _lock(self, session: str) -> asyncio.Lock:
         lock = self._locks.get(session)

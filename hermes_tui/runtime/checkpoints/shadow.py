@@ -50,6 +50,7 @@ CONFIG = """[core]
 \tfsmonitor = false
 \thooksPath = /dev/null
 \tquotePath = false
+\tsplitIndex = true
 [gc]
 \tauto = 0
 [commit]
@@ -74,9 +75,11 @@ class Snapshot:
 
     commit: str
     """The commit holding the folder as it is now (the previous one when nothing changed)."""
-    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Paths (relative, ``/``-separated) changed since the previous snapshot: lines added and
-    removed (``-1, -1`` for a binary file)."""
+    parent: str | None = None
+    """The snapshot before it (None: the first, or nothing changed)."""
+    changed: list[str] = field(default_factory=list)
+    """Paths (relative, ``/``-separated) changed since ``parent`` (their lines added and
+    removed: :meth:`ShadowRepo.numstat`, off the call's path)."""
     skipped: dict[str, int] = field(default_factory=dict)
     """Files over the size cap, not captured: path → size in bytes."""
     seconds: float = 0.0
@@ -236,7 +239,8 @@ class ShadowRepo:
         parent = ("-p", head) if head else ()
         commit = self._git("commit-tree", tree, *parent, "-m", message or "snapshot").decode().strip()
         self._set_head(commit)
-        return Snapshot(commit, changed=self._numstat(head, commit), skipped=skipped)
+        changed = [p for p in paths if p not in skipped] if paths is not None else []
+        return Snapshot(commit, parent=head, changed=changed, skipped=skipped)
 
     def _status(self) -> list[str]:
         """Paths that differ from the last snapshot (the index), untracked ones included."""
@@ -322,14 +326,13 @@ class ShadowRepo:
                 return False  # missing: an ordinary removal
         return False
 
-    def _numstat(self, old: str | None, new: str) -> dict[str, tuple[int, int]]:
-        args = ("diff-tree", "-r", "-z", "--numstat", "--no-renames", "--no-ext-diff", "--no-textconv")
-        out = self._git(*args, old, new) if old else self._git(*args, "--root", new)
+    def numstat(self, old: str, new: str) -> dict[str, tuple[int, int]]:
+        """Lines added and removed per path from commit ``old`` to ``new`` (``-1, -1`` for a
+        binary file). Blocking; reads objects only, so it needs no lock."""
+        out = self._git("diff-tree", "-r", "-z", "--numstat", "--no-renames", "--no-ext-diff", "--no-textconv",
+                        old, new)
         changed: dict[str, tuple[int, int]] = {}
-        parts = out.split(b"\0")
-        if not old and parts and parts[0] and b"\t" not in parts[0]:
-            parts = parts[1:]  # --root prints the commit first
-        for item in parts:
+        for item in out.split(b"\0"):
             if not item:
                 continue
             added, removed, path = item.split(b"\t", 2)
