@@ -11,7 +11,9 @@ Figures, on a fresh folder of N small files (100 folders of N/100):
 * a 2,000-checkpoint history listed as ``/checkpoints`` lists it (read from a SQLite store
   and formatted);
 * when ``dulwich`` or ``pygit2`` can be imported: their status of the same folder (why git's
-  command line was chosen: docs/checkpoints.md).
+  command line was chosen: docs/checkpoints.md);
+* what a checkpoint adds to a warm ``execute_code`` (``print(1)``, 50 ms apart as a model's turns
+  are): checkpoints off and on, in a 100-file and the N-file folder.
 """
 
 from __future__ import annotations
@@ -113,6 +115,41 @@ def others(root: Path, rounds: int) -> None:
         show("pygit2 Repository.status (same folder)", timed(repo.status, max(3, rounds // 3)))
 
 
+def exec_cost(files: int, rounds: int) -> None:
+    from hermes_tui.agent.checkpoints import StoreLog
+    from hermes_tui.config import parse_config
+    from hermes_tui.runtime import Runtime
+    from hermes_tui.storage import sessions as db
+    from hermes_tui.storage.writer import SessionStore
+
+    async def measure() -> None:
+        with tempfile.TemporaryDirectory() as scratch:
+            home, work = Path(scratch) / "home", Path(scratch) / "work"
+            make_tree(work, files)
+            store = SessionStore.open(home)
+            await store.call(db.create_session, "s", None, None, str(work))
+            async with Runtime(parse_config(""), home=home) as rt:
+                rt.checkpoints.sessions = {"s"}
+                await rt.execute_code("1", session="s", cwd=work)
+                times: dict[str, list[float]] = {"off": [], "on": []}
+                for label in ("off", "on", "off", "on"):  # alternated: the machine's wandering hits both
+                    rt.checkpoints.log = StoreLog(store) if label == "on" else None
+                    await rt.execute_code("1", session="s", cwd=work)
+                    for _ in range(rounds // 2):
+                        await rt.checkpoints.settle()
+                        await asyncio.sleep(0.05)
+                        started = time.perf_counter()
+                        await rt.execute_code("print(1)", session="s", cwd=work)
+                        times[label].append((time.perf_counter() - started) * 1000)
+                await rt.checkpoints.settle()
+                off, on = show(f"execute_code print(1), {files:,} files, off", times["off"]), \
+                    show(f"execute_code print(1), {files:,} files, checkpoints", times["on"])
+                print(f"  {'':<46} a checkpoint adds {on - off:5.1f} ms")
+            store.close()
+
+    asyncio.run(measure())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
@@ -147,6 +184,8 @@ def main() -> None:
               "(target 50 ms)")
         others(work, args.rounds)
         history(home, args.history)
+    for files in (100, args.files):
+        exec_cost(files, args.rounds)
 
 
 if __name__ == "__main__":

@@ -260,9 +260,21 @@ class Checkpoints:
         return checkpoint
 
     async def end(self, checkpoint: Checkpoint | None) -> None:
-        """The call ``checkpoint`` preceded has ended: what it changed goes in its ledger."""
+        """The call ``checkpoint`` preceded has ended: what it changed goes in its ledger.
+
+        Done after the call's result is returned (:meth:`settle` waits for it): the call stays
+        the newest open one until then, so a checkpoint taken meanwhile still credits it with
+        what it wrote."""
         if checkpoint is None or self.log is None:
             return
+        self._later(self._end(checkpoint))
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._counting.add(task)
+        task.add_done_callback(self._counting.discard)
+
+    async def _end(self, checkpoint: Checkpoint) -> None:
         session = checkpoint.session
         async with self._lock(session):
             await self._capture(session, list(checkpoint.commits), None)
@@ -274,7 +286,8 @@ class Checkpoints:
     async def _save(self, checkpoint: Checkpoint) -> bool:
         """Store ``checkpoint``; a store that fails (a shared server down) is said, and the
         call goes on without it."""
-        assert self.log is not None
+        if self.log is None:
+            return False
         try:
             await self.log.save(checkpoint, self.config.max_snapshots)
         except Exception as exc:  # the store's failure must not stop the call it precedes
@@ -328,12 +341,10 @@ class Checkpoints:
             if doer not in self._open.get(doer.session, ()):  # ended already: its stored row gets them
                 await self._save(doer)
 
-        task = asyncio.ensure_future(count())
-        self._counting.add(task)
-        task.add_done_callback(self._counting.discard)
+        self._later(count())
 
     async def settle(self) -> None:
-        """Wait until the lines of every snapshot so far are counted and stored."""
+        """Wait until every ended call's snapshot is taken and its lines counted and stored."""
         while self._counting:
             await asyncio.gather(*list(self._counting), return_exceptions=True)
 
@@ -413,6 +424,7 @@ class Checkpoints:
                 problems += await asyncio.to_thread(self.repo_for(root).restore, target.commits[root], changes)
         finally:
             await self.end(before)
+            await self.settle()  # the rollback's own changes are in its checkpoint's ledger now
         names = [shown_path(root, c.path, None) for root, changes in plan.changes.items() for c in changes]
         if names:
             undo = f"; /rollback {before.n} undoes it" if before is not None else ""
