@@ -345,3 +345,21 @@ async def test_the_headless_commands_list_diff_and_roll_back(store_backend: str,
                       (("diff", "s1", "zero"), "'zero' is not a checkpoint number")):
         failed = _cli(hermes_home, *bad, cwd=tmp_path)
         assert failed.returncode != 0 and says in failed.stderr and "Traceback" not in failed.stderr, failed.stderr
+
+
+async def test_a_call_that_changes_too_many_files_has_a_bounded_ledger(harness_factory, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_tui.runtime.checkpoints import book as book_module
+
+    monkeypatch.setattr(book_module, "LEDGER_MAX", 3)
+    many = "for i in range(6):\n    open(f'n{i}.txt', 'w').write(str(i))\n"
+    with FakeModelServer([{"tool_calls": [{"name": "execute_code", "arguments": {"code": many}}]},
+                          {"text": "made six"}]) as server:
+        h = await _session(harness_factory, server, tmp_path)
+        assert await h.turn("many files") == "done"
+    book = h.runtime.checkpoints
+    await book.settle()
+    rows = await book.log.all("s1")
+    assert list(rows[1].changed.values()) == [{"*": [6, 0]}]  # one entry, not one per file
+    plan = await book.plan("s1", 1, None, str(tmp_path))  # every file that differs is put back
+    assert sorted(plan.lines(str(tmp_path))) == [f"delete n{i}.txt" for i in range(6)]

@@ -15,7 +15,7 @@ class CheckpointActions(AppParts):
     """A part of :class:`~hermes_tui.tui.app.HermesApp`."""
 
     def _note(self, text: str, level: str = "info") -> None:
-        self.main.conversation.add_note(text, level)  # type: ignore[arg-type]
+        self.main.conversation.add_note(text, level)
 
     @work(group="checkpoints", exclusive=True, exit_on_error=False)
     async def action_checkpoints(self) -> None:

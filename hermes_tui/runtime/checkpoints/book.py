@@ -31,6 +31,11 @@ from hermes_tui.runtime.checkpoints.shadow import Change, ShadowError, ShadowRep
 
 log = logging.getLogger(__name__)
 
+LEDGER_MAX = 20_000
+"""Paths one call's ledger names at most; past it the ledger says ``*`` (everything that differs),
+so a script that writes a million files cannot make a row of megabytes."""
+EVERYTHING = "*"
+
 SMALL_FOLDER = 10_000
 """``enabled: auto`` takes checkpoints of a folder outside git holding at most this many files."""
 
@@ -191,8 +196,9 @@ class Checkpoints:
         """The folders a session working in ``cwd`` writes: ``cwd`` in project mode (a strict
         kernel's own folder is deleted with it), and the writable roots; those checkpoints are
         off for (``enabled: auto``) are left out, and said once."""
-        own = cwd and mode == "project" and not _under(os.path.realpath(cwd), self.staging_root)
-        chosen = ([os.path.realpath(cwd)] if own else []) + self.writable_roots
+        chosen = list(self.writable_roots)
+        if cwd and mode == "project" and not _under(os.path.realpath(cwd), self.staging_root):
+            chosen.insert(0, os.path.realpath(cwd))
         roots: list[str] = []
         for root in chosen:
             if root in roots or any(root.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
@@ -317,6 +323,8 @@ class Checkpoints:
                 ledger = doer.changed.setdefault(root, {})
                 for path in shot.changed:
                     ledger.setdefault(path, [0, 0])
+                if len(ledger) > LEDGER_MAX:
+                    doer.changed[root] = ledger = {EVERYTHING: [0, 0]}
                 if shot.parent is not None:  # the lines counted off the call's path, then stored again
                     self._count(doer, root, repo, shot.parent, shot.commit)
             if checkpoint is not None:
@@ -336,7 +344,10 @@ class Checkpoints:
                 return
             ledger = doer.changed.setdefault(root, {})
             for path, (added, removed) in counts.items():
-                if path in ledger:
+                if EVERYTHING in ledger:
+                    ledger[EVERYTHING] = [ledger[EVERYTHING][0] + max(added, 0),
+                                          ledger[EVERYTHING][1] + max(removed, 0)]
+                elif path in ledger:
                     ledger[path] = [ledger[path][0] + max(added, 0), ledger[path][1] + max(removed, 0)]
             if doer not in self._open.get(doer.session, ()):  # ended already: its stored row gets them
                 await self._save(doer)
@@ -382,6 +393,8 @@ class Checkpoints:
                 paths = sorted({p for p in (_inside(root, f, cwd) for f in files) if p is not None} - set(big))
                 if not paths:
                     continue
+            elif any(EVERYTHING in row.changed.get(root, {}) for row in later):
+                paths = None  # a call changed too many files to list: every file that differs
             else:
                 paths = sorted({path for row in later for path in row.changed.get(root, {})} - set(big))
             try:

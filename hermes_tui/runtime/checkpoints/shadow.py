@@ -310,8 +310,9 @@ class ShadowRepo:
             return True
         try:  # the paths git status named: update only them (a third of `git add`'s time)
             self._git("update-index", "--add", "--remove", "-z", "--stdin", stdin=_nul(rest) + b"\0", index=index)
-        except ShadowError:  # a folder that is a repository of its own, say: as git add sees it
-            self._git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_nul(rest), index=index)
+        except ShadowError:  # a repository of its own, a file we may not read: as git add sees them
+            self._git("add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
+                      stdin=_nul(rest), index=index, ok=(0, 1))
         return True
 
     def _beyond_link(self, rel: str) -> bool:
@@ -454,7 +455,7 @@ def _open_parent(root: str, rel: str, *, make: bool) -> tuple[int, str] | None:
     the last name. ``make``: folders that are missing are made, and a link or file where a
     folder must be is removed first. Without ``make``, None when the folder is not there."""
     parts = rel.split("/")
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(root, _DIR_FLAGS)  # the folder itself swapped for a link: refused, not followed
     try:
         for part in parts[:-1]:
             try:
