@@ -250,16 +250,13 @@ class ShadowRepo:
 
     def _still_big(self, big: set[str]) -> dict[str, int]:
         """Of the files skipped before, those still over the cap (the others are captured now)."""
-        sizes = {}
-        for path in big:
-            size = self._size(path)
-            if size is not None and size > self.max_file_size:
-                sizes[path] = size
-        return sizes
+        return self._over(big)
 
     def _over_cap(self, paths: list[str] | None) -> dict[str, int]:
-        if paths is None:  # the first snapshot: every file is new
-            return self._walk_big()
+        return self._walk_big() if paths is None else self._over(paths)  # None: the first snapshot, all new
+
+    def _over(self, paths: Iterable[str]) -> dict[str, int]:
+        """Of ``paths``, the regular files over the cap, with their sizes."""
         sizes = {}
         for path in paths:
             size = self._size(path)
@@ -268,17 +265,15 @@ class ShadowRepo:
         return sizes
 
     def _walk_big(self) -> dict[str, int]:
-        sizes: dict[str, int] = {}
+        return self._over(self._walk())
+
+    def _walk(self) -> Iterator[str]:
+        """Every file of the folder (not ``.git``, not what is never captured), relative."""
         skip = set(self._exclude)
         for folder, dirs, files in os.walk(self.root):
             rel_folder = os.path.relpath(folder, self.root)
             dirs[:] = [d for d in dirs if d != ".git" and _join(rel_folder, d) not in skip]
-            for name in files:
-                rel = _join(rel_folder, name)
-                size = self._size(rel)
-                if size is not None and size > self.max_file_size:
-                    sizes[rel] = size
-        return sizes
+            yield from (_join(rel_folder, name) for name in files)
 
     def _size(self, rel: str) -> int | None:
         try:
