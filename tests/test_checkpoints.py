@@ -363,3 +363,20 @@ async def test_a_call_that_changes_too_many_files_has_a_bounded_ledger(harness_f
     assert list(rows[1].changed.values()) == [{"*": [6, 0]}]  # one entry, not one per file
     plan = await book.plan("s1", 1, None, str(tmp_path))  # every file that differs is put back
     assert sorted(plan.lines(str(tmp_path))) == [f"delete n{i}.txt" for i in range(6)]
+
+
+async def test_the_models_own_unflagged_command_is_its_doing(harness_factory, tmp_path: Path) -> None:
+    (tmp_path / "g.txt").write_text("one\n")
+    with FakeModelServer([{"tool_calls": [{"name": "terminal", "arguments": {"command": "echo two >> g.txt"}}]},
+                          {"text": "appended"}]) as server:
+        h = await harness_factory(server)  # approvals manual: an append is not flagged, nobody is asked
+        h.runtime.checkpoints.log = StoreLog(h.store)
+        h.runtime.checkpoints.sessions.add("s1")
+        assert await h.turn("append") == "done"
+    book = h.runtime.checkpoints
+    await book.settle()
+    rows = await book.log.all("s1")
+    assert [(r.reason, r.detail) for r in rows] == [("turn", "append"), ("terminal", "echo two >> g.txt")]
+    assert list(rows[1].changed.values()) == [{"g.txt": [1, 0]}]
+    plan = await book.plan("s1", 1, None, str(tmp_path))
+    assert plan.lines(str(tmp_path)) == ["restore g.txt"]

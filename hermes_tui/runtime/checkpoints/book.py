@@ -183,6 +183,7 @@ class Checkpoints:
         """Session → what to tell its next script's result (checkpoints off, a rollback)."""
         self._said: set[str] = set()
         self._unsaid: list[str] = []
+        self._rolled: dict[str, str] = {}
         self._counting: set[asyncio.Future[None]] = set()
 
     # -- which folders ----------------------------------------------------------------------
@@ -438,20 +439,21 @@ class Checkpoints:
         finally:
             await self.end(before)
             await self.settle()  # the rollback's own changes are in its checkpoint's ledger now
-        names = [shown_path(root, c.path, None) for root, changes in plan.changes.items() for c in changes]
-        if names:
-            undo = f"; /rollback {before.n} undoes it" if before is not None else ""
-            self.notes.setdefault(target.session, []).append(
-                f"{plural(len(names), 'file')} changed under this kernel by a rollback to checkpoint {target.n}: "
-                f"{', '.join(names[:10])}{' …' if len(names) > 10 else ''} (its variables were kept: modules imported "
-                f"from them are as they were when imported{undo})")
+        main = roots[0] if roots else None
+        names = [shown_path(root, c.path, main) for root, changes in plan.changes.items() for c in changes]
+        if names:  # the kernel hears of the newest rollback only: one note, not one per rollback
+            self._rolled[target.session] = (
+                f"/rollback to checkpoint {target.n} changed {plural(len(names), 'file')} under this kernel: "
+                f"{', '.join(names[:10])}{' …' if len(names) > 10 else ''} (its variables were kept; modules imported "
+                "from those files are as they were)")
         return before, problems
 
     def take_notes(self, session: str) -> list[str]:
         """What to say with the next result of ``session`` (said once), with what concerns
         every session (a folder checkpoints are off for) the first time."""
         general, self._unsaid = self._unsaid, []
-        return general + self.notes.pop(session, [])
+        rolled = self._rolled.pop(session, None)
+        return general + self.notes.pop(session, []) + ([rolled] if rolled else [])
 
 
 class RollbackError(Exception):

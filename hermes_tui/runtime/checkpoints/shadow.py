@@ -357,7 +357,7 @@ class ShadowRepo:
         with self.locked():
             now = self.tree_now()
             return self._git("diff-tree", "-r", "-p", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
-                             "--full-index", "--binary", commit, now, "--", *paths).decode("utf-8", "replace")
+                             commit, now, "--", *paths).decode("utf-8", "replace")
 
     def changes(self, commit: str, paths: Iterable[str] | None) -> list[Change]:
         """What restoring ``paths`` (all when None) to ``commit`` would write or remove, in

@@ -68,8 +68,12 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
         return blocked(refusal)
     if ctx.remote is not None:
         return await _run_there(ctx, args, cwd)
-    # A command that was flagged or asked may change files: a checkpoint first (a plain `ls` does not).
-    checkpoint = await checkpoint_begin(ctx, "terminal", args.command.split("\n", 1)[0][:80]) if noted else None
+    # A command that was flagged or asked may change files: a checkpoint first. So may any
+    # command the model runs directly (`echo x >> f` is not flagged); a script's unflagged ones
+    # are its run's doing (its execute_code checkpoint), a typed plain !cmd is the user's own.
+    direct = ctx.kernel_id is None and not ctx.typed
+    checkpoint = await checkpoint_begin(ctx, "terminal", args.command.split("\n", 1)[0][:80]) \
+        if noted or direct else None
     try:
         return await _run_here(ctx, args, cwd)
     finally:
