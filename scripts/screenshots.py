@@ -26,6 +26,10 @@ print("mean", statistics.mean(samples))
 for i, s in enumerate(samples):
     print(f"sample {i}: {s:5.1f} ms")
 """
+REPORT = """from pathlib import Path
+Path("report.md").write_text("# Timings\\n\\nmean 13.2 ms over 5 samples\\n")
+Path("samples.csv").write_text("i,ms\\n0,12.5\\n1,13.1\\n2,12.9\\n3,14.2\\n4,13.3\\n")
+"""
 FLAGGED = "from hermes_tools import terminal\nr = terminal('rm -rf ./build && git clean -fdx')\n"
 
 
@@ -83,6 +87,19 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.press("enter")
         await pilot.pause(1.0)
         save("pager")
+        await pilot.press("escape")
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        await run(pilot, REPORT)
+        prompt = app.query_one(PromptInput)
+        prompt.insert("/checkpoints")
+        await pilot.press("enter")
+        await pilot.pause(1.0)
+        save("checkpoints")
+        await pilot.press("down", "down")  # the checkpoint before the script: its diff shows what it wrote
+        await pilot.press("d")
+        await pilot.pause(1.0)
+        save("diff")
     shots.extend(await shoot_conversation(out))
     shots.append(await shoot_subagents(out))
     return shots
