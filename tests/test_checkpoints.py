@@ -380,3 +380,21 @@ async def test_the_models_own_unflagged_command_is_its_doing(harness_factory, tm
     assert list(rows[1].changed.values()) == [{"g.txt": [1, 0]}]
     plan = await book.plan("s1", 1, None, str(tmp_path))
     assert plan.lines(str(tmp_path)) == ["restore g.txt"]
+
+
+async def test_without_git_checkpoints_are_off_said_once_and_calls_run(harness_factory, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))  # git cannot be found; python is run by path
+    with FakeModelServer([{"tool_calls": [{"name": "execute_code", "arguments": {"code": "print(6 * 7)"}}]},
+                          {"text": "42"},
+                          {"tool_calls": [{"name": "execute_code", "arguments": {"code": "print(7)"}}]},
+                          {"text": "7"}]) as server:
+        h = await _session(harness_factory, server, tmp_path)
+        assert await h.turn("one") == "done"
+        assert await h.turn("two") == "done"
+    from hermes_tui.agent.loop import ToolFinished
+
+    first, second = (event.exec_result for event in h.of(ToolFinished))
+    assert first.output == "42\n" and "Checkpoints are off: checkpoints need git" in (first.warning or "")
+    assert second.output == "7\n" and "git" not in (second.warning or "")
+    assert await h.runtime.checkpoints.log.all("s1") == []

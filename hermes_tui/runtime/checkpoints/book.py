@@ -184,6 +184,8 @@ class Checkpoints:
         self._said: set[str] = set()
         self._unsaid: list[str] = []
         self._rolled: dict[str, str] = {}
+        self.unavailable: str | None = None
+        """Why no checkpoint can be taken on this machine (git is not installed), once found."""
         self._counting: set[asyncio.Future[None]] = set()
 
     # -- which folders ----------------------------------------------------------------------
@@ -191,7 +193,7 @@ class Checkpoints:
     @property
     def active(self) -> bool:
         """Checkpoints are being taken (a log, not off, files here)."""
-        return self.log is not None and self.config.enabled is not False and not self.remote
+        return self.log is not None and self.config.enabled is not False and not self.remote and not self.unavailable
 
     def roots(self, cwd: str | None, mode: str = "project") -> list[str]:
         """The folders a session working in ``cwd`` writes: ``cwd`` in project mode (a strict
@@ -316,6 +318,10 @@ class Checkpoints:
             try:
                 shot = await asyncio.to_thread(repo.snapshot, f"{session} {checkpoint.n if checkpoint else 'end'}")
             except (ShadowError, OSError) as exc:
+                if isinstance(exc, ShadowError) and exc.missing_git:  # said once; none is tried again
+                    self.unavailable = str(exc)
+                    self._say_once("git", f"Checkpoints are off: {exc}.")
+                    return False
                 text = f"No checkpoint was taken of {root}: {exc}"
                 log.warning("%s", text)
                 self.notes.setdefault(session, []).append(text)

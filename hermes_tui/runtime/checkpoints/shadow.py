@@ -68,6 +68,10 @@ GIT_TIMEOUT = 120.0
 class ShadowError(Exception):
     """A git command failed, or git is missing: one line saying what and where."""
 
+    def __init__(self, text: str, *, missing_git: bool = False) -> None:
+        super().__init__(text)
+        self.missing_git = missing_git
+
 
 @dataclass
 class Snapshot:
@@ -185,7 +189,8 @@ class ShadowRepo:
             done = subprocess.run(["git", *args], input=stdin, capture_output=True, timeout=GIT_TIMEOUT,
                                   env=_git_env(self.git_dir, self.root, index), cwd=self.root)
         except FileNotFoundError:
-            raise ShadowError("checkpoints need git, which is not installed (apt-get install git)") from None
+            raise ShadowError("checkpoints need git, which is not installed (apt-get install git)",
+                              missing_git=True) from None
         except subprocess.TimeoutExpired:
             raise ShadowError(f"git {args[0]} took over {GIT_TIMEOUT:.0f} s in {self.root}") from None
         except OSError as exc:
