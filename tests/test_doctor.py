@@ -80,7 +80,8 @@ def test_a_clean_machine_passes_every_check(hermes_home: Path, outside: Path) ->
     assert report.returncode == 0 and json.loads(report.stdout)["problems"] == []
     assert [name for name in found] == [n for n in doctor_checks.ORDER if n in found]
     assert {"config", "model", "endpoint", "home", "disk", "sessions", "cache", "sandbox", "kernel", "python",
-            "ripgrep", "allowlist", "audit log", "sockets"} == set(found)
+            "ripgrep", "checkpoints", "allowlist", "audit log", "sockets"} == set(found)
+    assert found["checkpoints"]["status"] == "ok" and "on for " in found["checkpoints"]["detail"]
     assert "fake-model is listed" in found["endpoint"]["detail"] and found["endpoint"]["status"] == "ok"
     assert found["kernel"]["status"] == "ok" and "round trip" in found["kernel"]["detail"]
     assert found["sessions"]["detail"].endswith("not created yet")

@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Say which config.yaml is read, what in it is noticed or refused, which model the input goes "
                     "to and where its key comes from (never the key); then check, one line each (ok, ! or x with "
                     "the fix), the config, the model's key and endpoint, HERMES_HOME and free space, sessions.db, "
-                    "the cache, a kernel and a tool call, the project interpreter, ripgrep, the allowlist and the "
+                    "the cache, a kernel and a tool call, the project interpreter, ripgrep, checkpoints, the allowlist and the "
                     "audit log, the socket paths. Exit 0 if no check failed, 1 if one did, 2 if the config cannot "
                     "be read.")
     doctor.add_argument("--verbose", action="store_true", help="also list the Hermes Agent keys hermes-tui ignores")

@@ -6,7 +6,7 @@ terminal backend, the sandbox, the limits, and with ``--verbose`` the Hermes Age
 hermes-tui does not use. Then the checks of :mod:`hermes_tui.cli.doctor.checks`, one line each,
 ``✓`` / ``!`` / ``✗`` with the fix: the config, the model and its key, the endpoint
 (``--offline`` skips it), ``$HERMES_HOME``, free space, ``sessions.db``, the cache, the sandbox
-in force, a kernel, the project interpreter, ripgrep, the allowlist and the audit log, the
+in force, a kernel, the project interpreter, ripgrep, checkpoints, the allowlist and the audit log, the
 socket paths (docs/doctor.md).
 
 Exit 0: nothing failed (``!`` lines are not failures). 1: a check failed, or the model cannot

@@ -603,6 +603,32 @@ def check_ripgrep() -> Check:
     return ok("ripgrep", found)
 
 
+def check_checkpoints(config: Any, home: Path, cwd: str | None = None) -> Check:
+    """Whether checkpoints are taken of this folder, and why (docs/checkpoints.md)."""
+    from hermes_tui.runtime.checkpoints.book import SMALL_FOLDER, count_files, in_git_work_tree
+
+    folder = cwd or os.getcwd()
+    if config.checkpoints.enabled is False:
+        return ok("checkpoints", "off (checkpoints.enabled: false)")
+    if config.terminal.backend != "local" and not (config.terminal.backend == "jupyter"
+                                                   and not config.terminal.jupyter_gateway_url):
+        return ok("checkpoints", f"not taken: kernels run on terminal.backend {config.terminal.backend}, "
+                                 "whose files are not here")
+    git = shutil.which("git")
+    if git is None:
+        return warn("checkpoints", "git not found: no checkpoint is taken, /rollback has nothing to go back to",
+                    "install git (apt install git, brew install git)")
+    if config.checkpoints.enabled is True:
+        return ok("checkpoints", f"on for {folder} (checkpoints.enabled: true) · {git}")
+    if in_git_work_tree(folder):
+        return ok("checkpoints", f"on for {folder} (in a git work tree) · {git}")
+    files = count_files(folder, SMALL_FOLDER)
+    if files <= SMALL_FOLDER:
+        return ok("checkpoints", f"on for {folder} ({files:,} files) · {git}")
+    return warn("checkpoints", f"off for {folder}: not in a git repository and over {SMALL_FOLDER:,} files",
+                "set checkpoints.enabled: true to take them anyway, or work in a smaller folder")
+
+
 # -- approval files ---------------------------------------------------------------------------
 
 
@@ -707,7 +733,7 @@ def check_sockets(config: Any, home: Path, tmpdir: str | None = None) -> Check:
 # -- all of them ------------------------------------------------------------------------------
 
 ORDER = ("config", "model", "endpoint", "home", "disk", "sessions", "cache", "sandbox", "backend", "kernel",
-         "python", "ripgrep", "allowlist", "audit log", "sockets")
+         "python", "ripgrep", "checkpoints", "allowlist", "audit log", "sockets")
 
 
 async def run_checks(config: Any, home: Path, *, settings: Any = None, model_error: str | None = None,
@@ -772,6 +798,7 @@ async def run_checks(config: Any, home: Path, *, settings: Any = None, model_err
         guarded("kernel", check_kernel(config, home)),
         thread("python", check_interpreter, config, env),
         thread("ripgrep", check_ripgrep),
+        thread("checkpoints", check_checkpoints, config, home),
         thread("allowlist", check_allowlist, home),
         thread("audit log", check_audit_log, home),
         thread("sockets", check_sockets, config, home),
