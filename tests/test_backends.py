@@ -461,7 +461,9 @@ async def test_strict_mode_there_runs_in_a_private_folder(backend, hermes_home: 
         result = await rt.execute_code("import os\nfrom hermes_tools import write_file\n"
                                        "print(write_file('mine.txt', 'x')['path'])\nprint(os.getcwd())",
                                        session="s", cwd=tmp_path)
-        path, cwd = result.output.splitlines()
+        lines = result.output.splitlines()
+        assert len(lines) == 2, (result.status, result.error, result.warning, result.output)
+        path, cwd = lines
         assert path == os.path.join(cwd, "mine.txt") and cwd not in (str(tmp_path), "/work", "/root")
         assert not (tmp_path / "mine.txt").exists()
 
