@@ -5,6 +5,7 @@ conversation rewind, the headless commands, and what an attacker's files cannot 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,7 +20,7 @@ import pytest
 from conftest import Approver
 from fake_models import FakeModelServer
 from helpers.agents import harness_factory  # noqa: F401 - a fixture
-from hermes_tui.agent.checkpoints import StoreLog, diff_text, rollback, rollback_args
+from hermes_tui.agent.checkpoints import StoreLog, rollback, rollback_args
 from hermes_tui.config import parse_config
 from hermes_tui.runtime.checkpoints.book import Checkpoints, RollbackError
 from hermes_tui.runtime.checkpoints.shadow import ShadowRepo
@@ -384,7 +385,11 @@ async def test_the_models_own_unflagged_command_is_its_doing(harness_factory, tm
 
 async def test_without_git_checkpoints_are_off_said_once_and_calls_run(harness_factory, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_tui.runtime.checkpoints import shadow
+
     monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))  # git cannot be found; python is run by path
+    # git is looked for once per process: a fresh look-up under this PATH, for this test only
+    monkeypatch.setattr(shadow, "git_program", functools.cache(shadow.git_program.__wrapped__))
     with FakeModelServer([{"tool_calls": [{"name": "execute_code", "arguments": {"code": "print(6 * 7)"}}]},
                           {"text": "42"},
                           {"tool_calls": [{"name": "execute_code", "arguments": {"code": "print(7)"}}]},
@@ -398,3 +403,58 @@ async def test_without_git_checkpoints_are_off_said_once_and_calls_run(harness_f
     assert first.output == "42\n" and "Checkpoints are off: checkpoints need git" in (first.warning or "")
     assert second.output == "7\n" and "git" not in (second.warning or "")
     assert await h.runtime.checkpoints.log.all("s1") == []
+
+
+def test_a_git_planted_in_the_folder_is_never_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_tui.runtime.checkpoints import shadow
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    marker = tmp_path / "planted-git-ran"
+    planted = work / "git"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    planted.chmod(0o755)
+    # an empty PATH entry (a trailing ':') and '.' mean the folder git runs in
+    monkeypatch.setenv("PATH", ".:" + os.environ["PATH"] + ":")
+    monkeypatch.setattr(shadow, "git_program", functools.cache(shadow.git_program.__wrapped__))
+    (work / "f.txt").write_text("x\n")
+    shot = _shadow(home, work).snapshot("one")
+    assert shot.commit and not marker.exists()
+
+
+def test_a_negated_gitignore_cannot_bring_hermes_home_into_a_snapshot(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    home = work / "hermes-home"
+    (home / "tui").mkdir(parents=True)
+    (home / ".env").write_text("OPENAI_API_KEY=sk-secret\n")
+    (work / ".gitignore").write_text("!/hermes-home/\n!hermes-home/**\n")
+    (work / "f.txt").write_text("x\n")
+    repo = _shadow(home, work)
+    first = repo.snapshot("one")
+    (work / "g.txt").write_text("y\n")
+    second = repo.snapshot("two")
+    assert not [p for p in repo.files(second.commit) if p.startswith("hermes-home")]
+    changes = repo.changes(first.commit, None)
+    assert [c.path for c in changes] == ["g.txt"]  # never "delete hermes-home/.env"
+    assert (home / ".env").exists()
+
+
+def test_a_private_file_stays_private_and_a_nested_repository_is_left_alone(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    (work / "vendored").mkdir(parents=True)
+    subprocess.run(["git", "-C", str(work / "vendored"), "init", "-q"], check=True)
+    (work / "vendored" / "lib.py").write_text("v = 1\n")
+    secret = work / ".env"
+    secret.write_text("TOKEN=1\n")
+    secret.chmod(0o600)
+    repo = _shadow(home, work)
+    first = repo.snapshot("one")
+    assert repo.files(first.commit) == [".env"]  # the repository of its own is not captured
+    assert repo.snapshot("again").commit == first.commit  # and is not seen as a change every time
+    secret.write_text("TOKEN=2\n")
+    (work / "vendored" / "lib.py").write_text("v = 2\n")
+    repo.snapshot("two")
+    changes = repo.changes(first.commit, None)
+    assert [(c.path, c.action) for c in changes] == [(".env", "restore")]
+    assert repo.restore(first.commit, changes) == []
+    assert secret.read_text() == "TOKEN=1\n" and (secret.stat().st_mode & 0o777) == 0o600

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections import Counter
+from pathlib import Path
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from hermes_tui.base.text import shown
 from hermes_tui.base.units import plural
 from hermes_tui.runtime.checkpoints.book import Checkpoint, Checkpoints, RollbackError, RollbackPlan
 from hermes_tui.runtime.checkpoints.shadow import ShadowError
@@ -140,15 +143,17 @@ async def rollback(book: Checkpoints, store: SessionStore, plan: RollbackPlan, *
     if conversation:
         target = plan.target
         keep = await store.call(cdb.rewind_point, session, target.turn_id, target.message_id)
-        done.rewound = await store.call(cdb.rewind_messages, session, keep, before.n if before else 0)
+        done.rewound = await store.call(cdb.rewind_messages, session, keep, before.n if before else 0, target.n)
     return done
 
 
 def question(plan: RollbackPlan, cwd: str | None, *, conversation: bool) -> str:
     """What the user is asked before anything is written: exactly which files change."""
     lines = plan.lines(cwd)
-    head = (f"Roll back to checkpoint {plan.target.n} ({plan.target.what()})? "
-            f"{plural(plan.count, 'file')} will change:")
+    counts = Counter(change.action for changes in plan.changes.values() for change in changes)
+    each = ", ".join(f"{counts[action]} to {action}" for action in ("delete", "recreate", "restore") if counts[action])
+    head = (f"Roll back to checkpoint {plan.target.n} ({shown(plan.target.what())})? "
+            f"{plural(plan.count, 'file')} will change ({each}):")
     tail = ["A checkpoint is taken first: the rollback can be undone."]
     if conversation:
         tail.append("The conversation goes back to before that turn (later messages are kept, hidden).")
@@ -164,8 +169,9 @@ async def plan_or_error(book: Checkpoints, session: str, args: RollbackArgs, cwd
         return f"/rollback {args.n}: {exc}"
 
 
-async def diff_text(book: Checkpoints, session: str, n: int) -> str:
-    """The diff from checkpoint ``n`` to the files as they are now. Raises RollbackError."""
+async def write_diff(book: Checkpoints, session: str, n: int, dest: Path) -> int:
+    """Write the diff from checkpoint ``n`` to the files as they are now into ``dest`` (git
+    streams it: a diff of any size); its size in bytes. Raises RollbackError."""
     if book.log is None:
         raise RollbackError("checkpoints are not kept here (no sessions store)")
     rows = await book.log.all(session)
@@ -173,12 +179,16 @@ async def diff_text(book: Checkpoints, session: str, n: int) -> str:
     if target is None:
         raise RollbackError(f"checkpoint {n} is not one of this session's (/checkpoints lists them)")
     book.check_here(target)
-    parts = []
-    for root, commit in target.commits.items():
-        try:
-            text = await asyncio.to_thread(book.repo_for(root).diff, commit)
-        except ShadowError as exc:
-            raise RollbackError(str(exc)) from None
-        if text:
-            parts.append(f"# {root}\n{text}" if len(target.commits) > 1 else text)
-    return "\n".join(parts)
+
+    def write() -> int:
+        with open(dest, "wb") as handle:
+            for root, commit in target.commits.items():
+                if len(target.commits) > 1:
+                    handle.write(f"# {root}\n".encode("utf-8", "surrogateescape"))
+                book.repo_for(root).diff(commit, handle)
+        return dest.stat().st_size
+
+    try:
+        return await asyncio.to_thread(write)
+    except (ShadowError, OSError) as exc:
+        raise RollbackError(str(exc)) from None

@@ -358,6 +358,8 @@ class Agent:
                 status = "error"
             finally:
                 self._current = None
+                if self.depth == 0:  # checkpoints from now on belong to no turn (a !cmd's are in their own)
+                    self.runtime.checkpoints.turn(self.session_id, None)
             if status in ("error", "budget"):
                 self._last_failed = turn
             await self.store.call(db.end_turn, turn.id, status)

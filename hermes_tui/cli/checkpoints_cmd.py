@@ -9,9 +9,11 @@ import json
 import os
 import socket
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from hermes_tui.agent.checkpoints import RollbackDone, diff_text, listing, question
+from hermes_tui.agent.checkpoints import RollbackDone, listing, question, write_diff
 from hermes_tui.base.paths import hermes_home
 from hermes_tui.base.text import shown
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -67,9 +69,10 @@ class _DirectLog:
         return [Checkpoint.from_json(row) for row in cdb.checkpoints_of(self.conn, session)]
 
 
-def _book(config: Config, conn: Any) -> Checkpoints:
+def _book(config: Config, conn: Any, session: str) -> Checkpoints:
     book = Checkpoints(config.checkpoints, hermes_home(), host=socket.gethostname())
     book.log = _DirectLog(conn)
+    book.sessions.add(session)  # a rollback's own checkpoint is one of the session's
     return book
 
 
@@ -77,7 +80,7 @@ def checkpoints_command(args: argparse.Namespace, config: Config) -> int:
     """List, diff or roll back; exit 0, 1 when something could not be put back."""
     with _database() as conn:
         session = _find(conn, args.session)
-        book = _book(config, conn)
+        book = _book(config, conn, session)
         if args.command == "checkpoints":
             rows = asyncio.run(book.log.all(session))  # type: ignore[union-attr]
             if args.json:
@@ -89,14 +92,32 @@ def checkpoints_command(args: argparse.Namespace, config: Config) -> int:
                 print("\n".join(shown(line, one_line=True) for line in listing(rows)))
             return EXIT_OK
         if args.command == "diff":
-            try:
-                text = asyncio.run(diff_text(book, session, args.n))
-            except (RollbackError, ShadowError) as exc:
-                raise UsageError(f"diff {args.n}: {exc}") from None
-            sys.stdout.write(text if text else f"no file differs from checkpoint {args.n}\n")
-            return EXIT_OK
+            return _diff(book, session, args.n)
         refuse_if_driven(session)
         return _rollback(args, book, conn, session)
+
+
+def _diff(book: Checkpoints, session: str, n: int) -> int:
+    """The diff, streamed from a temporary file: raw into a pipe (`| patch`, `| less`), and on a
+    terminal with control characters shown, never obeyed (a script wrote those files)."""
+    with tempfile.TemporaryDirectory(prefix="hermes-diff-") as scratch:
+        path = Path(scratch) / "diff"
+        try:
+            size = asyncio.run(write_diff(book, session, n, path))
+        except (RollbackError, ShadowError) as exc:
+            raise UsageError(f"diff {n}: {exc}") from None
+        if not size:
+            print(f"no file differs from checkpoint {n}")
+            return EXIT_OK
+        raw = not sys.stdout.isatty()
+        with open(path, "rb") as handle:
+            for line in handle:
+                if raw:
+                    sys.stdout.buffer.write(line)
+                else:
+                    sys.stdout.write(shown(line.decode("utf-8", "replace").rstrip("\n"), one_line=True) + "\n")
+        sys.stdout.flush()
+    return EXIT_OK
 
 
 def _rollback(args: argparse.Namespace, book: Checkpoints, conn: Any, session: str) -> int:
@@ -113,15 +134,22 @@ def _rollback(args: argparse.Namespace, book: Checkpoints, conn: Any, session: s
         if not sys.stdin.isatty():
             print("not rolled back: run with --yes to do it", file=sys.stderr)
             return EXIT_OK
-        if input("roll back? [y/N] ").strip().lower() not in ("y", "yes"):
+        try:
+            answer = input("roll back? [y/N] ")
+        except EOFError:  # Ctrl+D: no
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
             print("left as it is")
             return EXIT_OK
     message_id = cdb.last_message_id(conn, session)
-    before, problems = asyncio.run(book.rollback(plan, message_id=message_id))
+    try:
+        before, problems = asyncio.run(book.rollback(plan, message_id=message_id))
+    except (RollbackError, ShadowError) as exc:
+        raise UsageError(f"rollback {args.n}: {exc}") from None
     done = RollbackDone(plan, before, problems)
     if args.conversation:
         keep = cdb.rewind_point(conn, session, plan.target.turn_id, plan.target.message_id)
-        done.rewound = cdb.rewind_messages(conn, session, keep, before.n if before else 0)
+        done.rewound = cdb.rewind_messages(conn, session, keep, before.n if before else 0, plan.target.n)
     for line in done.notes():
         print(shown(line, one_line=False))
     return EXIT_FAILED if problems else EXIT_OK

@@ -65,13 +65,15 @@ def rewind_point(db: Database, session_id: str, turn_id: str | None, message_id:
     return last_message_id(db, session_id)
 
 
-def rewind_messages(db: Database, session_id: str, keep_through: int, by: int) -> tuple[int, int]:
-    """Show the model the messages up to ``keep_through`` (hidden ones among them shown again)
-    and hide the later ones, marked with checkpoint ``by`` (kept, restorable). Returns
-    (hidden, shown again)."""
+def rewind_messages(db: Database, session_id: str, keep_through: int, by: int, target: int) -> tuple[int, int]:
+    """The conversation as it was at checkpoint ``target``: the messages up to ``keep_through``
+    that rewinds since it hid are shown again (a rewind's mark is its own checkpoint, taken
+    just before it; one hidden before ``target`` stays hidden), and the
+    later ones are hidden, marked with checkpoint ``by`` (kept, restorable). Returns (hidden,
+    shown again)."""
     with db.transaction():
         shown = db.execute("UPDATE messages SET hidden_by = NULL WHERE session_id = ? AND id <= ? "
-                           "AND hidden_by IS NOT NULL", (session_id, keep_through)).rowcount
+                           "AND hidden_by >= ?", (session_id, keep_through, target)).rowcount
         hidden = db.execute("UPDATE messages SET hidden_by = ? WHERE session_id = ? AND id > ? AND hidden_by IS NULL",
                             (by, session_id, keep_through)).rowcount
     return hidden, shown

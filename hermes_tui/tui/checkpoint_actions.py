@@ -5,9 +5,11 @@ notes are shown."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from textual import work
 
+from hermes_tui.runtime.checkpoints.book import RollbackError
 from hermes_tui.tui.app_parts import AppParts
 
 
@@ -49,8 +51,7 @@ class CheckpointActions(AppParts):
     @work(group="checkpoints-diff", exclusive=True, exit_on_error=False)
     async def action_diff(self, argument: str = "") -> None:
         """``/diff N``: the diff from checkpoint N to the files now, in the pager."""
-        from hermes_tui.agent.checkpoints import diff_number, diff_text
-        from hermes_tui.runtime.checkpoints.book import RollbackError
+        from hermes_tui.agent.checkpoints import diff_number, write_diff
         from hermes_tui.tui.screens.checkpoints import DiffScreen
 
         await self._session_ready.wait()
@@ -58,26 +59,26 @@ class CheckpointActions(AppParts):
         if isinstance(number, str):
             self._note(number)
             return
-        try:
-            text = await diff_text(self.runtime.checkpoints, self.session, number)
-        except RollbackError as exc:
-            self._note(f"/diff {number}: {exc}", "warning")
-            return
-        if not text:
-            self._note(f"No file differs from checkpoint {number}.")
-            return
         folder = self.home / "checkpoints" / "diffs"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = folder / f"{self.session}-{number}-{secrets.token_hex(4)}.diff"
-        path.write_text(text, encoding="utf-8", errors="replace")
+        path = folder / f"{secrets.token_hex(8)}.diff"
+        try:
+            size = await write_diff(self.runtime.checkpoints, self.session, number, path)
+        except RollbackError as exc:
+            path.unlink(missing_ok=True)
+            self._note(f"/diff {number}: {exc}", "warning")
+            return
+        if not size:
+            path.unlink(missing_ok=True)
+            self._note(f"No file differs from checkpoint {number}.")
+            return
         await self.push_screen(DiffScreen(path, f"Changes since checkpoint {number} (session {self.session})"))
 
-    @work(group="checkpoints-rollback", exclusive=True, exit_on_error=False)
+    @work(group="checkpoints-rollback", exit_on_error=False)
     async def action_rollback(self, argument: str = "") -> None:
         """``/rollback N [--conversation] [--files PATH ...]``: says exactly which files change,
         asks, then takes a checkpoint and puts them back."""
-        from hermes_tui.agent.checkpoints import plan_or_error, question, rollback, rollback_args
-        from hermes_tui.tui.screens.dialogs import ConfirmScreen
+        from hermes_tui.agent.checkpoints import rollback_args
 
         await self._session_ready.wait()
         args = rollback_args(argument)
@@ -91,7 +92,23 @@ class CheckpointActions(AppParts):
         if agent.busy:
             self._note("/rollback: a turn is running; /stop it (or wait for it to end) first.", "warning")
             return
+        if self._rolling_back:
+            self._note("/rollback: another rollback is being asked or done; answer it first.", "warning")
+            return
+        self._rolling_back = True
+        try:
+            await self._rollback(args, agent)
+        finally:
+            self._rolling_back = False
+
+    _rolling_back = False
+
+    async def _rollback(self, args: Any, agent: Any) -> None:
+        from hermes_tui.agent.checkpoints import plan_or_error, question, rollback
+        from hermes_tui.tui.screens.dialogs import ConfirmScreen
+
         book = self.runtime.checkpoints
+        await book.settle()  # the last calls' ledgers are in
         plan = await plan_or_error(book, self.session, args, self.workspace.cwd)
         if isinstance(plan, str):
             self._note(plan, "warning")
@@ -103,7 +120,15 @@ class CheckpointActions(AppParts):
         if not await self.push_screen_wait(ConfirmScreen(asked, yes="Roll back", no="Keep", default=False)):
             self._note("Rollback cancelled: nothing was changed.")
             return
-        done = await rollback(book, self.workspace.store, plan, conversation=args.conversation)
+        if agent.busy:  # a turn began while the question was open (an injected message)
+            self._note("/rollback: a turn started meanwhile; nothing was changed. /stop it and ask again.", "warning")
+            return
+        assert self.workspace.store is not None
+        try:
+            done = await rollback(book, self.workspace.store, plan, conversation=args.conversation)
+        except RollbackError as exc:
+            self._note(f"/rollback {args.n}: {exc}", "warning")
+            return
         if done.rewound is not None:  # drawn again from the store first: the notes go under it
             await self._redraw_rewound()
         for line in done.notes():

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hermes_tui.base.text import shown
 from hermes_tui.base.units import human_size, plural
 from hermes_tui.config.schema import CheckpointsConfig
 from hermes_tui.runtime.checkpoints.shadow import Change, ShadowError, ShadowRepo
@@ -125,6 +126,8 @@ class RollbackPlan:
     """Folder → files the agent wrote that were over the size cap: left as they are."""
     files_asked: bool = False
     """``--files`` named the paths (else: every path the agent changed since the checkpoint)."""
+    commits: dict[str, str] = field(default_factory=dict)
+    """Folder → the commit its files are put back from."""
 
     @property
     def count(self) -> int:
@@ -132,9 +135,11 @@ class RollbackPlan:
 
     def lines(self, cwd: str | None = None) -> list[str]:
         """One line per file: ``restore src/a.py``, ``delete notes/new.txt``, then what is left."""
-        out = [f"{change.action} {shown_path(root, change.path, cwd)}"
-               for root, changes in self.changes.items() for change in changes]
-        out += [f"not captured (over checkpoints.max_file_size), left as it is: {shown_path(root, path, cwd)} "
+        order = {"delete": 0, "recreate": 1, "restore": 2}  # what is removed first: seen before any cap
+        every = sorted(((root, change) for root, changes in self.changes.items() for change in changes),
+                       key=lambda item: (order.get(item[1].action, 3), item[1].path))
+        out = [f"{change.action} {shown(shown_path(root, change.path, cwd))}" for root, change in every]
+        out += [f"not captured (over checkpoints.max_file_size), left as it is: {shown(shown_path(root, path, cwd))} "
                 f"({human_size(size)})" for root, paths in self.skipped.items() for path, size in paths.items()]
         return out
 
@@ -204,9 +209,9 @@ class Checkpoints:
             chosen.insert(0, os.path.realpath(cwd))
         roots: list[str] = []
         for root in chosen:
-            if root in roots or any(root.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
-                continue  # inside a folder already captured
-            if self.repo(root) is not None:
+            if any(_under(root, other) for other in chosen if other != root):
+                continue  # inside another folder captured: once, in the outer one
+            if root not in roots and self.repo(root) is not None:
                 roots.append(root)
         return roots
 
@@ -261,9 +266,11 @@ class Checkpoints:
                 number = await self.log.last(session)
             checkpoint = Checkpoint(session, number + 1, time.time(), reason, detail[:120],
                                     turn_id or self._turns.get(session), call_id, message_id=message_id, host=self.host)
-            if not await self._capture(session, roots, checkpoint) or not await self._save(checkpoint):
+            if not await self._capture(session, roots, checkpoint):
                 return None
-            self._numbers[session] = checkpoint.n
+            self._numbers[session] = checkpoint.n  # first: a save cut short must not give its number twice
+            if not await self._save(checkpoint):
+                return None
             if hold:
                 self._open.setdefault(session, []).append(checkpoint)
         return checkpoint
@@ -321,6 +328,11 @@ class Checkpoints:
                 if isinstance(exc, ShadowError) and exc.missing_git:  # said once; none is tried again
                     self.unavailable = str(exc)
                     self._say_once("git", f"Checkpoints are off: {exc}.")
+                    return False
+                if isinstance(exc, ShadowError) and exc.timed_out:  # not tried again before every call
+                    self._repos[root] = None
+                    self._say_once(root, f"Checkpoints are off for {root} from now on: {exc} (too big to capture; "
+                                         "checkpoints.enabled: false stops trying).")
                     return False
                 text = f"No checkpoint was taken of {root}: {exc}"
                 log.warning("%s", text)
@@ -393,7 +405,14 @@ class Checkpoints:
         later = [row for row in rows if row.n >= n]
         changes: dict[str, list[Change]] = {}
         skipped: dict[str, dict[str, int]] = {}
-        for root, commit in target.commits.items():
+        # Every folder the target or a later checkpoint holds (a strict session's working folder
+        # first appears with the model's own write_file): as the earliest of them has it.
+        commits: dict[str, str] = {}
+        plan_commits: dict[str, str] = {}
+        for row in later:
+            for root, commit in row.commits.items():
+                commits.setdefault(root, commit)
+        for root, commit in commits.items():
             repo = self.repo_for(root)
             big = {path: size for row in later for path, size in row.skipped.get(root, {}).items()}
             if files is not None:
@@ -410,13 +429,14 @@ class Checkpoints:
                 raise RollbackError(str(exc)) from None
             if found:
                 changes[root] = found
+                plan_commits[root] = commit
             touched = {path for row in later for path in row.changed.get(root, {})}
             left = {path: size for path, size in big.items() if files is None or path in touched}
             if left:
                 skipped[root] = left
         if files is not None and not changes:
             raise RollbackError(f"none of {', '.join(files)} differs from checkpoint {n} (or is in its folders)")
-        return RollbackPlan(target, changes, skipped, files_asked=files is not None)
+        return RollbackPlan(target, changes, skipped, files_asked=files is not None, commits=plan_commits)
 
     def check_here(self, checkpoint: Checkpoint) -> None:
         """Raise :class:`RollbackError` when ``checkpoint``'s snapshots are on another machine
@@ -438,15 +458,20 @@ class Checkpoints:
         roots = list(plan.changes) or list(target.commits)
         before = await self.begin(target.session, "rollback", f"rollback to {target.n}", roots=roots,
                                   message_id=message_id)
+        if before is None:  # it could not be undone: nothing is written
+            why = "checkpoints.enabled is false" if self.config.enabled is False else \
+                "; ".join(self.notes.get(target.session, [])[-1:]) or "it could not be taken"
+            raise RollbackError(f"no checkpoint could be taken first ({why}), so the rollback could not be undone; "
+                                "nothing was changed")
         problems: list[str] = []
         try:
             for root, changes in plan.changes.items():
-                problems += await asyncio.to_thread(self.repo_for(root).restore, target.commits[root], changes)
+                problems += await asyncio.to_thread(self.repo_for(root).restore, plan.commits[root], changes)
         finally:
             await self.end(before)
             await self.settle()  # the rollback's own changes are in its checkpoint's ledger now
         main = roots[0] if roots else None
-        names = [shown_path(root, c.path, main) for root, changes in plan.changes.items() for c in changes]
+        names = [shown(shown_path(root, c.path, main)) for root, changes in plan.changes.items() for c in changes]
         if names:  # the kernel hears of the newest rollback only: one note, not one per rollback
             self._rolled[target.session] = (
                 f"/rollback to checkpoint {target.n} changed {plural(len(names), 'file')} under this kernel: "
@@ -468,7 +493,10 @@ class RollbackError(Exception):
 
 def _inside(root: str, path: str, cwd: str | None) -> str | None:
     """``path`` (relative to ``cwd``, or absolute) as a path inside ``root``, or None."""
-    full = os.path.normpath(os.path.join(cwd or root, os.path.expanduser(path)))
+    joined = os.path.normpath(os.path.join(cwd or root, os.path.expanduser(path)))
+    # through a linked folder (the user's path to the project): the folder resolved, the name kept
+    full = os.path.join(os.path.realpath(os.path.dirname(joined)), os.path.basename(joined)) \
+        if os.path.basename(joined) else os.path.realpath(joined)
     real_root = root.rstrip(os.sep)
     if full == real_root:
         return "."

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import secrets
@@ -36,6 +37,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HEAD_REF = "refs/heads/checkpoints"
 """The newest snapshot; every snapshot's parent is the one before it, so all stay reachable."""
@@ -68,9 +70,10 @@ GIT_TIMEOUT = 120.0
 class ShadowError(Exception):
     """A git command failed, or git is missing: one line saying what and where."""
 
-    def __init__(self, text: str, *, missing_git: bool = False) -> None:
+    def __init__(self, text: str, *, missing_git: bool = False, timed_out: bool = False) -> None:
         super().__init__(text)
         self.missing_git = missing_git
+        self.timed_out = timed_out
 
 
 @dataclass
@@ -104,11 +107,21 @@ def repo_dir(home: Path, root: str) -> Path:
     return home / "checkpoints" / digest
 
 
+@functools.cache
+def git_program() -> str | None:
+    """git's absolute path, found on ``PATH``'s absolute folders only: git runs in the folder,
+    where a relative ``PATH`` entry (``.``, an empty one) would find a ``git`` a script put there."""
+    folders = [f for f in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(f)]
+    return shutil.which("git", path=os.pathsep.join(folders)) if folders else None
+
+
 def _git_env(git_dir: Path, root: str, index: Path | None = None) -> dict[str, str]:
     """Only what git needs: none of the user's ``GIT_*`` variables, none of their config."""
     env = {name: os.environ[name] for name in ("PATH", "HOME", "TMPDIR") if name in os.environ}
     env.update({
-        "GIT_DIR": str(git_dir), "GIT_WORK_TREE": root, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+        # GIT_COMMON_DIR: a `commondir` file planted in the repository cannot send git elsewhere
+        "GIT_DIR": str(git_dir), "GIT_COMMON_DIR": str(git_dir), "GIT_WORK_TREE": root,
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C",
         "GIT_AUTHOR_NAME": "hermes-tui", "GIT_AUTHOR_EMAIL": "checkpoints@hermes-tui",
         "GIT_COMMITTER_NAME": "hermes-tui", "GIT_COMMITTER_EMAIL": "checkpoints@hermes-tui",
@@ -118,6 +131,13 @@ def _git_env(git_dir: Path, root: str, index: Path | None = None) -> dict[str, s
     return env
 
 
+SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.sshCommand=false")
+"""Given on every command too: what would run a program, whatever a config file says."""
+
+RESTORE_BATCH = 256
+"""Files read from the object store at a time by a restore (their bytes are held meanwhile)."""
+
+
 class ShadowRepo:
     """The shadow repository of one folder.
 
@@ -125,7 +145,8 @@ class ShadowRepo:
         home: ``HERMES_HOME``.
         root: the folder (absolute).
         max_file_size: files larger than this many bytes are not captured (listed as skipped).
-        exclude: absolute paths never captured (``HERMES_HOME`` when it is inside the folder).
+        exclude: absolute paths never captured (``HERMES_HOME`` when it is inside the folder):
+            filtered here, not left to ignore rules a ``.gitignore`` in the folder could undo.
     """
 
     def __init__(self, home: Path, root: str, *, max_file_size: int, exclude: Iterable[str] = ()) -> None:
@@ -141,6 +162,8 @@ class ShadowRepo:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the repository (blocking): made and checked first."""
+        if not os.path.isdir(self.root):
+            raise ShadowError(f"{self.root} is not there any more (moved or deleted)")
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -162,13 +185,16 @@ class ShadowRepo:
         _write_if_changed(git_dir / "config", CONFIG)
         _write_if_changed(git_dir / "info" / "attributes", ATTRIBUTES)
         _write_if_changed(git_dir / "info" / "exclude", self._excludes_text())
-        for stale in ("index.lock", "HEAD.lock", f"{HEAD_REF}.lock", "packed-refs.lock"):
+        for stale in ("index.lock", "HEAD.lock", f"{HEAD_REF}.lock", "packed-refs.lock", "commondir"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(git_dir / stale)
 
     def _excludes_text(self) -> str:
-        lines = ["# written by hermes-tui: never captured"] + ["/" + _escape(p) for p in self._exclude]
-        lines += ["/" + _escape(p) for p in sorted(self._big())]
+        # A name with a line break cannot be one pattern (it would be two): such a file stays out
+        # of the index by being left out of every list instead.
+        names = [*self._exclude, *sorted(self._big())]
+        lines = ["# written by hermes-tui: never captured"]
+        lines += ["/" + _escape(p) for p in names if "\n" not in p and "\r" not in p]
         return "\n".join(lines) + "\n"
 
     def _big(self) -> set[str]:
@@ -184,21 +210,26 @@ class ShadowRepo:
         os.replace(tmp, self.dir / "big")
         _write_if_changed(self.git_dir / "info" / "exclude", self._excludes_text())
 
-    def _git(self, *args: str, stdin: bytes | None = None, index: Path | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+    def _never(self, path: str) -> bool:
+        """``path`` is one of the excluded folders or inside one (``HERMES_HOME``)."""
+        return any(path == ex or path.startswith(ex + "/") for ex in self._exclude)
+
+    def _git(self, *args: str, stdin: bytes | None = None, index: Path | None = None, ok: tuple[int, ...] = (0,),
+             out: Any = subprocess.PIPE) -> bytes:
+        git = git_program()
+        if git is None:
+            raise ShadowError("checkpoints need git, which is not installed (apt-get install git)", missing_git=True)
         try:
-            done = subprocess.run(["git", *args], input=stdin, capture_output=True, timeout=GIT_TIMEOUT,
-                                  env=_git_env(self.git_dir, self.root, index), cwd=self.root)
-        except FileNotFoundError:
-            raise ShadowError("checkpoints need git, which is not installed (apt-get install git)",
-                              missing_git=True) from None
+            done = subprocess.run([git, *SAFE_CONFIG, *args], input=stdin, stdout=out, stderr=subprocess.PIPE,
+                                  timeout=GIT_TIMEOUT, env=_git_env(self.git_dir, self.root, index), cwd=self.root)
         except subprocess.TimeoutExpired:
-            raise ShadowError(f"git {args[0]} took over {GIT_TIMEOUT:.0f} s in {self.root}") from None
+            raise ShadowError(f"git {args[0]} took over {GIT_TIMEOUT:.0f} s in {self.root}", timed_out=True) from None
         except OSError as exc:
-            raise ShadowError(f"git {args[0]} could not run in {self.root}: {exc}") from None
+            raise ShadowError(f"git {args[0]} could not run in {self.root}: {exc.strerror or exc}") from None
         if done.returncode not in ok:
             said = done.stderr.decode("utf-8", "replace").strip().splitlines()
             raise ShadowError(f"git {args[0]} failed in {self.root}: {said[-1] if said else f'exit {done.returncode}'}")
-        return done.stdout
+        return done.stdout or b""
 
     def head(self) -> str | None:
         """The newest snapshot's commit, or None before the first. Call while locked: the ref
@@ -228,37 +259,37 @@ class ShadowRepo:
     def _snapshot(self, message: str) -> Snapshot:
         head = self.head()
         big_before = self._big()
-        still = self._still_big(big_before)
+        still = self._over(big_before)
         freed = big_before - set(still)  # skipped before, under the cap now: captured from now on
-        paths = self._status() if head is not None else None
+        paths = self._status() if head is not None else self._untracked()
         if head is not None and not paths and not freed:
-            return Snapshot(head, skipped=still)
-        skipped = {**still, **self._over_cap(paths)}
-        if set(skipped) != big_before:
-            self._set_big(set(skipped))
-        if paths is not None:
-            paths += sorted(freed - set(paths))
-        if not self._stage(paths, set(skipped)) and head is not None:
-            return Snapshot(head, skipped=skipped)  # only files over the cap changed
+            return Snapshot(head)
+        new_big = self._over(paths)  # the files over the cap among those that changed: said
+        if set(still) | set(new_big) != big_before:
+            self._set_big(set(still) | set(new_big))
+        paths += sorted(freed - set(paths))
+        if not self._stage(paths, set(still) | set(new_big)) and head is not None:
+            return Snapshot(head, skipped=new_big)  # only files over the cap changed
         tree = self._git("write-tree").decode().strip()
         parent = ("-p", head) if head else ()
         commit = self._git("commit-tree", tree, *parent, "-m", message or "snapshot").decode().strip()
         self._set_head(commit)
-        changed = [p for p in paths if p not in skipped] if paths is not None else []
-        return Snapshot(commit, parent=head, changed=changed, skipped=skipped)
+        changed = [p for p in paths if p not in new_big and p not in still] if head is not None else []
+        return Snapshot(commit, parent=head, changed=changed, skipped=new_big)
 
-    def _status(self) -> list[str]:
-        """Paths that differ from the last snapshot (the index), untracked ones included."""
+    def _status(self, index: Path | None = None) -> list[str]:
+        """Paths that differ from the last snapshot (the index), untracked ones included; not
+        the excluded folders, not a repository of its own inside the folder (``sub/``)."""
         out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                        "--ignore-submodules=all")
-        return [entry[3:].decode("utf-8", "surrogateescape") for entry in out.split(b"\0") if len(entry) > 3]
+                        "--ignore-submodules=all", index=index)
+        paths = (entry[3:].decode("utf-8", "surrogateescape") for entry in out.split(b"\0") if len(entry) > 3)
+        return [p for p in paths if not p.endswith("/") and not self._never(p)]
 
-    def _still_big(self, big: set[str]) -> dict[str, int]:
-        """Of the files skipped before, those still over the cap (the others are captured now)."""
-        return self._over(big)
-
-    def _over_cap(self, paths: list[str] | None) -> dict[str, int]:
-        return self._walk_big() if paths is None else self._over(paths)  # None: the first snapshot, all new
+    def _untracked(self) -> list[str]:
+        """Every file of the folder git would capture (the first snapshot: all are new)."""
+        out = self._git("ls-files", "-z", "--others", "--exclude-standard")
+        paths = (p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
+        return [p for p in paths if not p.endswith("/") and not self._never(p)]
 
     def _over(self, paths: Iterable[str]) -> dict[str, int]:
         """Of ``paths``, the regular files over the cap, with their sizes."""
@@ -269,17 +300,6 @@ class ShadowRepo:
                 sizes[path] = size
         return sizes
 
-    def _walk_big(self) -> dict[str, int]:
-        return self._over(self._walk())
-
-    def _walk(self) -> Iterator[str]:
-        """Every file of the folder (not ``.git``, not what is never captured), relative."""
-        skip = set(self._exclude)
-        for folder, dirs, files in os.walk(self.root):
-            rel_folder = os.path.relpath(folder, self.root)
-            dirs[:] = [d for d in dirs if d != ".git" and _join(rel_folder, d) not in skip]
-            yield from (_join(rel_folder, name) for name in files)
-
     def _size(self, rel: str) -> int | None:
         try:
             st = os.lstat(os.path.join(self.root, rel))
@@ -287,30 +307,27 @@ class ShadowRepo:
             return None
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
-    def _stage(self, paths: list[str] | None, big: set[str], index: Path | None = None) -> bool:
-        """Bring the index to the folder as it is: ``paths`` only (all when None); files over the
-        cap are taken out of it (not captured, never restored or removed by a rollback). True
-        if anything was staged."""
-        tracked_big = [p for p in big if (paths is None or p in paths)]
+    def _stage(self, paths: list[str], big: set[str], index: Path | None = None) -> bool:
+        """Bring the index to the folder as it is for ``paths``; files over the cap are taken
+        out of it (not captured, never restored or removed by a rollback). True if anything
+        was staged."""
+        tracked_big = [p for p in paths if p in big]
         if tracked_big:
             self._git("rm", "--cached", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
                       stdin=_nul(tracked_big), index=index)
-        if paths is None:
-            self._git("add", "-A", index=index)
-            return True
         rest = [p for p in paths if p not in big]
         if not rest:
             return bool(tracked_big)
         # A file whose folder became a link is gone as far as the folder is concerned.
-        gone = [p for p in rest if self._beyond_link(p)]
+        gone = {p for p in rest if self._beyond_link(p)}
         if gone:
-            self._git("update-index", "--force-remove", "-z", "--stdin", stdin=_nul(gone) + b"\0", index=index)
-            rest = [p for p in rest if p not in set(gone)]
+            self._git("update-index", "--force-remove", "-z", "--stdin", stdin=_nul(sorted(gone)) + b"\0", index=index)
+            rest = [p for p in rest if p not in gone]
         if not rest:
             return True
         try:  # the paths git status named: update only them (a third of `git add`'s time)
             self._git("update-index", "--add", "--remove", "-z", "--stdin", stdin=_nul(rest) + b"\0", index=index)
-        except ShadowError:  # a repository of its own, a file we may not read: as git add sees them
+        except ShadowError:  # a file we may not read: the others as git add sees them
             self._git("add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
                       stdin=_nul(rest), index=index, ok=(0, 1))
         return True
@@ -350,36 +367,43 @@ class ShadowRepo:
         try:
             with contextlib.suppress(FileNotFoundError):
                 shutil.copyfile(self.git_dir / "index", private)
-            big = set(self._still_big(self._big()))
-            self._stage(None, big, index=private)
+            paths = self._status(index=private) if self.head() is not None else self._untracked()
+            self._stage(paths, self._big() | set(self._over(paths)), index=private)
             return self._git("write-tree", index=private).decode().strip()
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(private)
 
-    def diff(self, commit: str, *, paths: Iterable[str] = ()) -> str:
-        """The unified diff from ``commit`` to the folder as it is now (blocking)."""
+    def diff(self, commit: str, handle: Any) -> None:
+        """Write the unified diff from ``commit`` to the folder as it is now to ``handle`` (a
+        binary file: streamed by git itself, never held whole here). Blocking."""
         with self.locked():
             now = self.tree_now()
-            return self._git("diff-tree", "-r", "-p", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
-                             commit, now, "--", *paths).decode("utf-8", "replace")
+            handle.flush()
+            self._git("diff-tree", "-r", "-p", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
+                      commit, now, out=handle)
 
     def changes(self, commit: str, paths: Iterable[str] | None) -> list[Change]:
-        """What restoring ``paths`` (all when None) to ``commit`` would write or remove, in
-        path order (blocking)."""
+        """What restoring ``paths`` (all when None; a folder means what is in it) to ``commit``
+        would write or remove, in path order (blocking)."""
         with self.locked():
             return self._changes(commit, self.tree_now(), paths)
 
     def _changes(self, commit: str, now: str, paths: Iterable[str] | None) -> list[Change]:
-        chosen = list(paths) if paths is not None else []
-        if paths is not None and not chosen:
+        # The whole difference, filtered here: a pathspec per path would not fit on a command
+        # line for a ledger of thousands.
+        wanted = None if paths is None else set(paths)
+        if wanted is not None and not wanted:
             return []
-        out = self._git("diff-tree", "-r", "-z", "--name-status", "--no-renames", commit, now,
-                        *(("--", *chosen) if chosen else ()))
+        out = self._git("diff-tree", "-r", "-z", "--name-status", "--no-renames", commit, now)
         parts = [p for p in out.split(b"\0") if p]
         actions = {"M": "restore", "T": "restore", "A": "delete", "D": "recreate"}
-        found = [Change(parts[i + 1].decode("utf-8", "surrogateescape"), actions.get(parts[i].decode()[:1], "restore"))
-                 for i in range(0, len(parts) - 1, 2)]
+        found = []
+        for i in range(0, len(parts) - 1, 2):
+            path = parts[i + 1].decode("utf-8", "surrogateescape")
+            if self._never(path) or (wanted is not None and not _chosen(path, wanted)):
+                continue
+            found.append(Change(path, actions.get(parts[i].decode()[:1], "restore")))
         return sorted(found, key=lambda c: c.path)
 
     def restore(self, commit: str, changes: list[Change]) -> list[str]:
@@ -388,37 +412,43 @@ class ShadowRepo:
         through folder descriptors opened without following links: a link planted where a
         folder was is removed, never written through."""
         problems: list[str] = []
+        changes = [c for c in changes if not self._never(c.path)]
         with self.locked():
-            wanted = [c.path for c in changes if c.action != "delete"]
-            entries = self._entries(commit, wanted)
-            blobs = self._blobs([entries[p][1] for p in wanted if p in entries])
+            entries = self._entries(commit, {c.path for c in changes if c.action != "delete"})
             kept_dirs: set[str] | None = None
-            for change in sorted(changes, key=lambda c: (c.action != "delete", c.path)):
+            for change in (c for c in changes if c.action == "delete"):
                 try:
-                    if change.action == "delete":
-                        _remove(self.root, change.path)
-                        if kept_dirs is None:
-                            kept_dirs = self._dirs(commit)
-                        _prune_parents(self.root, change.path, kept_dirs)
-                    elif change.path in entries:
-                        mode, blob = entries[change.path]
-                        _put(self.root, change.path, mode, blobs[blob])
+                    _remove(self.root, change.path)
+                    if kept_dirs is None:
+                        kept_dirs = self._dirs(commit)
+                    _prune_parents(self.root, change.path, kept_dirs)
                 except OSError as exc:
                     problems.append(f"{change.path}: {exc.strerror or exc}")
+            writes = [c for c in changes if c.action != "delete" and c.path in entries]
+            for start in range(0, len(writes), RESTORE_BATCH):  # a batch's bytes at a time, never all
+                batch = writes[start:start + RESTORE_BATCH]
+                blobs = self._blobs(sorted({entries[c.path][1] for c in batch}))
+                for change in batch:
+                    mode, blob = entries[change.path]
+                    try:
+                        _put(self.root, change.path, mode, blobs[blob])
+                    except OSError as exc:
+                        problems.append(f"{change.path}: {exc.strerror or exc}")
         return problems
 
-    def _entries(self, commit: str, paths: list[str]) -> dict[str, tuple[str, str]]:
+    def _entries(self, commit: str, paths: set[str]) -> dict[str, tuple[str, str]]:
         if not paths:
             return {}
-        out = self._git("ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths)
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", commit)
         entries = {}
         for item in out.split(b"\0"):
             if not item:
                 continue
-            meta, path = item.split(b"\t", 1)
+            meta, raw = item.split(b"\t", 1)
+            path = raw.decode("utf-8", "surrogateescape")
             mode, kind, blob = meta.decode().split(" ")
-            if kind == "blob":
-                entries[path.decode("utf-8", "surrogateescape")] = (mode, blob)
+            if kind == "blob" and path in paths:
+                entries[path] = (mode, blob)
         return entries
 
     def _blobs(self, ids: list[str]) -> dict[str, bytes]:
@@ -427,8 +457,11 @@ class ShadowRepo:
         out = self._git("cat-file", "--batch", stdin="".join(i + "\n" for i in ids).encode())
         blobs, at = {}, 0
         for blob in ids:
-            end = out.index(b"\n", at)
-            header = out[at:end].split(b" ")
+            end = out.find(b"\n", at)
+            header = out[at:end].split(b" ") if end >= 0 else [b"missing"]
+            if len(header) != 3 or header[1] != b"blob":
+                raise ShadowError(f"the checkpoint's copy of a file ({blob[:12]}) is missing from "
+                                  f"{self.git_dir}: the shadow repository is damaged")
             size = int(header[2])
             blobs[blob] = out[end + 1:end + 1 + size]
             at = end + 1 + size + 1
@@ -443,6 +476,18 @@ class ShadowRepo:
         with self.locked():
             out = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
         return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def _chosen(path: str, wanted: set[str]) -> bool:
+    """``path`` is one of ``wanted`` or inside one of them (``.``: everything)."""
+    if path in wanted or "." in wanted:
+        return True
+    parent = path.rpartition("/")[0]
+    while parent:
+        if parent in wanted:
+            return True
+        parent = parent.rpartition("/")[0]
+    return False
 
 
 # -- writing into the folder without following links ---------------------------------------
@@ -481,9 +526,13 @@ def _put(root: str, rel: str, mode: str, data: bytes) -> None:
     assert opened is not None
     fd, name = opened
     try:
+        keep = None
         with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+            st = os.lstat(name, dir_fd=fd)
+            if stat.S_ISDIR(st.st_mode):
                 os.rmdir(name, dir_fd=fd)  # a folder made after, now empty; one with files stays (an error)
+            elif stat.S_ISREG(st.st_mode):
+                keep = st.st_mode & 0o777  # a private file (0600) stays private; git keeps only the x bit
         tmp = f".{name[:40]}.hermes-restore.{secrets.token_hex(4)}"
         if mode == "120000":
             os.symlink(data.decode("utf-8", "surrogateescape"), tmp, dir_fd=fd)
@@ -491,6 +540,9 @@ def _put(root: str, rel: str, mode: str, data: bytes) -> None:
             out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                           0o777 if mode == "100755" else 0o666, dir_fd=fd)
             try:
+                if keep is not None:
+                    executable = keep | ((keep & 0o444) >> 2) if mode == "100755" else keep & ~0o111
+                    os.fchmod(out, executable)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(out, view):]
