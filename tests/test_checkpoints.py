@@ -458,3 +458,26 @@ def test_a_private_file_stays_private_and_a_nested_repository_is_left_alone(tmp_
     assert [(c.path, c.action) for c in changes] == [(".env", "restore")]
     assert repo.restore(first.commit, changes) == []
     assert secret.read_text() == "TOKEN=1\n" and (secret.stat().st_mode & 0o777) == 0o600
+
+
+async def test_a_store_that_fails_never_stops_the_call(tmp_path: Path) -> None:
+    class Down:
+        async def last(self, session: str) -> int:
+            raise ConnectionError("the server is down")
+
+        async def save(self, checkpoint, keep: int) -> None:
+            raise ConnectionError("the server is down")
+
+        async def all(self, session: str) -> list:
+            return []
+
+    book = Checkpoints(parse_config("").checkpoints, tmp_path / "home")
+    book.log = Down()
+    book.sessions.add("s")
+    (tmp_path / "w").mkdir()
+    assert await book.begin("s", "execute_code", cwd=str(tmp_path / "w")) is None
+    book._numbers["s"] = 4  # the number is known: the save is what fails
+    assert await book.begin("s", "execute_code", cwd=str(tmp_path / "w")) is None
+    notes = " ".join(book.take_notes("s"))
+    assert "could not be read (ConnectionError: the server is down)" in notes
+    assert "Checkpoint 5 could not be stored (ConnectionError: the server is down)" in notes

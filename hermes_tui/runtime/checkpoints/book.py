@@ -263,7 +263,12 @@ class Checkpoints:
         async with self._lock(session):
             number = self._numbers.get(session)
             if number is None:
-                number = await self.log.last(session)
+                try:
+                    number = await self.log.last(session)
+                except Exception as exc:  # the store's failure (a shared server down) never stops the call
+                    self.notes.setdefault(session, []).append(
+                        f"No checkpoint was taken: the sessions store could not be read ({type(exc).__name__}: {exc}).")
+                    return None
             checkpoint = Checkpoint(session, number + 1, time.time(), reason, detail[:120],
                                     turn_id or self._turns.get(session), call_id, message_id=message_id, host=self.host)
             if not await self._capture(session, roots, checkpoint):
