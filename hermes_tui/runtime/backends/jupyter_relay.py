@@ -56,7 +56,10 @@ MAX_MESSAGE = 256 << 20
 """The largest WebSocket message taken from a gateway (a tool request is at most 64 MiB, a file
 operation's answer 64 MiB in base64): a bigger one drops the connection rather than be held."""
 IDLE_GRACE = 3.0
-"""Seconds a request's idle status is waited for once its reply came (output comes before both)."""
+"""Seconds a request's idle status is waited for once its reply came, or its reply once its idle
+status came, after the WebSocket dropped and came back (what was on the wire then is lost).
+Without a reconnect nothing is lost: both are waited for, however late one is (the shell and
+iopub channels are separate sockets; on a loaded machine the reply can trail by seconds)."""
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MODULES = ("__hermes_jupyter__", "__hermes_remote__", "__hermes_driver__")
 
@@ -326,6 +329,8 @@ class Pending:
         self.request = request
         self.reply: dict[str, Any] | None = None
         self.idle = False
+        self.reconnects = 0
+        """The transport's reconnect count when it was sent."""
 
 
 class Relay:
@@ -425,6 +430,10 @@ class Relay:
         if self.running is not None:
             _write_all(1, b"\n[hermes-tui: the connection to the Jupyter gateway dropped and was restored; "
                           b"output sent at that moment may be missing]\n")
+        loop = asyncio.get_running_loop()
+        for parent, pending in list(self.pending.items()):  # half answered: the other half may be lost
+            if (pending.reply is None) != (not pending.idle):
+                loop.call_later(IDLE_GRACE, self._late_idle, parent)
 
     async def execute(self, kind: str, request: dict[str, Any], code: str, *, silent: bool,
                       expressions: dict[str, str], stdin: bool = False) -> Pending:
@@ -432,6 +441,7 @@ class Relay:
             "code": code, "silent": silent, "store_history": False, "user_expressions": expressions,
             "allow_stdin": stdin, "stop_on_error": False})
         pending = self.pending[message["header"]["msg_id"]] = Pending(kind, request)
+        pending.reconnects = self._reconnects()
         if kind == "exec":  # before the send: its reply may be handled before the send returns
             self.running = pending
             self.generation += 1
@@ -478,7 +488,8 @@ class Relay:
 
     async def _ready_kernel_info(self) -> None:
         message = self.transport.session().msg("kernel_info_request", {})
-        self.pending[message["header"]["msg_id"]] = Pending("info", {})
+        pending = self.pending[message["header"]["msg_id"]] = Pending("info", {})
+        pending.reconnects = self._reconnects()
         await self.transport.send("shell", message)
 
     def expression(self, pending: Pending, name: str) -> Any:
@@ -569,12 +580,12 @@ class Relay:
             return []
         if channel == "shell" and kind and kind.endswith("_reply"):
             pending.reply = content
-            if not pending.idle:  # its idle status may be lost (a dropped WebSocket): not waited for long
+            if not pending.idle and self._dropped_since(pending):  # its idle status may be lost
                 asyncio.get_running_loop().call_later(IDLE_GRACE, self._late_idle, str(parent))
         elif channel == "iopub":
             if kind == "status" and content.get("execution_state") == "idle":
                 pending.idle = True
-                if pending.reply is None:  # its reply may be lost (a dropped WebSocket): not waited for long
+                if pending.reply is None and self._dropped_since(pending):  # its reply may be lost
                     asyncio.get_running_loop().call_later(IDLE_GRACE, self._late_idle, str(parent))
             elif pending.kind == "exec":
                 self.output(kind or "", content)
@@ -585,6 +596,13 @@ class Relay:
             del self.pending[str(parent)]
             return [pending]
         return []
+
+    def _reconnects(self) -> int:
+        return int(getattr(self.transport, "reconnects", 0))
+
+    def _dropped_since(self, pending: Pending) -> bool:
+        """The WebSocket dropped (and came back) since ``pending`` was sent."""
+        return self._reconnects() > pending.reconnects
 
     def _late_idle(self, parent: str) -> None:
         pending = self.pending.get(parent)
