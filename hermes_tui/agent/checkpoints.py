@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections import Counter
-from pathlib import Path
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
 
 from hermes_tui.base.text import shown
 from hermes_tui.base.units import plural
@@ -24,11 +26,19 @@ from hermes_tui.storage import checkpoints as cdb
 from hermes_tui.storage.writer import SessionStore
 
 
+class Store(Protocol):
+    """What runs the store's statements: a :class:`SessionStore` (its writer thread), or a
+    connection a shell command opened (``cli/checkpoints_cmd.py``)."""
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(db, *args)`` on the store, once committed."""
+
+
 class StoreLog:
     """The sessions store as the runtime's checkpoint log: each checkpoint is committed before
     the call it precedes runs."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: Store | SessionStore) -> None:
         self.store = store
 
     async def last(self, session: str) -> int:
@@ -132,7 +142,8 @@ class RollbackDone:
         return out
 
 
-async def rollback(book: Checkpoints, store: SessionStore, plan: RollbackPlan, *, conversation: bool) -> RollbackDone:
+async def rollback(book: Checkpoints, store: Store | SessionStore, plan: RollbackPlan, *,
+                   conversation: bool) -> RollbackDone:
     """Do ``plan`` (its question was answered yes): the files, then, with ``conversation``, the
     conversation rewound to before the checkpoint's turn."""
     session = plan.target.session

@@ -13,15 +13,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.agent.checkpoints import RollbackDone, listing, question, write_diff
+from hermes_tui.agent.checkpoints import StoreLog, listing, question, rollback, write_diff
 from hermes_tui.base.paths import hermes_home
 from hermes_tui.base.text import shown
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 from hermes_tui.cli.sessions_cmd import _database, _find, refuse_if_driven
 from hermes_tui.config import Config
-from hermes_tui.runtime.checkpoints.book import Checkpoint, Checkpoints, RollbackError
+from hermes_tui.runtime.checkpoints.book import Checkpoints, RollbackError
 from hermes_tui.runtime.checkpoints.shadow import ShadowError
-from hermes_tui.storage import checkpoints as cdb
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,25 +52,19 @@ def _number(text: str) -> int:
     return int(text)
 
 
-class _DirectLog:
-    """The store, opened here, as the checkpoints' log."""
+class _Direct:
+    """The store opened here, run as the app runs its sessions store (``call``)."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
-    async def last(self, session: str) -> int:
-        return cdb.last_checkpoint(self.conn, session)
-
-    async def save(self, checkpoint: Checkpoint, keep: int) -> None:
-        cdb.save_checkpoint(self.conn, checkpoint.as_json(), keep)
-
-    async def all(self, session: str) -> list[Checkpoint]:
-        return [Checkpoint.from_json(row) for row in cdb.checkpoints_of(self.conn, session)]
+    async def call(self, fn: Any, *args: Any) -> Any:
+        return fn(self.conn, *args)
 
 
 def _book(config: Config, conn: Any, session: str) -> Checkpoints:
     book = Checkpoints(config.checkpoints, hermes_home(), host=socket.gethostname())
-    book.log = _DirectLog(conn)
+    book.log = StoreLog(_Direct(conn))
     book.sessions.add(session)  # a rollback's own checkpoint is one of the session's
     return book
 
@@ -141,15 +134,10 @@ def _rollback(args: argparse.Namespace, book: Checkpoints, conn: Any, session: s
         if answer.strip().lower() not in ("y", "yes"):
             print("left as it is")
             return EXIT_OK
-    message_id = cdb.last_message_id(conn, session)
     try:
-        before, problems = asyncio.run(book.rollback(plan, message_id=message_id))
+        done = asyncio.run(rollback(book, _Direct(conn), plan, conversation=args.conversation))
     except (RollbackError, ShadowError) as exc:
         raise UsageError(f"rollback {args.n}: {exc}") from None
-    done = RollbackDone(plan, before, problems)
-    if args.conversation:
-        keep = cdb.rewind_point(conn, session, plan.target.turn_id, plan.target.message_id)
-        done.rewound = cdb.rewind_messages(conn, session, keep, before.n if before else 0, plan.target.n)
     for line in done.notes():
         print(shown(line, one_line=False))
-    return EXIT_FAILED if problems else EXIT_OK
+    return EXIT_FAILED if done.problems else EXIT_OK

@@ -218,9 +218,11 @@ class Checkpoints:
     def repo(self, root: str) -> ShadowRepo | None:
         """The shadow repository of ``root``, or None when checkpoints are off for it."""
         if root not in self._repos:
-            self._repos[root] = ShadowRepo(self.home, root, max_file_size=self.config.file_cap,
-                                           exclude=[str(self.home)]) if self._wanted(root) else None
+            self._repos[root] = self._shadow(root) if self._wanted(root) else None
         return self._repos[root]
+
+    def _shadow(self, root: str) -> ShadowRepo:
+        return ShadowRepo(self.home, root, max_file_size=self.config.file_cap, exclude=[str(self.home)])
 
     def _wanted(self, root: str) -> bool:
         if not os.path.isdir(root) or root == os.path.realpath(self.home):
@@ -453,8 +455,7 @@ class Checkpoints:
     def repo_for(self, root: str) -> ShadowRepo:
         """The repository a stored checkpoint of ``root`` is in (even where auto would be off now)."""
         repo = self._repos.get(root)
-        return repo if repo is not None else ShadowRepo(self.home, root, max_file_size=self.config.file_cap,
-                                                        exclude=[str(self.home)])
+        return repo if repo is not None else self._shadow(root)
 
     async def rollback(self, plan: RollbackPlan, message_id: int | None = None) -> tuple[Checkpoint | None, list[str]]:
         """Do ``plan``: a checkpoint first (so the rollback can itself be undone), then the files.
