@@ -85,7 +85,8 @@ async def test_modes(hermes_home: Path, tmp_path: Path, mode: str, command: str,
         assert bool(approver.asked) == asked
         if asked and command.startswith("rm"):
             request = approver.asked[0]
-            assert request.reasons == ["deletes recursively or by force (rm -r / -f)"]
+            judged = ["the approval judge escalated it to you: no approval judge is configured (auxiliary.approval)"]
+            assert request.reasons == ["deletes recursively or by force (rm -r / -f)", *(judged if mode == "smart" else [])]
             assert request.choices == ["once", "session", "deny"]  # flagged: no "always"
             assert request.always_rule is None
     finally:

@@ -50,9 +50,12 @@ def test_reads_hermes_home_config_and_keeps_unknown_keys(hermes_home: Path) -> N
 
 def test_bare_off_in_yaml_means_approvals_off() -> None:
     assert parse_config("approvals:\n  mode: off\n").approvals.mode == "off"
-    # Hermes Agent's `smart` (an auxiliary model judges) works here as `manual`.
+    # Hermes Agent's `smart` (an auxiliary model judges) is read as it is (issue 37); its
+    # cron_mode is not read: approvals.unattended keeps today's pause.
     hermes = parse_config("approvals:\n  mode: smart\n  timeout: 300\n  cron_mode: deny\n")
-    assert hermes.approvals.mode == "manual" and hermes.approvals.timeout == 300
+    assert hermes.approvals.mode == "smart" and hermes.approvals.timeout == 300
+    assert hermes.approvals.unattended == "pause"
+    assert parse_config("approvals:\n  unattended: Approve_Safe\n").approvals.unattended == "approve-safe"
     assert parse_config("approvals:\n  mode: dangerous\n").approvals.mode == "manual"
     assert parse_config("approvals:\n  mode: Strict\n").approvals.mode == "strict"
     with pytest.raises(ConfigError, match="approvals.mode = True is not allowed"):
@@ -73,7 +76,7 @@ def test_empty_sections_and_bare_model_name() -> None:
         ("code_execution:\n  timeout: -5\n", "code_execution.timeout = -5 is not allowed: must be greater than 0"),
         ("code_execution:\n  mode: fast\n", "code_execution.mode = 'fast' is not allowed: must be 'project' or 'strict'"),
         ("code_execution:\n  max_session_kernels: two\n", "code_execution.max_session_kernels = 'two' is not allowed"),
-        ("approvals:\n  mode: sometimes\n", "approvals.mode = 'sometimes' is not allowed: must be 'strict', 'manual' or 'off'"),
+        ("approvals:\n  mode: sometimes\n", "approvals.mode = 'sometimes' is not allowed: must be 'strict', 'manual', 'smart' or 'off'"),
         ("terminal:\n  env_passthrough: GITHUB_TOKEN\n", "terminal.env_passthrough = 'GITHUB_TOKEN' is not allowed: must be a list"),
         ("code_execution: 5\n", "code_execution = 5 is not allowed: must be a mapping of keys"),
         ("- a\n- b\n", "the top level must be a mapping of keys, got a list"),

@@ -130,10 +130,8 @@ def test_unknown_keys_in_our_sections_get_a_notice_with_a_suggestion() -> None:
 
 
 def test_renamed_modes_give_notices() -> None:
-    smart = parse_config("approvals:\n  mode: smart\n  deny: ['git push *']\n")
-    assert smart.approvals.mode == "manual" and smart.approvals.deny == ["git push *"]
-    assert smart.notices == ["approvals.mode smart is read as manual: flagged commands ask; model-judged approvals "
-                             "are not built in hermes-tui"]
+    smart = parse_config("approvals:\n  mode: smart\n  deny: ['git push *']\n")  # built since issue 37: no notice
+    assert smart.approvals.mode == "smart" and smart.approvals.deny == ["git push *"] and smart.notices == []
     assert parse_config("approvals:\n  mode: Dangerous\n").notices == [
         "approvals.mode dangerous is now called manual (flagged commands ask); it reads the same"]
     camel = parse_config("providers:\n  lab:\n    baseUrl: http://127.0.0.1:9/v1\n")
@@ -301,9 +299,10 @@ def test_exec_prints_each_notice_once_and_runs(hermes_home: Path, tmp_path: Path
     done = run_cli("exec", "-", stdin="print('ran')\n")
     assert done.returncode == 0 and done.stdout == "ran\n"
     lines = done.stderr.splitlines()
-    assert lines == ["hermes-tui: notice: approvals.mode smart is read as manual: flagged commands ask; "
-                     "model-judged approvals are not built in hermes-tui",
-                     "hermes-tui: notice: unknown config key code_execution.timout (ignored): did you mean timeout?"]
+    assert lines == ["hermes-tui: notice: unknown config key code_execution.timout (ignored): did you mean timeout?",
+                     "hermes-tui: approvals.mode is smart but the approval judge cannot be used (auxiliary.approval."
+                     "provider is auto but no main model is configured: set model.provider and model.default, or "
+                     "auxiliary.approval.provider and .model): flagged commands ask you, as in manual"]
 
 
 # -- doctor -----------------------------------------------------------------------------------

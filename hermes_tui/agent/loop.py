@@ -525,6 +525,38 @@ class Agent:
             self._current.spent += usage.cost_usd or 0.0
         self.listener(UsageUpdated(self._current.id if self._current else "", None, self.totals))
 
+    def judge_refusal(self, estimate: float) -> str | None:
+        """Why this session's ceilings leave no room for an approval judge's call estimated at
+        ``estimate`` dollars (None: they do, or there is none)."""
+        owner = self.root
+        if not owner.budget.active:
+            return None
+        current = owner._current
+        refused = owner.budget.refuse(owner.totals.cost_usd + owner.reserved,
+                                      (current.spent if current else 0.0) + owner.reserved, estimate)
+        # The notice's first sentence says which ceiling and by how much; how to go on is the turn's.
+        return None if refused is None else "the cost ceiling is reached: " + refused.split(". ", 1)[0] \
+            .removeprefix("Budget reached: ").replace("the next model call", "the judge's call")
+
+    async def charge_judge(self, usage: CallUsage) -> None:
+        """An approval judge's call (``approvals.mode: smart``): stored in this session's usage,
+        under the turn it judged for, and counted under its ceilings."""
+        owner = self.root
+        turn = owner._current.id if owner._current is not None else None
+        await self.store.call(db.add_usage, owner.session_id, turn, None, {
+            "provider": usage.provider, "model": usage.model, "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd, "cost_source": usage.cost_source,
+            "estimated": int(usage.estimated), "latency_s": usage.latency_s})
+        owner.absorb(usage)
+
+    def intent(self) -> str | None:
+        """What the person asked in the turn under way (None for an injected turn: its words
+        are not the person's)."""
+        turn = self.root._current
+        if turn is None or turn.origin == "injected":
+            return None
+        return turn.text
+
     async def _account(self, turn: _Turn, reply_id: int, usage: CallUsage, sent_chars: int) -> None:
         """Store a call's usage with its reply, count it, and tell the front end. A sub-agent's
         is stored in its parent's session, under the parent's turn: a turn's cost includes its

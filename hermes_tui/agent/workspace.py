@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hermes_tui.storage import sessions as db
 from hermes_tui.storage.opening import host_name
@@ -24,7 +25,11 @@ from hermes_tui.agent.approvals import ApprovalRecorder
 from hermes_tui.agent.budget import Budget
 from hermes_tui.agent.events import Listener, NoticeLevel
 from hermes_tui.agent.loop import Agent
+from hermes_tui.agent.judge import ApprovalJudge, judge_settings
+from hermes_tui.agent.models.keys import ProviderError
 from hermes_tui.agent.models.providers import ProviderSettings
+from hermes_tui.agent.usage import CallUsage
+from hermes_tui.runtime.session_names import parent_session
 from hermes_tui.agent.restore import LoadedSession
 from hermes_tui.config import Config
 from hermes_tui.agent.inject import Answerer, InjectServer
@@ -112,6 +117,9 @@ class Workspace:
                                approver=self.approvals)
         if answers is not None:
             answers.audit = self.runtime.gate.audit
+        self.judge, self.judge_problem = make_judge(config, home, settings, charge=self._charge_judge,
+                                                    room=self._judge_room, intent=self._intent)
+        self.runtime.gate.judge = self.judge
         self.store: SessionStore | None = None
         self.agent: Agent | None = None
         self._inject: InjectServer | None = None
@@ -219,11 +227,31 @@ class Workspace:
             await agent.set_budget(self.max_cost)
             agent.budget.session_setting = "--max-cost"
         self.agent = agent
+        if self.judge_problem:
+            notes.append((self.judge_problem, "warning"))
         if self.provider_problem:
             notes.append((f"The configured model cannot be used: {self.provider_problem}", "error"))
         elif self.settings is not None:
             notes += provider_notes(self.settings)
         return OpenedSession(agent, loaded, notes, after)
+
+    def _agent_for(self, session: str) -> Agent | None:
+        """The open agent ``session`` (or a sub-agent session of it) belongs to."""
+        agent = self.agent
+        return agent if agent is not None and parent_session(session) == agent.session_id else None
+
+    async def _charge_judge(self, session: str, usage: CallUsage) -> None:
+        agent = self._agent_for(session)
+        if agent is not None:
+            await agent.charge_judge(usage)
+
+    def _judge_room(self, session: str, estimate: float) -> str | None:
+        agent = self._agent_for(session)
+        return agent.judge_refusal(estimate) if agent is not None else None
+
+    def _intent(self, session: str) -> str | None:
+        agent = self._agent_for(session)
+        return agent.intent() if agent is not None else None
 
     def budget(self, session_id: str) -> Budget:
         """The cost ceilings a session opens with: ``--max-cost``, else ``agent.max_cost_usd``
@@ -405,8 +433,25 @@ class Workspace:
             self.store.begin_close()
         await self.close_session()
         await self.runtime.aclose()
+        if self.judge is not None:
+            await self.judge.aclose()
         if self.store is not None:
             await asyncio.to_thread(self.store.close)
+
+
+def make_judge(config: Config, home: Path, main: ProviderSettings | None, **counting: Any,
+               ) -> tuple[ApprovalJudge | None, str | None]:
+    """The approval judge of ``approvals.mode: smart`` (None in other modes), or None and why
+    it cannot be made (one line: then every flagged command asks a person, as in manual).
+    ``counting``: :class:`ApprovalJudge`'s ``charge``, ``room`` and ``intent``."""
+    if config.approvals.mode != "smart":
+        return None, None
+    try:
+        settings = judge_settings(config, home, main)
+    except ProviderError as exc:
+        return None, (f"approvals.mode is smart but the approval judge cannot be used ({exc}): flagged commands ask "
+                      "you, as in manual")
+    return ApprovalJudge(settings, **counting), None
 
 
 def provider_notes(settings: ProviderSettings) -> list[tuple[str, NoticeLevel]]:

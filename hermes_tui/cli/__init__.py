@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     log = what.add_parser("log", help="requests and decisions, oldest first")
     log.add_argument("--json", action="store_true", help="the raw JSON lines")
     log.add_argument("--limit", type=int, default=50, metavar="N", help="the last N entries (default 50; 0 = all)")
+    suggest = what.add_parser(
+        "suggest", help="allow rules proposed from commands you approved again and again",
+        description="Read the approvals log and propose allow rules for terminal() commands you approved repeatedly: "
+                    "an exact command, or a safe prefix (PROGRAM SUBCOMMAND *). Never a rule for a command the "
+                    "analysis flags. --apply N adds suggestion N to allowlist.yaml.")
+    suggest.add_argument("--json", action="store_true", help="the suggestions as one JSON list")
+    suggest.add_argument("--apply", type=int, metavar="N", help="add suggestion N (as numbered) to allowlist.yaml")
     inject = commands.add_parser(
         "inject", help="send a message to the running app (an injected turn)",
         description="Deliver a message to a running hermes-tui over its local socket. It becomes an injected "

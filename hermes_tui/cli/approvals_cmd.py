@@ -1,4 +1,4 @@
-"""``hermes-tui approvals rules | revoke RULE | log``: review what may run without asking."""
+"""``hermes-tui approvals rules | revoke RULE | log | suggest``: review what may run without asking."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from hermes_tui.base.paths import config_path, hermes_home
 from hermes_tui.runtime.approvals import audit_path
 from hermes_tui.runtime.danger.hermes_names import unmapped_allowlist_entries
 from hermes_tui.base.fsutil import open_regular
-from hermes_tui.runtime.rules import RulesNotSaved, active_rules, allowlist_path, category_source, remove_rule
+from hermes_tui.runtime.rules import (
+    RulesNotSaved, active_rules, add_rule, allowlist_path, category_source, remove_rule,
+)
 
 
 def approvals_command(args: argparse.Namespace, config: Config) -> int:
@@ -25,7 +27,55 @@ def approvals_command(args: argparse.Namespace, config: Config) -> int:
         return _rules(config, home)
     if args.approvals_command == "revoke":
         return _revoke(config, home, args.rule)
+    if args.approvals_command == "suggest":
+        return _suggest(config, home, args.json, args.apply)
     return _log(home, args.json, args.limit)
+
+
+def _suggest(config: Config, home, as_json: bool, apply: int | None) -> int:
+    from hermes_tui.runtime.rule_suggestions import suggest
+
+    source = config.source or config_path(home)
+    rules, problem = active_rules(config.command_allowlist, source, home)
+    path = audit_path(home)
+    try:
+        found = suggest(path, rules, home, config.security.instruction_patterns)
+    except FileNotFoundError:
+        found = []
+    except OSError as exc:
+        raise UsageError(f"approvals log: cannot read {path}: {exc.strerror or exc}") from None
+    if apply is not None:
+        if not 1 <= apply <= len(found):
+            raise UsageError(f"--apply {apply} is not a suggestion: " + (
+                f"give a number from 1 to {len(found)} (see `hermes-tui approvals suggest`)" if found
+                else "there are none (see `hermes-tui approvals suggest`)"))
+        chosen = found[apply - 1]
+        try:
+            add_rule(allowlist_path(home), chosen.pattern, "glob" if chosen.kind == "glob" else "exact")
+        except RulesNotSaved as exc:
+            print(f"hermes-tui: {shown(str(exc))}", file=sys.stderr)
+            return 1
+        print(f"Added {chosen.kind} rule {shown(repr(chosen.pattern))} to {shown(allowlist_path(home))}. Running "
+              "sessions keep their rules until they reload them; remove it with `hermes-tui approvals revoke`.")
+        return 0
+    if as_json:
+        print(json.dumps([s.as_json(n) for n, s in enumerate(found, 1)], ensure_ascii=False))
+        return 0
+    if problem:
+        print(f"warning: {shown(problem)}", file=sys.stderr)
+    if not found:
+        print("No suggestions: no unflagged command was approved often enough (a flagged command never becomes a rule "
+              "here; answer \"always\" in the dialog if you mean it).")
+        return 0
+    for number, item in enumerate(found, 1):
+        count = f"approved {item.approvals} time{'s' if item.approvals != 1 else ''}"
+        covers = (f", {len(item.commands)} commands: " + ", ".join(_short(c, 40) for c in item.commands)
+                  if item.kind == "glob" else "")
+        print(f"{number:>3}  {item.kind:5}  {shown(item.pattern)}\n       {count}{covers}"
+              + (f" (last {shown(item.last)})" if item.last else ""))
+    print("Add one with `hermes-tui approvals suggest --apply N`. A glob never allows a command the analysis flags, "
+          "or one with shell operators.")
+    return 0
 
 
 def _rules(config: Config, home) -> int:

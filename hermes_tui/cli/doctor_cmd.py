@@ -36,6 +36,8 @@ from hermes_tui.base.units import plural
 
 MODES = {
     "manual": "flagged commands ask, the others run",
+    "smart": "an approval judge (auxiliary.approval) answers for flagged commands; what it escalates asks you, the "
+             "others run",
     "strict": "every terminal() command of a script or the model asks unless a rule allows it (a !cmd you type "
               "asks only when flagged)",
     "off": "nothing asks (YOLO); hard-blocked commands are still refused",
@@ -43,6 +45,24 @@ MODES = {
 
 
 SYMBOLS = {"ok": "✓", "warn": "!", "fail": "✗"}
+UNATTENDED = {"pause": "it pauses (answer with hermes-tui approve)", "deny": "denied",
+              "approve-safe": "what stays in the sandbox is approved, the rest denied"}
+
+
+def _judge(config: Config, home: Any, main: Any, problems: list[str]) -> dict[str, Any] | None:
+    """The approval judge of ``smart`` mode, as doctor shows it (a problem when it cannot be used)."""
+    if config.approvals.mode != "smart":
+        return None
+    from hermes_tui.agent.judge import judge_settings
+    from hermes_tui.agent.models.keys import ProviderError
+
+    try:
+        judge = judge_settings(config, home, main)
+    except ProviderError as exc:
+        problems.append(f"approval judge: {exc}; flagged commands ask you, as in manual")
+        return None
+    return {"provider": judge.name, "model": judge.model, "base_url": judge.shown_url, "timeout": judge.timeout,
+            "key_source": judge.key_source, "why": judge.why, "withheld": list(judge.withheld)}
 
 
 def doctor_command(args: argparse.Namespace, config: Config, config_error: str | None = None) -> int:
@@ -89,7 +109,8 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None, *, 
             "fallback_problems": list(settings.fallback_problems),
             "withheld": list(settings.withheld),
         }
-    model_error = problems[0][len("model: "):] if problems else None
+    judge = _judge(config, home, settings, problems)
+    model_error = problems[0][len("model: "):] if problems and problems[0].startswith("model: ") else None
     refusal = backend_refusal(config.terminal)
     if refusal:
         problems.append(refusal)
@@ -116,6 +137,8 @@ def build_report(config: Config, flags: dict[str, str | None] | None = None, *, 
         "model": model,
         "approvals": {"mode": config.approvals.mode, "timeout": config.approvals.timeout,
                       "command_allowlist": len(config.command_allowlist), "deny": list(config.approvals.deny),
+                      "judge": judge, "unattended": config.approvals.unattended,
+                      "instruction_files": list(config.security.instruction_patterns),
                       "unmapped": [{"entry": entry, "why": why}
                                    for entry, why in unmapped_allowlist_entries(config.command_allowlist)]},
         "terminal": {"backend": config.terminal.backend, "refused": refusal, "timeout": config.terminal.timeout,
@@ -163,6 +186,18 @@ def _print(report: dict[str, Any], *, verbose: bool) -> None:
     approvals = report["approvals"]
     line("approvals", f"{approvals['mode']}: {MODES.get(approvals['mode'], '')}; an approval waits "
                       f"{approvals['timeout']:g}s; {plural(approvals['command_allowlist'], 'command_allowlist rule')}")
+    judge = approvals.get("judge")
+    if judge is not None:
+        line("judge", f"{judge['provider']} · {judge['model']} at {judge['base_url']}, {judge['timeout']:g}s; "
+                      f"key: {judge['key_source']}")
+        for problem in judge["withheld"]:
+            line("warning", problem)
+    line("", f"a headless run nobody can answer: {UNATTENDED.get(approvals['unattended'], approvals['unattended'])} "
+             "(approvals.unattended)")
+    files = approvals["instruction_files"]
+    line("", f"writes to {', '.join(files[:6])}{' …' if len(files) > 6 else ''} always ask, in every mode"
+         if files else "writes to agent instruction files (AGENTS.md …) are not guarded "
+                       "(security.protected_instruction_files: false)")
     for pattern in approvals["deny"]:
         line("", f"approvals.deny refuses {pattern!r} in every mode")
     for unmapped in approvals["unmapped"]:

@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 from hermes_tui.base.text import shown
@@ -96,25 +96,58 @@ async def _run_scripts(config: Config, scripts: list[tuple[str, str]], args: arg
     from hermes_tui.runtime import Runtime
 
     failed = False
-    async with Runtime(config, approver=tty_approver()) as runtime:
-        for index, (name, code) in enumerate(scripts):
-            result = await runtime.execute_code(
-                code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout, origin=args.origin,
-                filename=name,
-            )
-            if args.json:
-                print(result.model_dump_json(), flush=True)
-            else:
-                _print_result(name, result)
-            if result.status != "success":
-                failed = True
-                if not args.keep_going:
-                    rest = len(scripts) - index - 1
-                    if rest and not args.json:
-                        print(f"hermes-tui exec: {plural(rest, 'file')} not run after the failure "
-                              "(use --keep-going to run them)", file=sys.stderr)
-                    break
+    runtime = Runtime(config, approver=tty_approver())
+    judge = _judge(config, runtime.home)  # imported before the runtime starts (runtime/import_guard.py)
+    runtime.gate.judge = judge
+    async with runtime:
+        try:
+            failed = await _each(runtime, scripts, args)
+        finally:
+            if judge is not None:
+                await judge.aclose()
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _judge(config: Config, home: Path) -> Any:
+    """The approval judge of ``approvals.mode: smart`` (its cost is in the audit log: no session
+    holds it); None in other modes, or when it cannot be made (then said on stderr)."""
+    if config.approvals.mode != "smart":
+        return None
+    from hermes_tui.agent.models.keys import ProviderError
+    from hermes_tui.agent.models.resolve import resolve_provider
+    from hermes_tui.agent.workspace import make_judge
+
+    try:
+        main = resolve_provider(config, home)
+    except ProviderError:
+        main = None
+    judge, problem = make_judge(config, home, main)
+    if problem:
+        print(f"hermes-tui: {shown(problem)}", file=sys.stderr)
+    return judge
+
+
+async def _each(runtime: Any, scripts: list[tuple[str, str]], args: argparse.Namespace) -> bool:
+    """Run the scripts in turn; True when one failed."""
+    failed = False
+    for index, (name, code) in enumerate(scripts):
+        result = await runtime.execute_code(
+            code, session=args.session, reset=args.reset and index == 0, timeout=args.timeout, origin=args.origin,
+            filename=name,
+        )
+        if args.json:
+            print(result.model_dump_json(), flush=True)
+        else:
+            _print_result(name, result)
+        if result.status != "success":
+            failed = True
+            if not args.keep_going:
+                rest = len(scripts) - index - 1
+                if rest and not args.json:
+                    print(f"hermes-tui exec: {plural(rest, 'file')} not run after the failure "
+                          "(use --keep-going to run them)", file=sys.stderr)
+                break
+    return failed
 
 
 def _print_result(name: str, result: ExecResult) -> None:

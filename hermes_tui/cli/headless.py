@@ -77,6 +77,9 @@ class RunApprover:
     stored: StoredAnswers = field(default_factory=StoredAnswers)
     ask: Approver | None = None
     pause: bool = True
+    unattended: str = "pause"
+    """``approvals.unattended``: what a request nobody can answer gets (``pause``, ``deny``,
+    ``approve-safe``)."""
     on_pause: Callable[[ApprovalRequest], None] | None = None
     paused: list[ApprovalRequest] = field(default_factory=list)
 
@@ -93,6 +96,9 @@ class RunApprover:
             return ApprovalDecision(choice=choice)  # type: ignore[arg-type]
         if self.ask is not None:
             return await self.ask(request)
+        unattended = unattended_answer(request, self.unattended)
+        if unattended is not None:
+            return unattended
         if is_subagent_session(request.session):
             # A sub-agent's turn is not one a run can pause and resume: its request is refused,
             # it goes on with BLOCKED, and the parent is told in its summary.
@@ -104,6 +110,32 @@ class RunApprover:
         if self.on_pause is not None and len(self.paused) == 1:
             self.on_pause(request)
         raise ApprovalPaused(PAUSE_REASON)
+
+
+UNATTENDED = "approvals.unattended"
+
+
+def unattended_answer(request: ApprovalRequest, setting: str) -> ApprovalDecision | None:
+    """What ``approvals.unattended`` answers for a request nobody can answer (None: ``pause``).
+
+    ``approve-safe`` allows only what stays confined: a whole script for a sandboxed kernel,
+    a flagged ``terminal()`` command run in the sandbox (or a container). A write to an agent
+    instruction file, a file the host writes, a command to run outside the sandbox, and
+    anything when nothing confines it are denied."""
+    if setting == "deny":
+        return ApprovalDecision(choice="deny", by=f"{UNATTENDED} deny",
+                                reason="nobody can answer in this run and approvals.unattended is deny")
+    if setting != "approve-safe":
+        return None
+    if request.confined and not request.protected and request.kind in ("script", "terminal"):
+        return ApprovalDecision(choice="once", by=f"{UNATTENDED} approve-safe",
+                                reason="nobody can answer; it runs confined (approvals.unattended approve-safe)")
+    why = ("a write to an agent instruction file is never approved without a person" if request.protected
+           else "it would not stay in the sandbox" if request.kind in ("script", "terminal", "sandbox")
+           else "the host would do it outside the sandbox")
+    return ApprovalDecision(choice="deny", by=f"{UNATTENDED} approve-safe",
+                            reason=f"nobody can answer in this run, and approve-safe allows only what stays confined: "
+                                   f"{why}")
 
 
 class Printer:

@@ -149,7 +149,8 @@ def _drive(args: argparse.Namespace, config: Config, session: str, text: str | N
     _check_home()
     lock = _hold_session(home, session)  # one run or resume of a session at a time
     interactive = sys.stdin.isatty() and args.pause_on != "approval"
-    approver = RunApprover(ask=tty_approver() if interactive else None, pause=args.pause_on != "never")
+    approver = RunApprover(ask=tty_approver() if interactive else None, pause=args.pause_on != "never",
+                           unattended=config.approvals.unattended if args.pause_on is None else "pause")
     printer = Printer(args.json)
     run = HeadlessRun(config, home=home, cwd=os.getcwd(), settings=settings, session=session, printer=printer,
                       approver=approver, max_cost=args.run_max_cost,

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 OUR_SECTIONS = ("code_execution", "terminal", "approvals", "command_allowlist", "web", "cache", "model",
-                "providers", "fallback_providers", "agent", "ui", "checkpoints")
+                "providers", "fallback_providers", "agent", "ui", "checkpoints", "auxiliary", "security")
 """The top-level sections hermes-tui reads: unknown keys under them get a notice."""
 
 READ_AS_OURS = frozenset({"custom_providers", "fallback_model", "max_turns", "provider", "base_url", "api_base",
@@ -30,7 +30,7 @@ TOP_LEVEL = frozenset({
     "tool_loop_guardrails", "compression", "prompt_caching", "memory", "max_concurrent_sessions",
     "group_sessions_per_user", "streaming", "skills", "gateway", "platform_toolsets", "toolsets", "stt",
     "delegation", "display", "telemetry", "auth", "updates", "timeouts", "provider_routing", "openrouter",
-    "worktree", "worktree_sync", "security", "lsp", "tool_budget", "vision", "auxiliary", "sessions",
+    "worktree", "worktree_sync", "lsp", "tool_budget", "vision", "sessions",
     "dashboard", "platforms", "discord", "mcp_servers", "tts", "wake_word", "image_gen", "human_delay",
     "honcho", "model_aliases", "privacy", "hooks", "hooks_auto_accept", "secrets", "quick_commands",
     "tool_output", "bedrock", "vertex", "moa", "curator", "logging", "network", "x_search",

@@ -215,28 +215,39 @@ def _approvals_mode(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
 
+def _unattended_word(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip().lower().replace("_", "-")
+    return value
+
+
 class ApprovalsConfig(_Section):
     """``approvals``: who must allow terminal commands and scripts.
 
-    ``mode`` has Hermes Agent's meanings: ``manual`` asks for flagged commands, ``smart`` is read
-    as ``manual`` (model-judged approvals are not built here), ``off`` asks for nothing. Ours in
-    addition: ``strict`` asks for every terminal() call no rule allows. ``dangerous`` (our
-    earlier name for ``manual``) still reads. The hard floor refuses in every mode.
+    ``mode`` has Hermes Agent's meanings: ``manual`` asks for flagged commands, ``smart`` lets
+    an auxiliary model (``auxiliary.approval``) answer APPROVE, DENY or ESCALATE for each
+    flagged command first, ``off`` asks for nothing. Ours in addition: ``strict`` asks for
+    every terminal() call no rule allows. ``dangerous`` (our earlier name for ``manual``)
+    still reads. The hard floor refuses in every mode (docs/approvals.md).
     """
 
-    mode: Literal["strict", "manual", "off"] = "manual"
+    mode: Literal["strict", "manual", "smart", "off"] = "manual"
     timeout: Seconds = 60.0
     """Seconds an approval waits; no answer is a deny."""
     deny: list[str] = []
     """Hermes Agent's deny list: globs (case-insensitive) of commands refused in every mode,
     ``off`` included, matched against the whole command and each simple command in it."""
+    unattended: Literal["pause", "deny", "approve-safe"] = "pause"
+    """What a request gets in a headless ``run`` nobody can answer (no terminal): ``pause``
+    (stored; answered with ``hermes-tui approve``), ``deny``, or ``approve-safe`` (what stays in
+    the sandbox is allowed: a whole script, a flagged ``terminal()`` command; the rest is
+    denied). Hermes Agent's ``cron_mode`` / ``unattended_mode`` are not read into it: their
+    default, ``deny``, written in most Hermes configs, would turn today's pause into a refusal."""
 
-    _field_before = {"deny": _one_or_many, "mode": _approvals_mode}
+    _field_before = {"deny": _one_or_many, "mode": _approvals_mode, "unattended": _unattended_word}
 
 
 MODE_RENAMED = {
-    "smart": "approvals.mode smart is read as manual: flagged commands ask; model-judged approvals are not "
-             "built in hermes-tui",
     "dangerous": "approvals.mode dangerous is now called manual (flagged commands ask); it reads the same",
 }
 """``approvals.mode`` values read as ``manual``, with the one-line notice each gives."""
@@ -525,6 +536,63 @@ class UIConfig(_Section):
     _field_before = {"notify": _truthy}
 
 
+class AuxiliaryTaskConfig(_Section):
+    """``auxiliary.<task>``: the model one auxiliary task uses (Hermes Agent's block)."""
+
+    provider: str = "auto"
+    """``auto``: the main model's provider; else a provider name, as ``model.provider``."""
+    model: str = ""
+    """Empty: the main model (with ``auto``) or the provider's configured model."""
+    base_url: str = ""
+    """An endpoint of its own (a key written here goes only there)."""
+    api_key: str = ""
+    """Secret: never shown; sent only to ``base_url``, or to the provider's own hosts."""
+    timeout: Seconds = 30.0
+    """Seconds one request may take; past it the task gives up (an approval escalates)."""
+    extra_body: dict[str, Any] = {}
+
+    _secret = frozenset({"api_key"})
+    _field_before = {"provider": lambda value: "auto" if value in (None, "") else value,
+                     "model": lambda value: "" if value is None else value,
+                     "base_url": lambda value: "" if value is None else value,
+                     "api_key": lambda value: "" if value is None else value,
+                     "extra_body": lambda value: {} if value is None else value}
+
+
+class AuxiliaryConfig(_Section):
+    """``auxiliary``: models for side tasks. hermes-tui uses ``approval`` (the judge of
+    ``approvals.mode: smart``); Hermes Agent's other tasks are read and ignored."""
+
+    approval: AuxiliaryTaskConfig = msgspec.field(default_factory=AuxiliaryTaskConfig)
+
+    _field_before = {"approval": lambda value: {} if value is None else value}
+
+
+DEFAULT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "SOUL.md", ".hermes.md", "HERMES.md", ".cursorrules")
+"""Files that steer an agent: a write to one always asks (Hermes Agent's list, and HERMES.md)."""
+
+
+class SecurityConfig(_Section):
+    """``security``: Hermes Agent's gate on the files that steer agents."""
+
+    protected_instruction_files: bool = True
+    """Writes to AGENTS.md, CLAUDE.md, SOUL.md, .hermes.md, HERMES.md, .cursorrules (and the
+    extra patterns) always ask a person, in every approvals mode, ``off`` included."""
+    protected_instruction_extra_patterns: list[str] = []
+    """More names to protect: globs matched against a file's name (``*.mdc``)."""
+
+    _field_before = {"protected_instruction_files": lambda value: True if value is None else _truthy(value),
+                     "protected_instruction_extra_patterns": _one_or_many}
+
+    @property
+    def instruction_patterns(self) -> tuple[str, ...]:
+        """The names (globs) whose writes always ask; empty when the gate is turned off."""
+        if not self.protected_instruction_files:
+            return ()
+        extra = [str(p).strip() for p in self.protected_instruction_extra_patterns if str(p).strip()]
+        return tuple(dict.fromkeys([*DEFAULT_INSTRUCTION_FILES, *extra]))
+
+
 def _enabled_word(value: Any) -> Any:
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
@@ -659,6 +727,8 @@ class Config(_Section):
     ui: UIConfig = msgspec.field(default_factory=UIConfig)
     store: StoreConfig = msgspec.field(default_factory=StoreConfig)
     checkpoints: CheckpointsConfig = msgspec.field(default_factory=CheckpointsConfig)
+    auxiliary: AuxiliaryConfig = msgspec.field(default_factory=AuxiliaryConfig)
+    security: SecurityConfig = msgspec.field(default_factory=SecurityConfig)
 
     _field_before = {
         "command_allowlist": lambda value: [] if value is None else value,

@@ -39,16 +39,20 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import stat
 import time
+import unicodedata
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
 from hermes_tui.runtime.danger import Analysis, analyze
+from hermes_tui.runtime.instructions import is_instruction_reason
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rules import (
     Rule, RulesNotSaved, active_rules, add_rule, allowlist_path, category_why, denied_by, lift_flags,
@@ -112,12 +116,43 @@ class ApprovalRequest(BaseModel):
     """Kind ``file``: the files that would be written."""
     diff: str | None = None
     """Kind ``file``: a unified diff of the change (for a new file, a diff from nothing)."""
+    protected: bool = False
+    """A write to an agent instruction file (AGENTS.md ...): asked in every mode, ``off``
+    included; never judged by a model, never approved unattended."""
+    confined: bool = False
+    """What it would do stays in the sandbox (a whole script for a sandboxed kernel, a flagged
+    command run in the sandbox): ``approvals.unattended: approve-safe`` may allow it."""
 
     def file_question(self) -> str:
         """Kind ``file``: ``read_file`` wants to read this file / ``patch`` to change these 2 files."""
         tool = self.text.split(" ", 1)[0]
         what = "this file" if len(self.files) <= 1 else f"these {len(self.files)} files"
         return f"{tool} to {'read' if tool in READING_TOOLS else 'change'} {what}"
+
+
+INSTRUCTION_PREFIX = "instruction file: "
+"""What an allowed instruction-file write is remembered under (a restart's "once"; never a rule)."""
+_NAMED = re.compile(r"an agent instruction file \(([^)]*)\)")
+_TO_JUDGE = re.compile(
+    r"\b(?:approve[ds]?|approval|deny|denied|escalate[ds]?|verdict|judge|reviewer|classifier|guardian|"
+    r"safe to run|harmless|system prompt|(?:ignore|disregard|forget)\W+(?:\w+\W+){0,3}?"
+    r"(?:instructions?|rules?|prompts?)|you are (?:an? |the )?(?:ai|assistant|model|llm))\b",
+    re.IGNORECASE)
+
+
+def instruction_names(reasons: list[str]) -> set[str]:
+    """The file names the instruction-file reasons name."""
+    return {m.group(1) for r in reasons for m in _NAMED.finditer(r)}
+
+
+def addressed_to_judge(command: str) -> str | None:
+    """How ``command``'s text speaks to a reviewer (``says 'APPROVE'``), if it does: words of a
+    verdict, of a reviewer, of instructions to ignore. Such a command is never shown to the
+    judge; a person decides (None: it does not)."""
+    text = unicodedata.normalize("NFKC", command)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # zero-width joiners and kin
+    found = _TO_JUDGE.search(text)
+    return f"speaks to a reviewer ({found.group(0)[:40]!r})" if found else None
 
 
 SANDBOX_PREFIX = "outside the sandbox: "
@@ -142,6 +177,39 @@ class ApprovalDecision(BaseModel):
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+Verdict = Literal["approve", "deny", "escalate"]
+
+
+@dataclass
+class JudgeQuestion:
+    """What the approval judge (``approvals.mode: smart``) is shown about one flagged command."""
+
+    command: str
+    reasons: list[str]
+    """Why the analysis flagged it."""
+    cwd: str
+    session: str
+    where: str | None = None
+
+
+@dataclass
+class Judgement:
+    """The judge's answer and what it cost."""
+
+    verdict: Verdict
+    why: str
+    """One line: what the judge said, or why it was not asked or not believed."""
+    model: str = ""
+    """``provider · model`` (empty when no model was asked)."""
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+Judge = Callable[[JudgeQuestion], Awaitable[Judgement]]
+"""Answers one :class:`JudgeQuestion`; never raises (a failure is an ``escalate``)."""
 
 
 class ApprovalPaused(Exception):
@@ -248,6 +316,16 @@ class ApprovalGate:
         self.session_kind = session_kind
         self.mode = config.approvals.mode
         self.timeout = config.approvals.timeout
+        self.instructions: tuple[str, ...] = config.security.instruction_patterns
+        """Names (globs) of agent instruction files: their writes always ask."""
+        self.allowed_instructions: set[str] = set()
+        """Names of instruction files a person allowed to be written since the runtime's
+        :class:`~hermes_tui.runtime.instructions.InstructionWatch` last looked."""
+        self.judge: Judge | None = None
+        """The approval judge of ``smart`` mode (set by the host that has a model); without one,
+        every flagged command escalates to a person."""
+        self.confined: Callable[[], bool] = lambda: False
+        """True when scripts and commands run confined (the sandbox, or a container)."""
         self.rules: list[Rule] = []
         self.rules_problem: str | None = None
         self.audit = AuditLog(audit_path(home))
@@ -268,6 +346,7 @@ class ApprovalGate:
         """(Re)read approvals settings and rules. Only the host calls this, on purpose."""
         self.mode = self.config.approvals.mode
         self.timeout = self.config.approvals.timeout
+        self.instructions = self.config.security.instruction_patterns
         source = self.config.source or (self.home / "config.yaml")
         self.rules, self.rules_problem = await asyncio.to_thread(
             active_rules, list(self.config.command_allowlist), source, self.home
@@ -322,6 +401,7 @@ class ApprovalGate:
         why = "a gateway session" if self.session_kind == "gateway" else f"an {origin} turn"
         request = self._request("script", code, cwd, session, None, exec_id, origin,
                                 [f"{why}: the whole script is asked first"], ["once", "session", "deny"], call_id)
+        request.confined = self.confined()
         return await self._ask(request)
 
     # -- terminal commands ----------------------------------------------------------------
@@ -365,6 +445,23 @@ class ApprovalGate:
         if denied is not None:
             await self.audit.write(event="auto", decision="refused", why=f"approvals.deny: {denied}", **base)
             return f"refused: this command matches approvals.deny {denied!r} in config.yaml; it is never run"
+        protected = [r for r in analysis.flags if is_instruction_reason(r)]
+        if protected:  # before every mode, answer and rule: a person says yes to this write, each time
+            key = INSTRUCTION_PREFIX + command
+            if self._take_once(session, key):
+                await self.audit.write(event="auto", decision="allow", why="approved after a restart", **base)
+                self.allowed_instructions.update(instruction_names(protected))
+                return None
+            request = self._request("terminal", command, cwd, session, kernel, exec_id, origin,
+                                    [*protected, *(r for r in reasons if r not in protected)], ["once", "deny"],
+                                    call_id)
+            request.where, request.protected, request.session_rule = where, True, key
+            if noted is not None:
+                noted.update(("asked", "instruction"))
+            refusal = await self._ask(request, key)
+            if refusal is None:
+                self.allowed_instructions.update(instruction_names(protected))
+            return refusal
         if self.yolo:
             await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
             return None
@@ -378,27 +475,59 @@ class ApprovalGate:
             await self.audit.write(event="auto", decision="allow", why=f"rule {rule.kind}: {rule.pattern} ({rule.source})",
                                    **base)
             return None
+        typed_here = typed and origin == "user" and self.session_kind == "local"
         # A typed !cmd first: the audit says the person typed it, whatever the mode.
-        if typed and origin == "user" and self.session_kind == "local" and not reasons:
+        if typed_here and not reasons:
             why = (f"typed by the user (!cmd); its flags are allowed by {category_why(lifted_by)}" if lifted_by
                    else "typed by the user (!cmd), not flagged")
             await self.audit.write(event="auto", decision="allow", why=why, **base)
             return None
-        if self.mode == "manual" and not reasons:
-            why = category_why(lifted_by) if lifted_by else "not flagged (approvals.mode manual)"
+        if self.mode in ("manual", "smart") and not reasons:
+            why = category_why(lifted_by) if lifted_by else f"not flagged (approvals.mode {self.mode})"
             await self.audit.write(event="auto", decision="allow", why=why, **base)
             return None
+        if self.mode == "smart" and reasons and not typed_here:  # a person typing it is asked, not a model
+            judged = await self._judged(JudgeQuestion(command, reasons, cwd, session, where), base)
+            if judged.verdict == "approve":
+                return None
+            if judged.verdict == "deny":
+                return (f"denied by the approval judge ({judged.model}) of approvals.mode smart: {judged.why}. "
+                        "Do not retry it in another form; if it is needed, say why to the user, who can run it")
+            reasons = [*reasons, f"the approval judge escalated it to you: {judged.why}"]
         choices: list[Choice] = ["once", "session", "deny"] if reasons else ["once", "session", "always", "deny"]
         request = self._request("terminal", command, cwd, session, kernel, exec_id, origin, reasons, choices,
                                 call_id)
         request.where = where
         request.session_rule = command
+        request.confined = not typed and self.confined()
         if "always" in choices:
             request.always_rule = command
             request.always_file = str(allowlist_path(self.home))
         if noted is not None:
             noted.add("asked")
         return await self._ask(request, command)
+
+    async def _judged(self, question: JudgeQuestion, base: dict[str, Any]) -> Judgement:
+        """The judge's verdict on a flagged command, audited with its model, latency and cost;
+        ``escalate`` when there is no judge, when it fails, and when the command's text speaks
+        to it (docs/approvals.md: a command is data, and data that gives orders is suspect)."""
+        addressed = addressed_to_judge(question.command)
+        if addressed is not None:
+            judged = Judgement("escalate", f"not asked: the command's text {addressed}")
+        elif self.judge is None:
+            judged = Judgement("escalate", "no approval judge is configured (auxiliary.approval)")
+        else:
+            try:
+                judged = await self.judge(question)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a broken judge escalates; it never approves
+                judged = Judgement("escalate", f"the judge failed ({type(exc).__name__})")
+        decision = {"approve": "allow", "deny": "refused", "escalate": "escalated"}[judged.verdict]
+        await self.audit.write(event="judged", decision=decision, why=judged.why, model=judged.model,
+                               latency_s=round(judged.latency_s, 3), cost_usd=judged.cost_usd,
+                               tokens=[judged.input_tokens, judged.output_tokens], **base)
+        return judged
 
     @refused_unlogged
     async def check_unsandboxed(
@@ -434,7 +563,8 @@ class ApprovalGate:
         deletes or writes resolves, what a glob matches: bounded), and a script must not stall
         the event loop with that or with a megabyte of shell."""
         def read() -> tuple[Analysis, list[str], list[Rule], Rule | None]:
-            analysis = analyze(command, os.path.expanduser("~"), str(self.home), cwd=cwd, env=env)
+            analysis = analyze(command, os.path.expanduser("~"), str(self.home), cwd=cwd, env=env,
+                               instructions=self.instructions)
             flags, lifted_by = lift_flags(analysis.flags, self.rules)
             allowed = next((r for r in self.rules if r.matches(command) and (r.kind == "exact" or not flags)), None)
             return analysis, flags, lifted_by, allowed
@@ -464,16 +594,27 @@ class ApprovalGate:
         base: dict[str, Any] = dict(kind="file", session=session, origin=origin, text=text)
         if any(f.sha256 for f in files):
             base["sha256"] = [f.sha256 for f in files]
-        if self.yolo:
+        protected = [r for r in reasons if is_instruction_reason(r)]
+        if protected:  # asked in every mode, each time: no session answer covers it
+            key = INSTRUCTION_PREFIX + key
+            if self._take_once(session, key):
+                await self.audit.write(event="auto", decision="allow", why="approved after a restart", **base)
+                self.allowed_instructions.update(os.path.basename(f.path) for f in files)
+                return None
+        elif self.yolo:
             await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
             return None
-        if key in self._session_allowed.get(session, set()) or self._take_once(session, key):
+        elif key in self._session_allowed.get(session, set()) or self._take_once(session, key):
             await self.audit.write(event="auto", decision="allow", why="allowed for this session", **base)
             return None
         request = self._request("file", text, cwd, session, kernel, exec_id, origin, reasons,
-                                ["once", "session", "deny"], call_id)
+                                ["once", "deny"] if protected else ["once", "session", "deny"], call_id)
         request.files, request.diff, request.session_rule, request.where = files, diff, key, where
-        return await self._ask(request, key)
+        request.protected = bool(protected)
+        refusal = await self._ask(request, key)
+        if refusal is None and protected:
+            self.allowed_instructions.update(instruction_names(protected) | {os.path.basename(f.path) for f in files})
+        return refusal
 
     def _request(
         self, kind: RequestKind, text: str, cwd: str, session: str, kernel: str | None,

@@ -63,6 +63,7 @@ class Launcher:
         settings = config.code_execution
         self.sandbox = Sandbox(settings.sandbox, network=settings.network, writable_roots=settings.writable_roots,
                                deny_read=settings.deny_read, hermes_home=str(home))
+        self.sandbox.instructions = config.security.instruction_patterns
         """The sandbox every process a script or the model starts runs in (probed by the runtime)."""
         self.backend = backend_for(config, home)
         """Where kernels and commands run (``terminal.backend``)."""

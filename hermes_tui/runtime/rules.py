@@ -192,15 +192,16 @@ def _stored(path: Path) -> list[Rule]:
     return rules
 
 
-def add_rule(path: Path, command: str) -> Rule:
-    """Store ``command`` as an exact rule in ``allowlist.yaml`` (kept if present). Blocking.
+def add_rule(path: Path, command: str, kind: Literal["exact", "glob"] = "exact") -> Rule:
+    """Store ``command`` as an exact rule (or a glob) in ``allowlist.yaml`` (kept if present).
+    Blocking.
 
     Raises :class:`RulesNotSaved` when the file is there but broken."""
     rules = _stored(path)
     for rule in rules:
-        if rule.kind == "exact" and rule.pattern == command:
+        if rule.kind == kind and rule.pattern == command:
             return rule
-    rule = Rule(command, "exact", path, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    rule = Rule(command, kind, path, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     _save(path, [*rules, rule])
     return rule
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from hermes_tui.config import Config, load_config
 from hermes_tui.config.notes import backend_refusal
 from hermes_tui.base.paths import exec_cache_dir, hermes_home
-from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, SessionKind
+from hermes_tui.runtime import instructions
+from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, FileChange, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
 from hermes_tui.runtime.hardening import make_undumpable
@@ -71,11 +72,65 @@ class Runtime:
                                        remote=self.launcher.backend.remote, host=socket.gethostname())
         """Snapshots before each call that can write (taken once a sessions store sets its ``log``)."""
         self.launcher.checkpoints = self.checkpoints
+        self.gate.confined = self._confined
         self._staging_root: Path | None = None
         self._staging_lock = -1
         self._pool: KernelPool | None = None
         self._executor: Executor | None = None
         self._starting: asyncio.Future[None] | None = None
+
+    async def _instructions_before(self, folder: str) -> tuple[tuple[str, ...], dict[str, instructions.Seen]]:
+        """The agent instruction files at the top of ``folder`` and the writable roots, before a
+        call (nothing on a remote backend: its files are not here)."""
+        patterns = self.gate.instructions
+        if not patterns or self.launcher.backend.remote:
+            return (), {}
+        roots = tuple(dict.fromkeys([folder, *self.config.code_execution.writable_roots]))
+        self.gate.allowed_instructions.clear()
+        return roots, await asyncio.to_thread(instructions.scan, roots, patterns)
+
+    async def _instructions_after(
+        self, watched: tuple[tuple[str, ...], dict[str, instructions.Seen]], tool: str, *, session: str,
+        origin: Origin, call_id: str | None, exec_id: str | None,
+    ) -> list[str]:
+        """After a call: each instruction file it changed that no person allowed is put back,
+        then a person is asked whether to keep the change. Returns what to tell the script."""
+        roots, before = watched
+        if not roots:
+            return []
+        after = await asyncio.to_thread(instructions.scan, roots, self.gate.instructions)
+        allowed, self.gate.allowed_instructions = self.gate.allowed_instructions, set()
+        notes = []
+        for change in instructions.changes(before, after):
+            name = os.path.basename(change.path)
+            if name in allowed:
+                continue
+            undone = await asyncio.to_thread(instructions.put_back, change)
+            reason = instructions.reason_for(change.path, self.gate.instructions) or ""
+            put = "it was put back until you answer" if undone is None else f"it could not be put back: {undone}"
+            size = len(change.after.data) if change.after and change.after.data is not None else None
+            refusal = await self.gate.check_file(
+                tool, [FileChange(path=change.path, size=size, sha256=change.after.digest if change.after else None)],
+                instructions.unified_diff(change),
+                [reason, f"{name} was {change.what} by this {tool} call itself, not through write_file or an asked "
+                         f"command; {put}"],
+                cwd=os.path.dirname(change.path), session=session, kernel=None, exec_id=exec_id, origin=origin,
+                call_id=call_id)
+            if refusal is None:
+                failed = await asyncio.to_thread(instructions.reapply, change)
+                notes.append(f"{name} was {change.what} without asking; a person allowed it" +
+                             (f", but it could not be made again: {failed}" if failed else "") + ".")
+            else:
+                notes.append(f"{name} was {change.what} without asking and was put back ({refusal}). Agent instruction "
+                             "files are changed only with write_file or patch, which ask the user." if undone is None
+                             else f"{name} was {change.what} without asking; it could not be put back: {undone}.")
+        return notes
+
+    def _confined(self) -> bool:
+        """True when what scripts and commands do stays confined: the sandbox is on here, or
+        they run in a container."""
+        backend = self.launcher.backend
+        return backend.name == "docker" or (not backend.remote and self.launcher.sandbox.active)
 
     @property
     def host_env(self) -> Mapping[str, str]:
@@ -265,6 +320,7 @@ class Runtime:
         folder = os.path.abspath(cwd) if cwd is not None else os.getcwd()
         checkpoint = await self.checkpoints.begin(top, "execute_code", call_id or "", cwd=folder, mode=mode,
                                                   call_id=call_id)
+        watched = await self._instructions_before(folder)
         try:
             result = await self._executor.execute(
                 code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
@@ -273,7 +329,9 @@ class Runtime:
             )
         finally:
             await self.checkpoints.end(checkpoint)
-        notes = self.checkpoints.take_notes(top)
+        notes = await self._instructions_after(watched, "execute_code", session=session, origin=origin,
+                                               call_id=call_id, exec_id=result.exec_id)
+        notes += self.checkpoints.take_notes(top)
         if notes:
             result.warning = " ".join([*notes, *([result.warning] if result.warning else [])])
         return result
@@ -485,6 +543,15 @@ class Runtime:
         context.typed = typed and name == "terminal"
         if origin != "user":
             context.ask_writes = f"an {origin} turn: its file writes are asked first"
+        if context.remote is None and name == "terminal" and not context.typed:
+            # What the command writes that its text did not show (python -c, a script it runs).
+            watched = await self._instructions_before(folder)
+            result = await call_tool(name, dict(args), context)
+            notes = await self._instructions_after(watched, "terminal", session=session, origin=origin,
+                                                   call_id=call_id, exec_id=None)
+            if notes:
+                result["warning"] = " ".join([*notes, *([str(result["warning"])] if result.get("warning") else [])])
+            return result
         if context.remote is None or not context.remote.backend.kernel_places or name not in {*FILE_TOOLS, "terminal"}:
             return await call_tool(name, dict(args), context)
         # A Jupyter gateway's machine is reached only through a kernel: the session's, leased

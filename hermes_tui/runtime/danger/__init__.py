@@ -38,14 +38,16 @@ MAX_NESTING = 8
 SQL_PROGRAMS = frozenset({"DROP", "TRUNCATE", "DELETE", "ALTER", "UPDATE", "drop", "truncate", "delete"})
 
 
-def protected_write(path: str, home: str | None = None, hermes_home: str | None = None) -> str | None:
+def protected_write(path: str, home: str | None = None, hermes_home: str | None = None,
+                    instructions: tuple[str, ...] = ()) -> str | None:
     """Why writing (or patching) the file at ``path`` must be approved (None if it need not).
 
     For the file tools, which pass the real path (:func:`~.paths.real_write_target`): it is
     judged against your home and HERMES_HOME as spelled and as real paths, and a key store or a
     ``.pem`` holding a private key is protected too (a patch would show the key in its diff).
+    ``instructions``: names of agent instruction files (always asked).
     """
-    for paths in variants(home, hermes_home):
+    for paths in variants(home, hermes_home, instructions):
         reason = paths.protected(path)
         if reason:
             return reason
@@ -53,13 +55,14 @@ def protected_write(path: str, home: str | None = None, hermes_home: str | None 
 
 
 def analyze(command: str, home: str | None = None, hermes_home: str | None = None, *, cwd: str | None = None,
-            env: Mapping[str, str] | None = None) -> Analysis:
+            env: Mapping[str, str] | None = None, instructions: tuple[str, ...] = ()) -> Analysis:
     """Flags and hard-floor reasons for the shell text ``command``. Never raises.
 
     ``cwd``: the folder it runs in, and ``env``: the environment its shell gets (``HOME``,
     ``TMPDIR``, ...). With ``cwd``, the hard floor and protected writes judge every path as it
     will resolve there on this machine (:mod:`.places`); without it, relative paths are read
-    as text only."""
+    as text only. ``instructions``: names of agent instruction files, whose writes are flagged
+    with a reason :func:`~hermes_tui.runtime.instructions.is_instruction_reason` knows."""
     result = Analysis()
     hidden = hidden_characters(command)
     if hidden:
@@ -67,7 +70,7 @@ def analyze(command: str, home: str | None = None, hermes_home: str | None = Non
     try:
         for text in (command, command.replace("\\\n", "")) if "\\\n" in command else (command,):
             # bash removes backslash-newline before it reads words: r\<newline>m is rm
-            paths = Paths.of(home, hermes_home)
+            paths = Paths.of(home, hermes_home, instructions)
             paths.place = Place(paths, cwd, env)
             _Reader(paths, result, paths.place.variables(text, env)).text(text, 0)
     except RecursionError:
@@ -367,7 +370,8 @@ class _Reader:
         """Paths for text read for another reason (a script written for later, a command handed
         to Hermes): a ``cd`` in it does not move this command's working directory."""
         place = self.paths.place
-        return Paths(self.paths.home, self.paths.hermes_home, place.copy() if place is not None else None)
+        return Paths(self.paths.home, self.paths.hermes_home, place.copy() if place is not None else None,
+                     self.paths.instructions)
 
     def _environment(self, name: str) -> None:
         if name in ("DOCKER_HOST", "CONTAINER_HOST", "DOCKER_CONTEXT", "KUBECONFIG"):

@@ -8,6 +8,8 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_tui.runtime.instructions import reason_for
+
 SYSTEM_DIRS = frozenset({
     "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root", "/sbin",
     "/srv", "/sys", "/usr", "/var", "/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/var/lib",
@@ -84,12 +86,15 @@ class Paths:
     """A :class:`.places.Place` (not imported: that module builds on this one): where the
     command runs (its working directory, its shell's home), when known; paths are then also
     judged as they resolve on this machine."""
+    instructions: tuple[str, ...] = ()
+    """Names (globs) of agent instruction files: writing one is always asked
+    (:mod:`hermes_tui.runtime.instructions`)."""
 
     @classmethod
-    def of(cls, home: str | None, hermes_home: str | None) -> Paths:
+    def of(cls, home: str | None, hermes_home: str | None, instructions: tuple[str, ...] = ()) -> Paths:
         """Defaults: the user's home, and ``~/.hermes``."""
         home = (home or os.path.expanduser("~")).rstrip("/") or "/"
-        return cls(home, (hermes_home or os.path.join(home, ".hermes")).rstrip("/") or "/")
+        return cls(home, (hermes_home or os.path.join(home, ".hermes")).rstrip("/") or "/", instructions=instructions)
 
     def normal(self, word: str) -> str:
         """``word`` with ``~`` expanded and, when absolute, normalised."""
@@ -163,6 +168,9 @@ class Paths:
     def protected(self, word: str) -> str | None:
         """Why writing ``word`` is dangerous, if it is."""
         path = self.normal(word)
+        instruction = reason_for(path, self.instructions) if self.instructions else None
+        if instruction:
+            return instruction
         parts = path.split("/")
         if ".git" in parts[:-1] or parts[-1] == ".git":
             # .git/config (core.fsmonitor, core.pager, aliases) and .git/hooks/* run code on the
@@ -244,11 +252,11 @@ def real_read_target(path: str) -> str:
     return os.path.realpath(single_root(path))
 
 
-def variants(home: str | None, hermes_home: str | None) -> list[Paths]:
+def variants(home: str | None, hermes_home: str | None, instructions: tuple[str, ...] = ()) -> list[Paths]:
     """:class:`Paths` for your home and HERMES_HOME as spelled and, when different, as their
     real paths: a real path must match ``/home/u`` even when ``/home`` is a symlink."""
-    spelled = Paths.of(home, hermes_home)
-    real = Paths(os.path.realpath(spelled.home), os.path.realpath(spelled.hermes_home))
+    spelled = Paths.of(home, hermes_home, instructions)
+    real = Paths(os.path.realpath(spelled.home), os.path.realpath(spelled.hermes_home), instructions=instructions)
     return [spelled] if real == spelled else [spelled, real]
 
 

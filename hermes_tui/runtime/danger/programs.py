@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from hermes_tui.runtime.danger.parse import COMPUTED, Command
 from hermes_tui.runtime.danger.paths import Paths, basename
 from hermes_tui.runtime.danger.wrappers import find_actions, long_option
+from hermes_tui.runtime.instructions import reason_for
 
 if TYPE_CHECKING:
     from hermes_tui.runtime.danger.analysis import Analysis
@@ -164,6 +165,10 @@ def _rm(check: Check) -> None:
                 check.add(f"{why} (rm -r)", hard=True)
                 break
     for operand in check.operands:
+        instruction = reason_for(operand, check.paths.instructions) if check.paths.instructions else None
+        if instruction:
+            check.add(instruction.replace("writes", "deletes", 1))
+            continue
         if check.paths.credential(operand) or check.paths.protected(operand) or \
                 _protected_at(check.paths, operand):
             check.add("deletes keys, credentials or configuration")

@@ -103,6 +103,8 @@ class Sandbox:
         self.abi = 0
         self.scratch: str | None = None
         """A private temp dir for processes of no kernel (a top-level command, ripgrep)."""
+        self.instructions: tuple[str, ...] = ()
+        """Names of agent instruction files: read-only inside the roots (with bubblewrap)."""
         self._bwrap: str | None = None
         self._scope: landlock.Ruleset | None = None
 
@@ -210,13 +212,16 @@ class Sandbox:
 
     # -- confining ----------------------------------------------------------------------------
 
-    def layout(self, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = ()) -> paths.Layout:
-        """What a process with this workspace and temp dir may write and read."""
+    def layout(self, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = (),
+               instructions: bool = True) -> paths.Layout:
+        """What a process with this workspace and temp dir may write and read (``instructions``
+        False: the agent instruction files are writable, for a command a person allowed to write one)."""
         writable = [tmpdir, *extra]
         if self.mode == "workspace-write":
             writable += [*(w for w in [workspace] if w), *self.writable_roots]
         return paths.layout(writable=writable, hermes_home=self.hermes_home, user_home=self.user_home,
-                            extra_hidden=self.deny_read, cwd=cwd, read_only=self.mode == "read-only")
+                            extra_hidden=self.deny_read, cwd=cwd, read_only=self.mode == "read-only",
+                            instructions=self.instructions if instructions else ())
 
     def reader(self, cwd: str, tmpdir: str | None = None) -> Callable[[], Confinement] | None:
         """How a process that only reads (ripgrep, an interpreter probe) is confined: nothing
@@ -227,7 +232,7 @@ class Sandbox:
         return lambda: self.confine(workspace=None, tmpdir=temp, cwd=cwd)
 
     def confine(self, *, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = (),
-                loopback: bool = False) -> Confinement:
+                loopback: bool = False, instructions: bool = True) -> Confinement:
         """The confinement of one process (blocking: it reads the file system). Raises
         :class:`SandboxError` when the sandbox is unavailable; an empty one when it is off.
 
@@ -243,7 +248,7 @@ class Sandbox:
             return Confinement()
         if self.tier == "unavailable":
             raise SandboxError(self.error or "the sandbox is not ready")
-        layout = self.layout(workspace, tmpdir, cwd, extra)
+        layout = self.layout(workspace, tmpdir, cwd, extra, instructions)
         env = {"TMPDIR": tmpdir, "HERMES_SANDBOX": self.label}
         if self.tier == "bwrap":
             assert self._bwrap is not None

@@ -180,6 +180,44 @@ def repositories(root: str) -> list[str]:
     return found
 
 
+_instruction_cache: dict[tuple[str, float, tuple[str, ...]], list[str]] = {}
+
+
+def instruction_files(root: str, patterns: tuple[str, ...]) -> list[str]:
+    """The agent instruction files (names matching ``patterns``) at most :data:`REPO_DEPTH`
+    below ``root``, as regular files (a symlink is left: binding it would bind its target).
+    Cached per root, its modification time and the patterns. Blocking."""
+    from hermes_tui.runtime.instructions import matches
+
+    if not patterns:
+        return []
+    try:
+        key = (root, os.stat(root).st_mtime, patterns)
+    except OSError:
+        return []
+    if key in _instruction_cache:
+        return _instruction_cache[key]
+    found: list[str] = []
+    queue = collections.deque([(root, 0)])
+    seen = 0
+    while queue and seen < REPO_SCAN:
+        folder, depth = queue.popleft()
+        seen += 1
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False) and matches(entry.name, patterns):
+                found.append(real(entry.path))
+            elif depth < REPO_DEPTH and entry.name not in NOT_SCANNED and entry.is_dir(follow_symlinks=False):
+                queue.append((entry.path, depth + 1))
+    if len(_instruction_cache) > 256:
+        _instruction_cache.clear()
+    _instruction_cache[key] = found
+    return found
+
+
 def repository_guards(root: str) -> tuple[list[str], list[str]]:
     """:func:`git_guards` of every repository in ``root`` (nested ones and submodules too)."""
     pins: list[str] = []
@@ -250,9 +288,11 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 
 def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_hidden: Iterable[str] = (),
-           cwd: str = "/", read_only: bool = False) -> Layout:
+           cwd: str = "/", read_only: bool = False, instructions: tuple[str, ...] = ()) -> Layout:
     """The :class:`Layout` of a process that may write ``writable`` (existing folders; the
-    system folders of :data:`SYSTEM_ROOTS` are refused)."""
+    system folders of :data:`SYSTEM_ROOTS` are refused). ``instructions``: names of agent
+    instruction files; those found in a root are read-only where the mechanism can carve a
+    file out (bubblewrap), with the ``.git`` guards."""
     never = protected_paths(hermes_home, user_home)
     roots: list[str] = []
     refused: list[str] = []
@@ -269,7 +309,7 @@ def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_h
     for root in roots:
         pins, guarded = repository_guards(root)
         pinned += pins
-        git += guarded
+        git += guarded + instruction_files(root, instructions)
     hidden = hidden_paths(hermes_home, user_home, extra_hidden, cwd)
     sealed = [folder for folder in (real(hermes_home), real(os.path.join(user_home, ".ssh")))
               if os.path.isdir(folder) and not any(inside(folder, h) for h in hidden)]

@@ -232,9 +232,10 @@ def _guarded(tool: Tool, ctx: ToolContext, parsed: Any) -> dict[str, str]:
     from hermes_tui.runtime.danger import protected_write
 
     hermes_home = str(ctx.gate.home) if ctx.gate is not None else None
+    instructions = ctx.gate.instructions if ctx.gate is not None else ()
     found = {}
     for path in tool.writes(ctx, parsed):
-        reason = protected_write(path, hermes_home=hermes_home)
+        reason = protected_write(path, hermes_home=hermes_home, instructions=instructions)
         if reason:
             found[path] = f"{reason}: {path}"
     return found

@@ -75,20 +75,23 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     checkpoint = await checkpoint_begin(ctx, "terminal", args.command.split("\n", 1)[0][:80]) \
         if noted or direct else None
     try:
-        return await _run_here(ctx, args, cwd)
+        return await _run_here(ctx, args, cwd, instructions="instruction" not in noted)
     finally:
         await checkpoint_end(ctx, checkpoint)
 
 
-async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str) -> dict[str, Any]:
-    """The approved command on this machine, in the sandbox (a person may let it out once)."""
+async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str, instructions: bool = True) -> dict[str, Any]:
+    """The approved command on this machine, in the sandbox (a person may let it out once).
+    ``instructions`` False: a person allowed it to write an agent instruction file, which the
+    sandbox then leaves writable."""
     timeout = args.timeout or ctx.config.terminal.timeout
     sandbox = ctx.sandbox
     if ctx.typed or sandbox is None or sandbox.tier == "off":  # a !cmd is the user's own: as in their shell
         return await run_command(args.command, cwd=cwd, env=ctx.env, timeout=timeout, ctx=ctx)
     try:
         confinement = await asyncio.to_thread(sandbox.confine, workspace=ctx.workspace or ctx.cwd,
-                                              tmpdir=ctx.tmpdir or sandbox.scratch or cwd, cwd=cwd)
+                                              tmpdir=ctx.tmpdir or sandbox.scratch or cwd, cwd=cwd,
+                                              instructions=instructions)
     except SandboxError as exc:  # fail closed: never run unconfined by accident
         return blocked(str(exc))
     layout = confinement.layout
