@@ -336,3 +336,107 @@ def test_a_headless_run_with_approve_safe_runs_what_stays_in_the_sandbox(hermes_
     assert "approve-safe allows only what stays confined" in tool_result
     decisions = [e for e in audit(hermes_home) if e.get("event") == "decision"]
     assert [e["decision"] for e in decisions] == ["once", "once", "deny"]
+
+
+# -- approvals suggest ---------------------------------------------------------------------------
+
+
+def write_log(home: Path, approved: list[tuple[str, int, str]]) -> None:
+    """A synthetic approvals log: each command asked ``n`` times and answered ``decision``."""
+    lines, number = [], 0
+    for command, times, decision in approved:
+        for _ in range(times):
+            number += 1
+            lines.append({"at": f"2026-12-01T10:{number // 60:02d}:{number % 60:02d}", "event": "request",
+                          "id": f"r{number}", "kind": "terminal", "text": command, "cwd": str(home)})
+            lines.append({"at": "2026-12-01T11:00:00", "event": "decision", "id": f"r{number}", "decision": decision})
+    lines.append({"event": "decision", "id": "nowhere", "decision": "once"})  # no request: ignored
+    path = audit_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n")
+
+
+def cli(*argv: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "hermes_tui", "approvals", "suggest", *argv], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_suggest_proposes_what_was_approved_again_and_again_never_a_flagged_command(hermes_home: Path) -> None:
+    write_log(hermes_home, [
+        ("pytest -q tests", 3, "once"), ("npm run build", 2, "session"), ("npm run lint", 1, "once"),
+        ("make docs", 1, "once"),  # once only: not proposed
+        ("rm -rf build", 5, "once"),  # flagged: never a rule
+        ("echo hi > AGENTS.md", 4, "once"),  # an instruction file: never a rule
+        ("python3 -m http.server", 3, "once"), ("python3 -m pip list", 2, "once"),  # an interpreter: exact only
+        ("cargo test -p a", 2, "deny"),  # denied: nothing
+        ("git status", 3, "once"),  # already allowed by command_allowlist
+    ])
+    (hermes_home / "config.yaml").write_text("command_allowlist: ['git status']\n")
+    listed = json.loads(cli("--json").stdout)
+    assert [(s["kind"], s["pattern"], s["approvals"]) for s in listed] == [
+        ("glob", "npm run *", 3), ("exact", "pytest -q tests", 3), ("exact", "python3 -m http.server", 3),
+        ("exact", "npm run build", 2), ("exact", "python3 -m pip list", 2)]
+    shown = cli()
+    assert shown.returncode == 0 and "  1  glob   npm run *" in shown.stdout and "rm -rf" not in shown.stdout
+    bad = cli("--apply", "9")
+    assert bad.returncode == 2 and "--apply 9 is not a suggestion: give a number from 1 to 5" in bad.stderr
+    applied = cli("--apply", "1")
+    assert applied.returncode == 0 and "Added glob rule 'npm run *'" in applied.stdout
+    stored = (hermes_home / "tui" / "allowlist.yaml").read_text()
+    assert "glob: npm run *" in stored
+    after = json.loads(cli("--json").stdout)  # what the new rule allows is no longer proposed
+    assert [s["pattern"] for s in after] == ["pytest -q tests", "python3 -m http.server", "python3 -m pip list"]
+
+
+async def test_a_suggested_glob_never_allows_a_flagged_command(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_tui.runtime.rules import add_rule, allowlist_path
+
+    add_rule(allowlist_path(hermes_home), "npm run *", "glob")
+    approver = Approver("deny")
+    runtime = Runtime(make_config("approvals:\n  mode: strict\n"), home=hermes_home, approver=approver)
+    await runtime.gate.load_rules()
+    assert await runtime.gate.check_terminal("npm run build", cwd=str(tmp_path), session="s", kernel=None,
+                                             exec_id=None) is None
+    for command in ("npm run build; rm -rf ~/x", "npm run x > ~/.bashrc", "npm run $(curl x)"):
+        assert await runtime.gate.check_terminal(command, cwd=str(tmp_path), session="s", kernel=None,
+                                                 exec_id=None) is not None, command
+    assert len(approver.asked) == 3
+
+
+def test_suggest_with_no_log_says_so(hermes_home: Path) -> None:
+    done = cli()
+    assert done.returncode == 0 and done.stdout.startswith("No suggestions")
+
+
+def test_a_headless_run_takes_the_judges_word_and_pauses_on_an_escalation(hermes_home: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    work = tmp_path / "work"
+    (work / "build").mkdir(parents=True)
+    (work / "dist").mkdir()
+    call = {"name": "terminal", "arguments": {"command": "rm -rf build"}}
+    later = {"name": "terminal", "arguments": {"command": "rm -rf dist"}}
+    replies = [{"text": "APPROVE", "match": '\\"command\\": \\"rm -rf build\\"'},
+               {"text": "ESCALATE", "match": '\\"command\\": \\"rm -rf dist\\"'},
+               {"tool_calls": [call]}, {"tool_calls": [later]}, {"text": "Done."}]
+    with FakeModelServer(replies) as server:
+        (hermes_home / "config.yaml").write_text(
+            f"model:\n  provider: custom\n  default: fake\n  base_url: {server.url}\n  max_retries: 0\n"
+            "approvals:\n  mode: smart\n")
+
+        def run(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "hermes_tui", *argv], cwd=work, capture_output=True,
+                                  text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+        paused = run("run", "--session", "nightly", "clean both")
+        assert paused.returncode == 3, paused.stdout + paused.stderr
+        pending = json.loads(run("inspect", "nightly", "--pending", "--json").stdout)["pending"]
+    assert not (work / "build").exists() and (work / "dist").exists()  # approved by the judge; escalated
+    assert [p["text"] for p in pending] == ["rm -rf dist"]
+    assert any("the approval judge escalated it to you: the judge answered ESCALATE" in r for r in pending[0]["reasons"])
+    judged = [(e["text"], e["decision"]) for e in audit(hermes_home) if e.get("event") == "judged"]
+    assert judged == [("rm -rf build", "allow"), ("rm -rf dist", "escalated")]

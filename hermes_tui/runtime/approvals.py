@@ -11,7 +11,10 @@ gateway    any                     yes                       ask (per mode)
 =========  ======================  ========================  ==================
 
 ``approvals.mode``: ``strict`` asks for every terminal() call no rule allows; ``manual`` (Hermes
-Agent's meaning, the default) asks only for flagged ones; ``off`` (YOLO) asks for nothing. The hard floor
+Agent's meaning, the default) asks only for flagged ones; ``smart`` has a :data:`Judge` (an
+auxiliary model, :mod:`hermes_tui.agent.judge`) answer for flagged ones first, escalating to the
+person what it does not approve or deny; ``off`` (YOLO) asks for nothing. A write to an agent
+instruction file (:mod:`.instructions`) asks in every mode, once or deny. The hard floor
 (:mod:`hermes_tui.runtime.danger`) is refused in every mode, with no dialog, and no rule can
 allow it. An :data:`Approver` (the app's dialog, the CLI's prompt) answers once / session /
 always / deny; no answer within ``approvals.timeout`` is a deny. Every request and decision is
@@ -52,7 +55,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from pydantic import BaseModel, Field
 
 from hermes_tui.runtime.danger import Analysis, analyze
-from hermes_tui.runtime.instructions import is_instruction_reason
+from hermes_tui.runtime.danger.instruction_names import is_instruction_reason
+from hermes_tui.runtime.instructions import ABSENT
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rules import (
     Rule, RulesNotSaved, active_rules, add_rule, allowlist_path, category_why, denied_by, lift_flags,
@@ -318,9 +322,10 @@ class ApprovalGate:
         self.timeout = config.approvals.timeout
         self.instructions: tuple[str, ...] = config.security.instruction_patterns
         """Names (globs) of agent instruction files: their writes always ask."""
-        self.allowed_instructions: set[str] = set()
-        """Names of instruction files a person allowed to be written since the runtime's
-        :class:`~hermes_tui.runtime.instructions.InstructionWatch` last looked."""
+        self.allowed_instructions: dict[str, set[str]] = {}
+        """Per instruction file name, the contents (SHA-256, or :data:`~.instructions.ABSENT`) a
+        person allowed it to be left with since the runtime last looked
+        (:meth:`allow_instruction`): the runtime's check after a call keeps only those."""
         self.judge: Judge | None = None
         """The approval judge of ``smart`` mode (set by the host that has a model); without one,
         every flagged command escalates to a person."""
@@ -450,18 +455,14 @@ class ApprovalGate:
             key = INSTRUCTION_PREFIX + command
             if self._take_once(session, key):
                 await self.audit.write(event="auto", decision="allow", why="approved after a restart", **base)
-                self.allowed_instructions.update(instruction_names(protected))
                 return None
             request = self._request("terminal", command, cwd, session, kernel, exec_id, origin,
                                     [*protected, *(r for r in reasons if r not in protected)], ["once", "deny"],
                                     call_id)
             request.where, request.protected, request.session_rule = where, True, key
-            if noted is not None:
-                noted.update(("asked", "instruction"))
-            refusal = await self._ask(request, key)
-            if refusal is None:
-                self.allowed_instructions.update(instruction_names(protected))
-            return refusal
+            if noted is not None:  # the terminal tool records what the allowed command leaves in these
+                noted.update(("asked", "instruction", *(f"instruction:{n}" for n in instruction_names(protected))))
+            return await self._ask(request, key)  # what it leaves is recorded once it ran (tools/terminal.py)
         if self.yolo:
             await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
             return None
@@ -511,9 +512,9 @@ class ApprovalGate:
         """The judge's verdict on a flagged command, audited with its model, latency and cost;
         ``escalate`` when there is no judge, when it fails, and when the command's text speaks
         to it (docs/approvals.md: a command is data, and data that gives orders is suspect)."""
-        addressed = addressed_to_judge(question.command)
+        addressed = addressed_to_judge("\n".join([question.command, question.cwd, *question.reasons]))
         if addressed is not None:
-            judged = Judgement("escalate", f"not asked: the command's text {addressed}")
+            judged = Judgement("escalate", f"not asked: the command's text (or its folder) {addressed}")
         elif self.judge is None:
             judged = Judgement("escalate", "no approval judge is configured (auxiliary.approval)")
         else:
@@ -599,7 +600,7 @@ class ApprovalGate:
             key = INSTRUCTION_PREFIX + key
             if self._take_once(session, key):
                 await self.audit.write(event="auto", decision="allow", why="approved after a restart", **base)
-                self.allowed_instructions.update(os.path.basename(f.path) for f in files)
+                self._allow_files(files)
                 return None
         elif self.yolo:
             await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
@@ -613,8 +614,17 @@ class ApprovalGate:
         request.protected = bool(protected)
         refusal = await self._ask(request, key)
         if refusal is None and protected:
-            self.allowed_instructions.update(instruction_names(protected) | {os.path.basename(f.path) for f in files})
+            self._allow_files(files)
         return refusal
+
+    def _allow_files(self, files: list[FileChange]) -> None:
+        for change in files:
+            self.allow_instruction(os.path.basename(change.path), change.sha256 or ABSENT)
+
+    def allow_instruction(self, name: str, digest: str) -> None:
+        """A person allowed instruction file ``name`` to be left with content ``digest``
+        (its SHA-256, or :data:`~.instructions.ABSENT`)."""
+        self.allowed_instructions.setdefault(name, set()).add(digest)
 
     def _request(
         self, kind: RequestKind, text: str, cwd: str, session: str, kernel: str | None,

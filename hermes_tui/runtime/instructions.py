@@ -17,41 +17,19 @@ in are closed:
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
+import secrets
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-INSTRUCTION_WRITE = "writes an agent instruction file"
-"""How every reason for such a write begins (the gate tells it from other flags by this)."""
+from hermes_tui.runtime.danger.instruction_names import matches
+
+ABSENT = "absent"
+"""The digest of a file that is not there (a deletion a person allowed)."""
 READ_CAP = 1 << 20
 """Bytes of one instruction file kept to put it back; a bigger one is reported, not restored."""
-
-
-def matches(name: str, patterns: Iterable[str]) -> bool:
-    """True when the file name ``name`` is one of ``patterns`` (globs; names compared exactly,
-    as a case-sensitive file system does, and also case-folded: ``agents.md`` is read by tools
-    on a case-insensitive one)."""
-    for pattern in patterns:
-        if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name.lower(), pattern.lower()):
-            return True
-    return False
-
-
-def reason_for(path: str, patterns: Iterable[str], how: str = "writes") -> str | None:
-    """The flag for writing ``path`` when its name is an instruction file's, else None."""
-    name = os.path.basename(path.rstrip("/"))
-    if name and matches(name, patterns):
-        return f"{INSTRUCTION_WRITE.replace('writes', how, 1)} ({name}): it steers the next agent that opens " \
-               "this folder; always asked"
-    return None
-
-
-def is_instruction_reason(reason: str) -> bool:
-    """True for a reason made by :func:`reason_for` (any verb)."""
-    return f" {INSTRUCTION_WRITE.split(' ', 1)[1]} (" in reason
 
 
 @dataclass
@@ -156,7 +134,7 @@ def _write(path: str, seen: Seen | None) -> str | None:
         if seen.data is None:
             return f"{path} was over {READ_CAP >> 20} MiB or not a regular file; it was not kept, so it was left"
         folder, name = os.path.split(path)
-        temporary = os.path.join(folder, f".{name}.hermes-{os.getpid()}.tmp")
+        temporary = os.path.join(folder, f".{name}.hermes-{secrets.token_hex(6)}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, seen.mode or 0o644)
         try:
             os.write(fd, seen.data)
@@ -166,6 +144,11 @@ def _write(path: str, seen: Seen | None) -> str | None:
         return None
     except OSError as exc:
         return f"{path}: {exc.strerror or exc}"
+
+
+def digest(seen: Seen | None) -> str:
+    """What a person's allowance is compared with: the SHA-256 of the bytes, or :data:`ABSENT`."""
+    return ABSENT if seen is None else seen.digest
 
 
 def unified_diff(change: Change, limit: int = 64_000) -> str:

@@ -13,6 +13,7 @@ from hermes_tui.config import Config, load_config
 from hermes_tui.config.notes import backend_refusal
 from hermes_tui.base.paths import exec_cache_dir, hermes_home
 from hermes_tui.runtime import instructions
+from hermes_tui.runtime.danger.instruction_names import reason_for
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, FileChange, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
@@ -99,15 +100,16 @@ class Runtime:
         if not roots:
             return []
         after = await asyncio.to_thread(instructions.scan, roots, self.gate.instructions)
-        allowed, self.gate.allowed_instructions = self.gate.allowed_instructions, set()
+        allowed, self.gate.allowed_instructions = self.gate.allowed_instructions, {}
         notes = []
         for change in instructions.changes(before, after):
             name = os.path.basename(change.path)
-            if name in allowed:
-                continue
+            if instructions.digest(change.after) in allowed.get(name, ()):
+                continue  # left as a person allowed it to be
             undone = await asyncio.to_thread(instructions.put_back, change)
-            reason = instructions.reason_for(change.path, self.gate.instructions) or ""
-            put = "it was put back until you answer" if undone is None else f"it could not be put back: {undone}"
+            reason = reason_for(change.path, self.gate.instructions) or ""
+            put = ("it was put back as it was before this call, until you answer" if undone is None
+                   else f"it could not be put back: {undone}")
             size = len(change.after.data) if change.after and change.after.data is not None else None
             refusal = await self.gate.check_file(
                 tool, [FileChange(path=change.path, size=size, sha256=change.after.digest if change.after else None)],
@@ -125,6 +127,16 @@ class Runtime:
                              "files are changed only with write_file or patch, which ask the user." if undone is None
                              else f"{name} was {change.what} without asking; it could not be put back: {undone}.")
         return notes
+
+    def _instructions_undo(self, watched: tuple[tuple[str, ...], dict[str, instructions.Seen]]) -> None:
+        """Put back, without asking, each instruction file a cancelled call changed that no person
+        allowed. Blocking."""
+        roots, before = watched
+        if roots:
+            allowed = self.gate.allowed_instructions
+            for change in instructions.changes(before, instructions.scan(roots, self.gate.instructions)):
+                if instructions.digest(change.after) not in allowed.get(os.path.basename(change.path), ()):
+                    instructions.put_back(change)
 
     def _confined(self) -> bool:
         """True when what scripts and commands do stays confined: the sandbox is on here, or
@@ -327,6 +339,9 @@ class Runtime:
                 start_warning=warning, origin=origin, call_id=call_id, display=display,
                 filename=filename,
             )
+        except asyncio.CancelledError:  # nobody is left to ask: what nobody allowed is put back
+            await asyncio.shield(asyncio.to_thread(self._instructions_undo, watched))
+            raise
         finally:
             await self.checkpoints.end(checkpoint)
         notes = await self._instructions_after(watched, "execute_code", session=session, origin=origin,

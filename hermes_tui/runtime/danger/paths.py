@@ -8,7 +8,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_tui.runtime.instructions import reason_for
+from hermes_tui.runtime.danger.instruction_names import reason_for
 
 SYSTEM_DIRS = frozenset({
     "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root", "/sbin",

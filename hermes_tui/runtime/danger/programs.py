@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from hermes_tui.runtime.danger.parse import COMPUTED, Command
 from hermes_tui.runtime.danger.paths import Paths, basename
 from hermes_tui.runtime.danger.wrappers import find_actions, long_option
-from hermes_tui.runtime.instructions import reason_for
+from hermes_tui.runtime.danger.instruction_names import reason_for
 
 if TYPE_CHECKING:
     from hermes_tui.runtime.danger.analysis import Analysis

@@ -147,19 +147,24 @@ REPO_SCAN = 3000
 """Folders looked at, at most, per root: a huge tree is not walked whole at each start."""
 NOT_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "site-packages", ".tox", ".mypy_cache",
                          "target", "build", "dist", ".cache"})
-_repos: dict[tuple[str, float], list[str]] = {}
+_walks: dict[tuple[str, float, tuple[str, ...]], tuple[list[str], list[str]]] = {}
 
 
-def repositories(root: str) -> list[str]:
-    """The folders at most :data:`REPO_DEPTH` below ``root`` (itself included) that hold a
-    ``.git`` folder. Cached per root and its modification time. Blocking."""
+def walk(root: str, instructions: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """``(repositories, instruction files)`` at most :data:`REPO_DEPTH` below ``root`` (itself
+    included; :data:`REPO_SCAN` folders at most): the folders holding a ``.git`` folder, and the
+    regular files whose names match ``instructions`` (a symlink is left: binding it would bind its
+    target). Cached per root, its modification time and the names. Blocking."""
+    from hermes_tui.runtime.danger.instruction_names import matches
+
     try:
-        key = (root, os.stat(root).st_mtime)
+        key = (root, os.stat(root).st_mtime, instructions)
     except OSError:
-        return []
-    if key in _repos:
-        return _repos[key]
-    found: list[str] = []
+        return [], []
+    if key in _walks:
+        return _walks[key]
+    repos: list[str] = []
+    files: list[str] = []
     queue = collections.deque([(root, 0)])
     seen = 0
     while queue and seen < REPO_SCAN:
@@ -171,58 +176,22 @@ def repositories(root: str) -> list[str]:
             continue
         for entry in entries:
             if entry.name == ".git" and entry.is_dir(follow_symlinks=False):
-                found.append(folder)
+                repos.append(folder)
+            elif instructions and entry.is_file(follow_symlinks=False) and matches(entry.name, instructions):
+                files.append(real(entry.path))
             elif depth < REPO_DEPTH and entry.name not in NOT_SCANNED and entry.is_dir(follow_symlinks=False):
                 queue.append((entry.path, depth + 1))
-    if len(_repos) > 256:
-        _repos.clear()
-    _repos[key] = found
-    return found
+    if len(_walks) > 256:
+        _walks.clear()
+    _walks[key] = (repos, files)
+    return repos, files
 
 
-_instruction_cache: dict[tuple[str, float, tuple[str, ...]], list[str]] = {}
-
-
-def instruction_files(root: str, patterns: tuple[str, ...]) -> list[str]:
-    """The agent instruction files (names matching ``patterns``) at most :data:`REPO_DEPTH`
-    below ``root``, as regular files (a symlink is left: binding it would bind its target).
-    Cached per root, its modification time and the patterns. Blocking."""
-    from hermes_tui.runtime.instructions import matches
-
-    if not patterns:
-        return []
-    try:
-        key = (root, os.stat(root).st_mtime, patterns)
-    except OSError:
-        return []
-    if key in _instruction_cache:
-        return _instruction_cache[key]
-    found: list[str] = []
-    queue = collections.deque([(root, 0)])
-    seen = 0
-    while queue and seen < REPO_SCAN:
-        folder, depth = queue.popleft()
-        seen += 1
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_file(follow_symlinks=False) and matches(entry.name, patterns):
-                found.append(real(entry.path))
-            elif depth < REPO_DEPTH and entry.name not in NOT_SCANNED and entry.is_dir(follow_symlinks=False):
-                queue.append((entry.path, depth + 1))
-    if len(_instruction_cache) > 256:
-        _instruction_cache.clear()
-    _instruction_cache[key] = found
-    return found
-
-
-def repository_guards(root: str) -> tuple[list[str], list[str]]:
-    """:func:`git_guards` of every repository in ``root`` (nested ones and submodules too)."""
+def repository_guards(repos: list[str]) -> tuple[list[str], list[str]]:
+    """:func:`git_guards` of each repository (nested ones and submodules too)."""
     pins: list[str] = []
     guarded: list[str] = []
-    for repo in repositories(root):
+    for repo in repos:
         more_pins, more_guarded = git_guards(repo)
         pins += more_pins
         guarded += more_guarded
@@ -307,9 +276,10 @@ def layout(*, writable: Iterable[str], hermes_home: str, user_home: str, extra_h
     pinned: list[str] = []
     git: list[str] = []
     for root in roots:
-        pins, guarded = repository_guards(root)
+        repos, instruction_files = walk(root, instructions)
+        pins, guarded = repository_guards(repos)
         pinned += pins
-        git += guarded + instruction_files(root, instructions)
+        git += guarded + instruction_files
     hidden = hidden_paths(hermes_home, user_home, extra_hidden, cwd)
     sealed = [folder for folder in (real(hermes_home), real(os.path.join(user_home, ".ssh")))
               if os.path.isdir(folder) and not any(inside(folder, h) for h in hidden)]

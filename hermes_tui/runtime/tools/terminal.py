@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from hermes_tui.config.notes import backend_refusal
+from hermes_tui.runtime import instructions
 from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.backends.base import BackendError
 from hermes_tui.runtime.capture import Captured, HeadTailCapture, SpillLimits, spill_cut_warning
@@ -77,7 +78,21 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     try:
         return await _run_here(ctx, args, cwd, instructions="instruction" not in noted)
     finally:
+        named = [n.split(":", 1)[1] for n in noted if n.startswith("instruction:")]
+        if named:
+            await asyncio.to_thread(_note_instructions, ctx, cwd, named)
         await checkpoint_end(ctx, checkpoint)
+
+
+def _note_instructions(ctx: ToolContext, cwd: str, names: list[str]) -> None:
+    """After a command a person allowed to write the agent instruction files ``names``: what it
+    left in them at the top of the folders the runtime watches is what was allowed (a later
+    change is not, nor a change to another one). Blocking."""
+    roots = list(dict.fromkeys([ctx.workspace or ctx.cwd, cwd, *ctx.config.code_execution.writable_roots]))
+    found = instructions.scan(roots, tuple(names))
+    for name in names:
+        for root in roots:
+            ctx.gate.allow_instruction(name, instructions.digest(found.get(os.path.join(root, name))))
 
 
 async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str, instructions: bool = True) -> dict[str, Any]:
