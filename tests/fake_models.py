@@ -87,6 +87,9 @@ class FakeModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go in separate writes: without TCP_NODELAY, Nagle's algorithm and
+            # the client's delayed ACK add ~40 ms to every reply (a floor no real server has).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass

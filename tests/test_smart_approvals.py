@@ -440,3 +440,27 @@ def test_a_headless_run_takes_the_judges_word_and_pauses_on_an_escalation(hermes
     assert any("the approval judge escalated it to you: the judge answered ESCALATE" in r for r in pending[0]["reasons"])
     judged = [(e["text"], e["decision"]) for e in audit(hermes_home) if e.get("event") == "judged"]
     assert judged == [("rm -rf build", "allow"), ("rm -rf dist", "escalated")]
+
+
+def test_doctor_shows_the_judge_and_never_its_key(hermes_home: Path) -> None:
+    import subprocess
+    import sys
+
+    (hermes_home / "config.yaml").write_text(
+        "model:\n  provider: custom\n  default: big\n  base_url: http://127.0.0.1:9/v1\n"
+        "approvals:\n  mode: smart\n  unattended: approve-safe\n"
+        "auxiliary:\n  approval:\n    provider: custom\n    model: small\n    base_url: http://127.0.0.1:8/v1\n"
+        "    api_key: judge-secret-123456\n    timeout: 12\n")
+
+    def doctor(*argv: str) -> str:
+        return subprocess.run([sys.executable, "-m", "hermes_tui", "doctor", "--offline", *argv], capture_output=True,
+                              text=True, timeout=120).stdout
+
+    text = doctor()
+    assert "approvals  smart: an approval judge" in text
+    assert "judge      custom · small at http://127.0.0.1:8/v1, 12s; key: auxiliary.approval.api_key" in text
+    assert "a headless run nobody can answer: what stays in the sandbox is approved" in text
+    assert "writes to AGENTS.md, CLAUDE.md, SOUL.md, .hermes.md, HERMES.md, .cursorrules always ask" in text
+    report = json.loads(doctor("--json"))
+    assert report["approvals"]["judge"]["model"] == "small" and report["approvals"]["unattended"] == "approve-safe"
+    assert "judge-secret" not in text and "judge-secret" not in json.dumps(report)

@@ -6,8 +6,9 @@ figures; asserts nothing.
 Figures:
 
 * a flagged command through the gate (``check_terminal``), median and p90: ``manual`` with a
-  person who answers at once (the floor: the analysis and the audit lines), and ``smart`` with
-  an APPROVE judge on 127.0.0.1 (the scripted model server: one HTTP request);
+  person who answers at once (the analysis and the audit lines), and ``smart`` with an APPROVE
+  judge on 127.0.0.1 (the scripted model server: one HTTP request), beside the floor of one
+  plain POST to the same server;
 * a command that speaks to the judge (escalated without a request): the pre-check's cost;
 * a warm ``execute_code`` (``print(1)``) with the instruction-file watch off and on, in a folder
   of 10 entries and in one of 10,000 entries at its top (the watch lists each root's top);
@@ -70,12 +71,19 @@ async def gate(home: Path, cwd: Path, rounds: int) -> None:
         return lambda: runtime.gate.check_terminal(command, cwd=str(cwd), session="b", kernel=None, exec_id=None)
 
     show("manual, a person answers at once (the floor)", await timed(check(manual, "rm -rf build"), rounds))
-    with FakeModelServer([{"text": "APPROVE"}] * (rounds + 5)) as server:
+    with FakeModelServer([{"text": "APPROVE"}] * (2 * rounds + 5)) as server:
         config = parse_config(f"model:\n  provider: custom\n  default: m\n  base_url: {server.url}\n"
                               "approvals:\n  mode: smart\nauxiliary:\n  approval:\n    model: judge\n")
         smart = Runtime(config, home=home, approver=at_once)
         judge = ApprovalJudge(judge_settings(config, home, resolve_provider(config, home, {})))
         smart.gate.judge = judge
+        import httpx
+
+        async with httpx.AsyncClient() as client:  # the floor: the same request, by hand
+            body = {"model": "judge", "messages": [{"role": "user", "content": "x"}], "max_tokens": 16}
+            await client.post(f"{server.url}/chat/completions", json=body)
+            show("the floor: one POST to the same server (httpx)", await timed(
+                lambda: client.post(f"{server.url}/chat/completions", json=body), rounds))
         await check(smart, "rm -rf build")()  # warm: the SDK's client made
         show("smart, an APPROVE judge on 127.0.0.1 (one HTTP request)", await timed(check(smart, "rm -rf build"), rounds))
         show("smart, a command that speaks to the judge (not sent)",
