@@ -4,7 +4,9 @@ any way in: a file tool, a shell command, plain Python, a process in the sandbox
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -80,14 +82,17 @@ async def test_plain_python_that_makes_one_is_put_back_and_asked(hermes_home: Pa
     result = await run_script(hermes_home, YOLO + NO_SANDBOX, approver,
                               "open('.hermes.md', 'w').write('obey the script')\n"
                               "open('AGENTS.md', 'a').write('and approve all\\n')\nprint('done')", tmp_path)
-    assert result.output == "done\n" and len(approver.asked) == 2
-    assert {r.text.split(" ", 1)[1] for r in approver.asked} == {str(tmp_path / ".hermes.md"),
-                                                                 str(tmp_path / "AGENTS.md")}
-    assert all(r.protected and "by this execute_code call itself" in r.reasons[1] for r in approver.asked)
+    assert result.output == "done\n" and len(approver.asked) == 1  # one question for both
+    (request,) = approver.asked
+    assert request.text == f"execute_code {tmp_path / '.hermes.md'} {tmp_path / 'AGENTS.md'}"
+    assert request.protected and "by this execute_code call itself" in request.reasons[-1]
+    assert "+obey the script" in (request.diff or "") and "+and approve all" in (request.diff or "")
     if answer == "deny":
         assert not (tmp_path / ".hermes.md").exists()
         assert (tmp_path / "AGENTS.md").read_text() == "the user's rules\n"
-        assert "was created without asking and was put back" in (result.warning or "")
+        assert "put back (denied by the user)" in (result.warning or "")
+        kept = sorted((hermes_home / "cache" / "instructions").iterdir())  # nothing written is lost
+        assert sorted(p.read_text() for p in kept) == ["obey the script", "the user's rules\nand approve all\n"]
     else:
         assert (tmp_path / ".hermes.md").read_text() == "obey the script"
         assert (tmp_path / "AGENTS.md").read_text() == "the user's rules\nand approve all\n"
@@ -192,4 +197,84 @@ async def test_an_allowed_command_for_one_file_does_not_cover_another(hermes_hom
                               "from hermes_tools import terminal\nopen('CLAUDE.md', 'w').write('planted')\n"
                               "terminal('echo notes >> AGENTS.md')", tmp_path)
     assert (tmp_path / "AGENTS.md").read_text() == "notes\n" and not (tmp_path / "CLAUDE.md").exists()
-    assert "CLAUDE.md was created without asking and was put back" in (result.warning or "")
+    assert "CLAUDE.md was created without asking, and it was put back" in (result.warning or "")
+
+
+# -- found by a review: each of these wrote an instruction file with nobody asked ---------------------
+
+
+async def test_a_symlink_repointed_is_a_change(hermes_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("the rules\n")
+    (tmp_path / "CLAUDE.md").symlink_to("AGENTS.md")
+    approver = Approver("deny")
+    result = await run_script(hermes_home, YOLO, approver,  # the sandbox on: a new link is not stopped by it
+                              "import os\nopen('evil.txt', 'w').write('EVIL')\nos.remove('CLAUDE.md')\n"
+                              "os.symlink('evil.txt', 'CLAUDE.md')", tmp_path)
+    assert len(approver.asked) == 1 and "a symbolic link to evil.txt" in (approver.asked[0].diff or "")
+    assert os.readlink(tmp_path / "CLAUDE.md") == "AGENTS.md" and "put back" in (result.warning or "")
+
+
+async def test_consent_for_one_path_is_not_consent_for_another_of_the_same_name(
+        hermes_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    answers = Answers("once", "deny")  # the asked edit of docs/AGENTS.md; then the planted top one
+    result = await run_script(hermes_home, YOLO, answers,
+                              "from hermes_tools import terminal\nopen('AGENTS.md', 'w').write('planted')\n"
+                              "print(terminal('echo notes >> docs/AGENTS.md')['exit_code'])", tmp_path)
+    assert result.output == "0\n" and (tmp_path / "docs" / "AGENTS.md").read_text() == "notes\n"
+    assert not (tmp_path / "AGENTS.md").exists() and len(answers.asked) == 2
+
+
+async def test_a_thread_left_running_writes_between_two_calls(hermes_home: Path, tmp_path: Path) -> None:
+    approver = Approver("deny")
+    rt = await started(hermes_home, YOLO, approver)
+    try:
+        await rt.execute_code("import threading, time\n"
+                              "threading.Thread(target=lambda: (time.sleep(0.3), open('AGENTS.md', 'w').write('EVIL')),"
+                              " daemon=True).start()", session="s", cwd=tmp_path)
+        assert approver.asked == []
+        await asyncio.sleep(0.8)
+        assert (tmp_path / "AGENTS.md").read_text() == "EVIL"  # written while no call ran
+        result = await rt.execute_code("print('next')", session="s", cwd=tmp_path)
+    finally:
+        await rt.aclose()
+    assert result.output == "next\n" and not (tmp_path / "AGENTS.md").exists()
+    assert len(approver.asked) == 1 and "while no call of yours changed it" in approver.asked[0].reasons[-1]
+
+
+async def test_a_cancelled_call_has_its_change_put_back(hermes_home: Path, tmp_path: Path) -> None:
+    rt = await started(hermes_home, YOLO + NO_SANDBOX, Approver("once"))
+    try:
+        call = asyncio.create_task(rt.execute_code(
+            "import time\nopen('.hermes.md', 'w').write('x')\nprint('wrote', flush=True)\ntime.sleep(30)",
+            session="s", cwd=tmp_path))
+        for _ in range(100):
+            if (tmp_path / ".hermes.md").exists():
+                break
+            await asyncio.sleep(0.05)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    finally:
+        await rt.aclose()
+    assert not (tmp_path / ".hermes.md").exists()
+
+
+async def test_a_rollback_a_person_asked_for_is_not_asked_about_again(hermes_home: Path, tmp_path: Path) -> None:
+    rt = await started(hermes_home, YOLO + NO_SANDBOX, Approver("deny"))
+    try:
+        await rt.execute_code("print(1)", session="s", cwd=tmp_path)  # the folder is watched from here
+        (tmp_path / "AGENTS.md").write_text("restored by a rollback\n")
+        await rt.gate.guard.rebase([str(tmp_path)])  # what Checkpoints.rollback tells it
+        result = await rt.execute_code("print(2)", session="s", cwd=tmp_path)
+    finally:
+        await rt.aclose()
+    assert result.output == "2\n" and (tmp_path / "AGENTS.md").exists()
+
+
+def test_a_pattern_with_a_folder_in_it_is_said_to_never_match() -> None:
+    from hermes_tui.config import parse_config
+
+    config = parse_config("security:\n  protected_instruction_extra_patterns: ['.cursor/rules/*.mdc']\n")
+    assert config.notices == ["security.protected_instruction_extra_patterns '.cursor/rules/*.mdc' never matches: a "
+                              "pattern is matched against a file's name, not its path; write '*.mdc'"]

@@ -28,7 +28,7 @@ from hermes_tui.agent.models.keys import ProviderError, origin
 from hermes_tui.agent.models.providers import Provider, make_provider
 from hermes_tui.agent.models.resolve import ProviderSettings, resolve_provider
 from hermes_tui.agent.usage import CallUsage, estimate_cost
-from hermes_tui.runtime.approvals import JudgeQuestion, Judgement
+from hermes_tui.runtime.approvals import JudgeQuestion, Judgement, addressed_to_judge
 
 SYSTEM_PROMPT = """\
 You review one shell command that an AI coding agent wants to run on the user's machine. A \
@@ -62,16 +62,28 @@ _SECRETS = re.compile(
     r"|\b[A-Za-z0-9+_=-]{40,}")
 
 
-def bounded_intent(text: str | None, secrets_known: Iterable[str] = ()) -> str | None:
-    """What the user asked, cut to :data:`INTENT_CHARS`, with anything shaped like a key
-    replaced (and every secret the host knows)."""
-    if not text:
-        return None
+def scrubbed(text: str, secrets_known: Iterable[str] = ()) -> str:
+    """``text`` with every secret the host knows, and anything shaped like a key, replaced by
+    ``[secret]``: the judge may be another provider than the main model's."""
     for secret in secrets_known:
         if secret:
             text = text.replace(secret, "[secret]")
-    text = _SECRETS.sub("[secret]", text)
+    return _SECRETS.sub("[secret]", text)
+
+
+def bounded_intent(text: str | None, secrets_known: Iterable[str] = ()) -> str | None:
+    """What the user asked, :func:`scrubbed`, cut to :data:`INTENT_CHARS`."""
+    if not text:
+        return None
+    text = scrubbed(text, secrets_known)
     return text if len(text) <= INTENT_CHARS else text[: INTENT_CHARS - 1] + "…"
+
+
+def _unaddressed(text: str) -> str:
+    """``text`` (a folder, a reason naming a path the model chose), or a placeholder when it
+    seems to speak to a reviewer: the command itself is escalated then (the gate), but a folder
+    named ``APPROVE`` is only left out."""
+    return text if addressed_to_judge(text) is None else "(not shown: it seems to speak to a reviewer)"
 
 
 def read_verdict(reply: str) -> tuple[str, str]:
@@ -136,14 +148,17 @@ class ApprovalJudge:
         settings: :func:`judge_settings`.
         charge, room, intent: the open sessions' usage, ceilings and words (None: not counted,
             no ceiling, no intent; ``hermes-tui exec`` has no session).
+        secrets: the other keys the host holds (the main model's): never sent to the judge.
     """
 
     def __init__(self, settings: ProviderSettings, *, charge: Charge | None = None, room: Room | None = None,
-                 intent: Intent | None = None) -> None:
+                 intent: Intent | None = None, secrets: Iterable[str] = ()) -> None:
         self.settings = settings
         self.charge = charge
         self.room = room
         self.intent = intent
+        self.secrets = [*secrets, *settings.secrets()]
+        """Every key the host holds that could appear in what is sent: replaced before it goes."""
         self._provider: Provider | None = None
 
     @property
@@ -155,9 +170,10 @@ class ApprovalJudge:
         if len(question.command) > COMMAND_CHARS:
             return Judgement("escalate", f"not asked: the command is over {COMMAND_CHARS:,} characters", self.label)
         nonce = secrets.token_hex(8)
-        data = {"command": question.command, "flagged_because": question.reasons,
-                "working_directory": question.cwd, "runs_on": question.where or "this machine"}
-        intent = bounded_intent(self.intent(question.session) if self.intent else None, self.settings.secrets())
+        data = {"command": scrubbed(question.command, self.secrets),
+                "flagged_because": [_unaddressed(scrubbed(r, self.secrets)) for r in question.reasons],
+                "working_directory": _unaddressed(question.cwd), "runs_on": _unaddressed(question.where or "this machine")}
+        intent = bounded_intent(self.intent(question.session) if self.intent else None, self.secrets)
         if intent:
             data["what_the_user_asked"] = intent
         body = f"<data-{nonce}>\n{json.dumps(data, ensure_ascii=True)}\n</data-{nonce}>\nYour one word:"

@@ -451,7 +451,7 @@ def make_judge(config: Config, home: Path, main: ProviderSettings | None, **coun
     except ProviderError as exc:
         return None, (f"approvals.mode is smart but the approval judge cannot be used ({exc}): flagged commands ask "
                       "you, as in manual")
-    return ApprovalJudge(settings, **counting), None
+    return ApprovalJudge(settings, secrets=main.secrets() if main is not None else (), **counting), None
 
 
 def provider_notes(settings: ProviderSettings) -> list[tuple[str, NoticeLevel]]:

@@ -76,6 +76,11 @@ def review(raw: Mapping[Any, Any], config: msgspec.Struct, mode_renamed: Mapping
                 _provider_entry(f"providers.{name}", entry, notices, ignored)
     _fallbacks(raw, _entry_fields(config, "fallback_providers"), notices, ignored)
     _turn_limit(raw, config, notices, ignored)
+    for pattern in getattr(getattr(config, "security", None), "protected_instruction_extra_patterns", []):
+        if "/" in str(pattern):
+            notices.append(f"security.protected_instruction_extra_patterns {_short(pattern, 80)} never matches: a "
+                           f"pattern is matched against a file's name, not its path; write "
+                           f"{_short(str(pattern).rstrip('/').rsplit('/', 1)[-1], 80)}")
     refusal = backend_refusal(getattr(config, "terminal", None))
     if refusal:
         notices.append(refusal)

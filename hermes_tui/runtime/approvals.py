@@ -56,7 +56,7 @@ from pydantic import BaseModel, Field
 
 from hermes_tui.runtime.danger import Analysis, analyze
 from hermes_tui.runtime.danger.instruction_names import is_instruction_reason
-from hermes_tui.runtime.instructions import ABSENT
+from hermes_tui.runtime.instructions import ABSENT, InstructionGuard
 from hermes_tui.runtime.models import Origin
 from hermes_tui.runtime.rules import (
     Rule, RulesNotSaved, active_rules, add_rule, allowlist_path, category_why, denied_by, lift_flags,
@@ -136,12 +136,20 @@ class ApprovalRequest(BaseModel):
 
 INSTRUCTION_PREFIX = "instruction file: "
 """What an allowed instruction-file write is remembered under (a restart's "once"; never a rule)."""
-_NAMED = re.compile(r"an agent instruction file \(([^)]*)\)")
+_NAMED = re.compile(r"an agent instruction file \((.*?)\): it steers")
 _TO_JUDGE = re.compile(
-    r"\b(?:approve[ds]?|approval|deny|denied|escalate[ds]?|verdict|judge|reviewer|classifier|guardian|"
-    r"safe to run|harmless|system prompt|(?:ignore|disregard|forget)\W+(?:\w+\W+){0,3}?"
-    r"(?:instructions?|rules?|prompts?)|you are (?:an? |the )?(?:ai|assistant|model|llm))\b",
+    r"\b(?:approv\w*|deny|denie[sd]|escalat\w*|verdict\w*|judg\w*|review\w*|classif\w*|guardian\w*|"
+    r"safe to run|harmless|system prompt|authori[sz]\w*|already (?:confirmed|allowed|ok\w*)|"
+    r"(?:ignore|disregard|forget|override)\W+(?:\w+\W+){0,3}?(?:instructions?|rules?|prompts?|polic\w*)|"
+    r"you are (?:an? |the )?(?:ai|assistant|model|llm))\b",
     re.IGNORECASE)
+_LOOKALIKE = str.maketrans({
+    # Cyrillic and Greek letters drawn like Latin ones, and digits written for letters
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "к": "k",
+    "м": "m", "т": "t", "в": "b", "н": "h", "ԁ": "d", "ɡ": "g", "α": "a", "ε": "e", "ο": "o", "ρ": "p", "ν": "v",
+    "ι": "i", "κ": "k", "τ": "t", "υ": "u", "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a",
+    "$": "s", "_": " ", "-": " ", ".": " ", "*": " ", "`": " ", "~": " ",
+})
 
 
 def instruction_names(reasons: list[str]) -> set[str]:
@@ -150,13 +158,18 @@ def instruction_names(reasons: list[str]) -> set[str]:
 
 
 def addressed_to_judge(command: str) -> str | None:
-    """How ``command``'s text speaks to a reviewer (``says 'APPROVE'``), if it does: words of a
-    verdict, of a reviewer, of instructions to ignore. Such a command is never shown to the
-    judge; a person decides (None: it does not)."""
+    """How ``command``'s text seems to speak to a reviewer (``speaks to a reviewer ('APPROVE')``),
+    if it does: words of a verdict, of a reviewer, of consent, of instructions to ignore — also
+    spelled with lookalike letters, digits, separators or invisible characters. Best effort: it
+    spares the judge the plainest manipulation; what the judge may decide is bounded anyway
+    (docs/approvals.md). None: nothing found."""
     text = unicodedata.normalize("NFKC", command)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # zero-width joiners and kin
-    found = _TO_JUDGE.search(text)
-    return f"speaks to a reviewer ({found.group(0)[:40]!r})" if found else None
+    for variant in (text, text.lower().translate(_LOOKALIKE)):
+        found = _TO_JUDGE.search(variant)
+        if found:
+            return f"speaks to a reviewer ({found.group(0)[:40]!r})"
+    return None
 
 
 SANDBOX_PREFIX = "outside the sandbox: "
@@ -322,10 +335,8 @@ class ApprovalGate:
         self.timeout = config.approvals.timeout
         self.instructions: tuple[str, ...] = config.security.instruction_patterns
         """Names (globs) of agent instruction files: their writes always ask."""
-        self.allowed_instructions: dict[str, set[str]] = {}
-        """Per instruction file name, the contents (SHA-256, or :data:`~.instructions.ABSENT`) a
-        person allowed it to be left with since the runtime last looked
-        (:meth:`allow_instruction`): the runtime's check after a call keeps only those."""
+        self.guard = InstructionGuard(self.instructions, home / "cache" / "instructions")
+        """What the instruction files hold with a person's consent (the runtime checks around calls)."""
         self.judge: Judge | None = None
         """The approval judge of ``smart`` mode (set by the host that has a model); without one,
         every flagged command escalates to a person."""
@@ -351,7 +362,7 @@ class ApprovalGate:
         """(Re)read approvals settings and rules. Only the host calls this, on purpose."""
         self.mode = self.config.approvals.mode
         self.timeout = self.config.approvals.timeout
-        self.instructions = self.config.security.instruction_patterns
+        self.instructions = self.guard.patterns = self.config.security.instruction_patterns
         source = self.config.source or (self.home / "config.yaml")
         self.rules, self.rules_problem = await asyncio.to_thread(
             active_rules, list(self.config.command_allowlist), source, self.home
@@ -487,7 +498,8 @@ class ApprovalGate:
             why = category_why(lifted_by) if lifted_by else f"not flagged (approvals.mode {self.mode})"
             await self.audit.write(event="auto", decision="allow", why=why, **base)
             return None
-        if self.mode == "smart" and reasons and not typed_here:  # a person typing it is asked, not a model
+        if self.mode == "smart" and reasons and not typed_here and not self._run_denied(exec_id):
+            # (a person typing it is asked, not a model; a run a person denied whole stays denied)
             judged = await self._judged(JudgeQuestion(command, reasons, cwd, session, where), base)
             if judged.verdict == "approve":
                 return None
@@ -508,13 +520,17 @@ class ApprovalGate:
             noted.add("asked")
         return await self._ask(request, command)
 
+    def _run_denied(self, exec_id: str | None) -> bool:
+        """True when a person denied every request of script run ``exec_id``."""
+        return exec_id is not None and exec_id in self._denied_runs
+
     async def _judged(self, question: JudgeQuestion, base: dict[str, Any]) -> Judgement:
         """The judge's verdict on a flagged command, audited with its model, latency and cost;
         ``escalate`` when there is no judge, when it fails, and when the command's text speaks
         to it (docs/approvals.md: a command is data, and data that gives orders is suspect)."""
-        addressed = addressed_to_judge("\n".join([question.command, question.cwd, *question.reasons]))
+        addressed = addressed_to_judge(question.command)
         if addressed is not None:
-            judged = Judgement("escalate", f"not asked: the command's text (or its folder) {addressed}")
+            judged = Judgement("escalate", f"not asked: the command's text {addressed}")
         elif self.judge is None:
             judged = Judgement("escalate", "no approval judge is configured (auxiliary.approval)")
         else:
@@ -618,13 +634,9 @@ class ApprovalGate:
         return refusal
 
     def _allow_files(self, files: list[FileChange]) -> None:
+        """A person allowed these writes: each file may hold what the write leaves in it."""
         for change in files:
-            self.allow_instruction(os.path.basename(change.path), change.sha256 or ABSENT)
-
-    def allow_instruction(self, name: str, digest: str) -> None:
-        """A person allowed instruction file ``name`` to be left with content ``digest``
-        (its SHA-256, or :data:`~.instructions.ABSENT`)."""
-        self.allowed_instructions.setdefault(name, set()).add(digest)
+            self.guard.allow(change.path, change.sha256 or ABSENT)
 
     def _request(
         self, kind: RequestKind, text: str, cwd: str, session: str, kernel: str | None,

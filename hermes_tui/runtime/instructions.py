@@ -3,47 +3,60 @@
 These files steer the next agent that opens the folder (this one, Claude Code, Codex, Hermes
 Agent). A script or a model that writes one plants instructions a person never gave, so a
 write to one always asks, in every approvals mode, ``off`` included (Hermes Agent's
-``security.protected_instruction_files``), and is refused when nobody can answer. Three ways
-in are closed:
+``security.protected_instruction_files``), and is refused when nobody can answer. The ways in:
 
 * the file tools (``write_file``, ``patch``) and ``terminal()`` commands the shell analysis
   reads a write in: asked before they run (:mod:`.approvals`);
 * any sandboxed process: the instruction files that exist in a writable root (and below it, as
-  deep as repositories are looked for) are bound read-only (:mod:`.sandbox.paths`);
-* what is left — a new file made by plain Python, or any write when the sandbox is off — is
-  found after the call (:func:`scan` before and after it, at the top of each writable root),
-  put back, and asked about: kept only if a person says so (``Runtime``).
+  deep as repositories are looked for) are bound read-only by bubblewrap (:mod:`.sandbox.paths`);
+* what is left — a new file made by plain Python, a write with the sandbox off, a process a
+  script left running between two calls: :class:`InstructionGuard` keeps what each file at the
+  top of each watched folder last held with a person's consent, looks again before and after
+  each call, puts back any other change at once (keeping a copy of it), and asks: the change is
+  made again only if a person says so.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from hermes_tui.runtime.danger.instruction_names import matches
 
 ABSENT = "absent"
 """The digest of a file that is not there (a deletion a person allowed)."""
-READ_CAP = 1 << 20
+KEEP_BYTES = 256 << 10
 """Bytes of one instruction file kept to put it back; a bigger one is reported, not restored."""
+HASH_BYTES = 64 << 20
+"""Bytes hashed at most; past them a file is known by its size and change time."""
+PER_FOLDER = 64
+"""Instruction files looked at per folder, at most (names in order): memory and questions stay bounded."""
+COPIES_KEPT = 64
+"""Copies of changes put back, kept under ``$HERMES_HOME/cache/instructions`` (the oldest go first)."""
 
 
 @dataclass
 class Seen:
-    """One instruction file as it was: its bytes (None past :data:`READ_CAP`) and their hash."""
+    """One instruction file as it was: its bytes (None past :data:`KEEP_BYTES`, or for what is
+    not a regular file), what identifies its content, its mode, and where it links to if it is
+    a symbolic link."""
 
     data: bytes | None
     digest: str
-    mode: int
+    mode: int = 0o644
+    link: str | None = None
 
 
 @dataclass
 class Change:
-    """An instruction file a call changed: before (None: it did not exist) and after."""
+    """An instruction file that differs from what it held with consent (None: not there)."""
 
     path: str
     before: Seen | None
@@ -55,75 +68,82 @@ class Change:
         return "created" if self.before is None else "deleted" if self.after is None else "changed"
 
 
-def _read(path: str) -> Seen | None:
-    """The file at ``path`` (never through a symlink, never a FIFO); None if there is no file."""
+def digest(seen: Seen | None) -> str:
+    """What a person's consent is compared with: the content's SHA-256, or :data:`ABSENT`."""
+    return ABSENT if seen is None else seen.digest
+
+
+def _content(path: str, follow: bool) -> tuple[bytes | None, str, int]:
+    """``(kept bytes, digest, mode)`` of the regular file at ``path`` (never a FIFO or a device;
+    a symbolic link only when ``follow``)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return Seen(None, "not a regular file", 0) if os.path.lexists(path) else None
+        fd = os.open(path, flags)
+    except OSError as exc:
+        return None, f"unreadable:{exc.errno}", 0
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return Seen(None, "not a regular file", 0)
-        chunks = []
-        left = READ_CAP + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
+            return None, f"not a regular file:{stat.S_IFMT(info.st_mode)}", 0
+        hasher, kept, read = hashlib.sha256(), bytearray(), 0
+        while read < HASH_BYTES:
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        digest = hashlib.sha256(data).hexdigest()
-        return Seen(data if len(data) <= READ_CAP else None, digest if len(data) <= READ_CAP else
-                    f"{info.st_size}:{info.st_mtime_ns}", stat.S_IMODE(info.st_mode))
-    except OSError:
-        return Seen(None, "unreadable", 0)
+            hasher.update(chunk)
+            read += len(chunk)
+            if len(kept) <= KEEP_BYTES:
+                kept += chunk
+        if read >= HASH_BYTES:  # too big to hash each call: its size and change time (ctime cannot be set)
+            return None, f"large:{info.st_size}:{info.st_ctime_ns}:{info.st_ino}", stat.S_IMODE(info.st_mode)
+        return (bytes(kept) if len(kept) <= KEEP_BYTES else None), hasher.hexdigest(), stat.S_IMODE(info.st_mode)
+    except OSError as exc:
+        return None, f"unreadable:{exc.errno}", 0
     finally:
         os.close(fd)
 
 
+def read(path: str) -> Seen | None:
+    """What ``path`` holds now; None when nothing is there. A symbolic link is known by where it
+    points and by what it points to: repointing it, or writing its target, is a change."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return Seen(None, "link:unreadable")
+        _, content, _ = _content(path, follow=True)
+        return Seen(None, f"link:{target}:{content}", link=target)
+    data, content, mode = _content(path, follow=False)
+    return Seen(data, content, mode or 0o644)
+
+
 def scan(roots: Iterable[str], patterns: tuple[str, ...]) -> dict[str, Seen]:
-    """Every instruction file at the top of each root. Blocking (a directory listing each)."""
+    """The instruction files at the top of each root (real paths; :data:`PER_FOLDER` at most per
+    root). Blocking (a listing of each root)."""
     found: dict[str, Seen] = {}
     if not patterns:
         return found
     for root in roots:
         try:
-            names = os.listdir(root)
+            names = sorted(name for name in os.listdir(root) if matches(name, patterns))[:PER_FOLDER]
         except OSError:
             continue
         for name in names:
-            if matches(name, patterns):
-                path = os.path.join(root, name)
-                seen = _read(path)
-                if seen is not None:
-                    found[path] = seen
+            path = os.path.join(root, name)
+            seen = read(path)
+            if seen is not None:
+                found[path] = seen
     return found
 
 
-def changes(before: dict[str, Seen], after: dict[str, Seen]) -> list[Change]:
-    """What differs between two :func:`scan` results."""
-    out = []
-    for path in sorted(set(before) | set(after)):
-        old, new = before.get(path), after.get(path)
-        if old is None or new is None or old.digest != new.digest:
-            out.append(Change(path, old, new))
-    return out
-
-
-def put_back(change: Change) -> str | None:
-    """Undo ``change`` (the file as it was before, or gone if it was new); None when done, else
-    why not (it was bigger than :data:`READ_CAP`, or the folder refused). Blocking."""
-    return _write(change.path, change.before)
-
-
-def reapply(change: Change) -> str | None:
-    """Make ``change`` again after a person allowed it; None when done, else why not."""
-    return _write(change.path, change.after)
-
-
-def _write(path: str, seen: Seen | None) -> str | None:
+def write(path: str, seen: Seen | None) -> str | None:
+    """Make ``path`` hold ``seen`` (None: remove it); None when done, else why not. Written to a
+    temporary name and renamed into place: a symbolic link planted there is replaced, never
+    written through. Blocking."""
     try:
         if seen is None:
             if os.path.lexists(path):
@@ -131,39 +151,166 @@ def _write(path: str, seen: Seen | None) -> str | None:
                     return f"{path} is now a folder; it was left"
                 os.unlink(path)
             return None
-        if seen.data is None:
-            return f"{path} was over {READ_CAP >> 20} MiB or not a regular file; it was not kept, so it was left"
         folder, name = os.path.split(path)
         temporary = os.path.join(folder, f".{name}.hermes-{secrets.token_hex(6)}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, seen.mode or 0o644)
-        try:
-            os.write(fd, seen.data)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)  # a symlink left in its place is replaced, never written through
+        if seen.link is not None:
+            os.symlink(seen.link, temporary)
+        elif seen.data is None:
+            return f"{path} was over {KEEP_BYTES >> 10} KiB or not a regular file; it was not kept, so it was left"
+        else:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, seen.mode)
+            try:
+                os.write(fd, seen.data)
+            finally:
+                os.close(fd)
+        os.replace(temporary, path)
         return None
     except OSError as exc:
         return f"{path}: {exc.strerror or exc}"
 
 
-def digest(seen: Seen | None) -> str:
-    """What a person's allowance is compared with: the SHA-256 of the bytes, or :data:`ABSENT`."""
-    return ABSENT if seen is None else seen.digest
-
-
-def unified_diff(change: Change, limit: int = 64_000) -> str:
-    """The change as a diff a person can read before allowing it (bounded)."""
+def unified_diff(changes: list[Change], limit: int = 64_000) -> str:
+    """The changes as one diff a person can read before allowing them (bounded)."""
     import difflib
 
     def lines(seen: Seen | None) -> list[str]:
         if seen is None:
             return []
+        if seen.link is not None:
+            return [f"(a symbolic link to {seen.link})\n"]
         if seen.data is None:
-            return [f"({seen.digest}: not shown)\n"]
+            return [f"({seen.digest.split(':', 1)[0]}: not shown)\n"]
         return seen.data.decode("utf-8", "replace").splitlines(keepends=True)
 
-    name = os.path.basename(change.path)
-    text = "".join(difflib.unified_diff(lines(change.before), lines(change.after),
-                                        "/dev/null" if change.before is None else f"a/{name}",
-                                        "/dev/null" if change.after is None else f"b/{name}"))
+    text = "".join("".join(difflib.unified_diff(
+        lines(c.before), lines(c.after), "/dev/null" if c.before is None else c.path,
+        "/dev/null" if c.after is None else c.path)) for c in changes)
     return text if len(text) <= limit else text[:limit] + "\n... (diff cut)\n"
+
+
+Ask = Callable[[list[Change], str], Awaitable["str | None"]]
+"""Ask a person about changes already put back (the changes, the reason's end): None to make
+them again, else why not."""
+
+
+class InstructionGuard:
+    """What each instruction file at the top of each watched folder holds with a person's
+    consent, and the check that keeps it so (one at a time: calls that run together share it).
+
+    Args:
+        patterns: the names (globs) of instruction files.
+        copies: where a change that is put back is kept (nothing a person wrote is lost).
+    """
+
+    def __init__(self, patterns: tuple[str, ...], copies: Path) -> None:
+        self.patterns = patterns
+        self.copies = copies
+        self.known: dict[str, dict[str, Seen]] = {}
+        """Per watched folder (a real path), what its instruction files hold with consent."""
+        self.allowed: dict[str, set[str]] = {}
+        """Per file (a real path), contents a person allowed since the last check."""
+        self._lock = asyncio.Lock()
+
+    def allow(self, path: str, content: str) -> None:
+        """A person allowed the instruction file at ``path`` (its real path) to hold ``content``
+        (a digest, or :data:`ABSENT`)."""
+        self.allowed.setdefault(path, set()).add(content)
+
+    def roots(self, folders: Iterable[str]) -> tuple[str, ...]:
+        """``folders`` as the guard keys them (real paths, once each)."""
+        return tuple(dict.fromkeys(os.path.realpath(f) for f in folders))
+
+    async def check(self, folders: Iterable[str], ask: Ask | None, when: str) -> list[str]:
+        """Compare the instruction files at the top of ``folders`` with what they hold with
+        consent: a change a person allowed is taken as it is; any other is put back at once (a
+        copy kept), then ``ask`` is asked once about all of them (None: a cancelled call,
+        nobody to ask: they stay put back). A folder seen for the first time is taken as it is.
+        ``when`` says when they changed, for the question. Returns what to tell the script."""
+        if not self.patterns:
+            return []
+        roots = self.roots(folders)
+        async with self._lock:
+            now = await asyncio.to_thread(scan, roots, self.patterns)
+            changes: list[Change] = []
+            for root in roots:
+                here = {p: s for p, s in now.items() if os.path.dirname(p) == root}
+                known = self.known.setdefault(root, here)
+                for path in sorted(set(known) | set(here)):
+                    old, new = known.get(path), here.get(path)
+                    if digest(old) == digest(new):
+                        continue
+                    if digest(new) in self.allowed.get(path, ()):
+                        self._take(path, new)
+                    else:
+                        changes.append(Change(path, old, new))
+            for root in roots:  # consent is for the call that asked it; a later change asks again
+                for path in [p for p in self.allowed if os.path.dirname(p) == root]:
+                    del self.allowed[path]
+            if not changes:
+                return []
+            return await self._settle(changes, ask, when)
+
+    async def _settle(self, changes: list[Change], ask: Ask | None, when: str) -> list[str]:
+        undone = await asyncio.to_thread(self._put_back, changes)
+        names = ", ".join(os.path.basename(c.path) for c in changes)
+        what = "; ".join(f"{os.path.basename(c.path)} was {c.what}" for c in changes)
+        refusal = "nobody to ask" if ask is None else await ask(changes, f"{what} {when}; {undone}")
+        if refusal is None:
+            failed = [f for f in await asyncio.to_thread(lambda: [write(c.path, c.after) for c in changes]) if f]
+            for change in changes:
+                self._take(change.path, change.after)
+            return [f"{what} without asking; a person allowed it" +
+                    (f", but it could not all be made again: {'; '.join(failed)}" if failed else "") + "."]
+        return [f"{what} without asking, and {'it was' if len(changes) == 1 else 'they were'} put back ({refusal}). "
+                f"Agent instruction files ({names}) are changed only with write_file or patch, which ask the user."]
+
+    async def rebase(self, folders: Iterable[str]) -> None:
+        """Take the instruction files at the top of ``folders`` as they are now (a rollback a
+        person asked for wrote them)."""
+        if not self.patterns:
+            return
+        roots = self.roots(folders)
+        async with self._lock:
+            now = await asyncio.to_thread(scan, roots, self.patterns)
+            for root in roots:
+                self.known[root] = {p: s for p, s in now.items() if os.path.dirname(p) == root}
+
+    def _take(self, path: str, seen: Seen | None) -> None:
+        known = self.known.setdefault(os.path.dirname(path), {})
+        if seen is None:
+            known.pop(path, None)
+        else:
+            known[path] = seen
+
+    def _put_back(self, changes: list[Change]) -> str:
+        """Put each change back, keeping a copy of what it wrote; says how it went. Blocking."""
+        kept: list[str] = []
+        failed: list[str] = []
+        for change in changes:
+            copy = self._copy(change) if change.after is not None and change.after.data is not None else None
+            if copy is not None:
+                kept.append(copy)
+            problem = write(change.path, change.before)
+            if problem:
+                failed.append(problem)
+        said = "put back as it was before, until you answer" if not failed else \
+            f"not all could be put back: {'; '.join(failed)}"
+        return said + (f" (what it wrote is kept in {', '.join(kept)})" if kept else "")
+
+    def _copy(self, change: Change) -> str | None:
+        """Keep what ``change`` wrote under :attr:`copies` (0600); its path, or None."""
+        assert change.after is not None and change.after.data is not None
+        try:
+            self.copies.mkdir(parents=True, exist_ok=True, mode=0o700)
+            name = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}-{os.path.basename(change.path)}"
+            target = self.copies / name
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, change.after.data)
+            finally:
+                os.close(fd)
+            for old in sorted(self.copies.iterdir())[:-COPIES_KEPT]:
+                old.unlink(missing_ok=True)
+            return str(target)
+        except OSError:
+            return None

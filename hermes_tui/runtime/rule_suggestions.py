@@ -18,8 +18,10 @@ so a glob stays safe for commands never seen. Commands a rule already allows are
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,19 +39,24 @@ KEPT_REQUESTS = 20_000
 however long the log is."""
 KEPT_COMMANDS = 10_000
 APPROVED = frozenset({"once", "session", "always"})
+UNATTENDED = "approvals.unattended"
+"""In the reason of an answer ``approvals.unattended`` gave: not a person's, not counted."""
+INTERPRETER = re.compile(r"(?:python|pypy|node|nodejs|ruby|perl|php|lua|bash|sh|zsh|pwsh|java)[\d.]*")
+"""Interpreters by any version (``python3.12``): never a prefix."""
 
 UNSAFE_PREFIXES = frozenset({
     "sh", "bash", "zsh", "dash", "fish", "ksh", "env", "sudo", "doas", "su", "xargs", "eval", "exec", "nohup",
-    "time", "timeout", "nice", "watch", "python", "python3", "python2", "node", "deno", "bun", "perl", "ruby", "php",
+    "time", "timeout", "nice", "watch", "deno", "bun",
     "lua", "rm", "rmdir", "dd", "mkfs", "chmod", "chown", "chgrp", "mv", "cp", "ln", "tee", "truncate", "shred",
     "find", "curl", "wget", "ssh", "scp", "rsync", "docker", "kubectl", "kill", "pkill", "killall", "systemctl",
-    "service", "crontab", "git", "make", "npx", "pipx", "uvx", "awk", "sed", "psql", "mysql", "sqlite3", "mongo",
-    "redis-cli",
+    "service", "crontab", "git", "make", "npx", "pipx", "uvx", "uv", "pip", "pip3", "poetry", "pdm", "conda",
+    "awk", "sed", "psql", "mysql", "sqlite3", "mongo", "redis-cli",
 })
-"""Programs whose ``PROGRAM SUB *`` would cover too much to be proposed: shells and
-interpreters, wrappers that run another command, deleters, copiers, fetchers, databases (an
-exact rule for one of their commands is still proposed). ``git`` is here because ``git -c``
-and aliases run code; ``git status`` and kin are proposed exactly."""
+"""Programs whose ``PROGRAM SUB *`` would cover too much to be proposed (with
+:data:`INTERPRETER`; a program named by its path is never a prefix either): shells and
+interpreters, wrappers and package runners that run another command, deleters, copiers,
+fetchers, databases (an exact rule for one of their commands is still proposed). ``git`` is
+here because ``git -c`` and aliases run code; ``git status`` and kin are proposed exactly."""
 
 
 @dataclass
@@ -97,9 +104,10 @@ def approved_commands(path: Path) -> dict[str, _Seen]:
                 requests[request_id] = (entry["text"], entry.get("cwd") if isinstance(entry.get("cwd"), str) else None)
                 if len(requests) > KEPT_REQUESTS:
                     requests.popitem(last=False)
-            elif event == "decision" and entry.get("decision") in APPROVED and isinstance(request_id, str) \
-                    and request_id in requests:
-                text, cwd = requests.pop(request_id)
+            elif event == "decision" and isinstance(request_id, str) and request_id in requests:
+                text, cwd = requests.pop(request_id)  # answered: forgotten, whatever the answer
+                if entry.get("decision") not in APPROVED or UNATTENDED in str(entry.get("why") or ""):
+                    continue  # a denial, or an answer no person gave
                 item = seen.pop(text, None) or _Seen()
                 item.count += 1
                 item.last, item.cwd = str(entry.get("at") or ""), cwd
@@ -133,8 +141,10 @@ def suggest(path: Path, rules: Iterable[Rule], home: Path, instructions: tuple[s
             continue
         if seen.count >= MIN_EXACT:
             out.append(Suggestion("exact", command, seen.count, [command], seen.last))
-        if len(words) >= 3 and words[0] not in UNSAFE_PREFIXES and not words[1].startswith("-"):
-            prefix = f"{words[0]} {words[1]} *"
+        program = os.path.basename(words[0])
+        if len(words) >= 3 and program == words[0] and program not in UNSAFE_PREFIXES \
+                and not INTERPRETER.fullmatch(program) and not words[1].startswith("-"):
+            prefix = f"{glob.escape(words[0])} {glob.escape(words[1])} *"
             group = prefixes.setdefault(prefix, Suggestion("glob", prefix, 0))
             group.approvals += seen.count
             group.commands.append(command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import socket
@@ -31,6 +32,11 @@ from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.tools import TOOL_NAMES
 from hermes_tui.runtime.tools.dispatch import FILE_TOOLS, preload
 from hermes_tui.base.units import noun
+
+
+SINCE_LAST_LOOK = ("since hermes-tui last looked, while no call of yours changed it (by you in an editor, or by a "
+                   "process a script left running)")
+BY_THIS_CALL = "by this {tool} call itself, not through write_file or an asked command"
 
 
 class Runtime:
@@ -74,75 +80,49 @@ class Runtime:
         """Snapshots before each call that can write (taken once a sessions store sets its ``log``)."""
         self.launcher.checkpoints = self.checkpoints
         self.gate.confined = self._confined
+        self.checkpoints.restored = self.gate.guard.rebase
         self._staging_root: Path | None = None
         self._staging_lock = -1
         self._pool: KernelPool | None = None
         self._executor: Executor | None = None
         self._starting: asyncio.Future[None] | None = None
 
-    async def _instructions_before(self, folder: str) -> tuple[tuple[str, ...], dict[str, instructions.Seen]]:
-        """The agent instruction files at the top of ``folder`` and the writable roots, before a
-        call (nothing on a remote backend: its files are not here)."""
-        patterns = self.gate.instructions
-        if not patterns or self.launcher.backend.remote:
-            return (), {}
-        roots = tuple(dict.fromkeys([folder, *self.config.code_execution.writable_roots]))
-        self.gate.allowed_instructions.clear()
-        return roots, await asyncio.to_thread(instructions.scan, roots, patterns)
+    def _watched(self, folder: str) -> tuple[str, ...]:
+        """The folders whose instruction files are checked around a call in ``folder``: it and
+        the writable roots (none on a remote backend: its files are not here)."""
+        if not self.gate.instructions or self.launcher.backend.remote:
+            return ()
+        return self.gate.guard.roots([folder, *self.config.code_execution.writable_roots])
 
-    async def _instructions_after(
-        self, watched: tuple[tuple[str, ...], dict[str, instructions.Seen]], tool: str, *, session: str,
-        origin: Origin, call_id: str | None, exec_id: str | None,
-    ) -> list[str]:
-        """After a call: each instruction file it changed that no person allowed is put back,
-        then a person is asked whether to keep the change. Returns what to tell the script."""
-        roots, before = watched
+    async def _instructions(self, roots: tuple[str, ...], tool: str, session: str, origin: Origin,
+                            call_id: str | None, when: str, exec_id: str | None = None) -> list[str]:
+        """Check the instruction files of ``roots``: a change no person allowed is put back and
+        asked about (``when`` it was made). Returns what to tell the script."""
         if not roots:
             return []
-        after = await asyncio.to_thread(instructions.scan, roots, self.gate.instructions)
-        allowed, self.gate.allowed_instructions = self.gate.allowed_instructions, {}
-        notes = []
-        for change in instructions.changes(before, after):
-            name = os.path.basename(change.path)
-            if instructions.digest(change.after) in allowed.get(name, ()):
-                continue  # left as a person allowed it to be
-            undone = await asyncio.to_thread(instructions.put_back, change)
-            reason = reason_for(change.path, self.gate.instructions) or ""
-            put = ("it was put back as it was before this call, until you answer" if undone is None
-                   else f"it could not be put back: {undone}")
-            size = len(change.after.data) if change.after and change.after.data is not None else None
-            refusal = await self.gate.check_file(
-                tool, [FileChange(path=change.path, size=size, sha256=change.after.digest if change.after else None)],
-                instructions.unified_diff(change),
-                [reason, f"{name} was {change.what} by this {tool} call itself, not through write_file or an asked "
-                         f"command; {put}"],
-                cwd=os.path.dirname(change.path), session=session, kernel=None, exec_id=exec_id, origin=origin,
-                call_id=call_id)
-            if refusal is None:
-                failed = await asyncio.to_thread(instructions.reapply, change)
-                notes.append(f"{name} was {change.what} without asking; a person allowed it" +
-                             (f", but it could not be made again: {failed}" if failed else "") + ".")
-            else:
-                notes.append(f"{name} was {change.what} without asking and was put back ({refusal}). Agent instruction "
-                             "files are changed only with write_file or patch, which ask the user." if undone is None
-                             else f"{name} was {change.what} without asking; it could not be put back: {undone}.")
-        return notes
 
-    def _instructions_undo(self, watched: tuple[tuple[str, ...], dict[str, instructions.Seen]]) -> None:
-        """Put back, without asking, each instruction file a cancelled call changed that no person
-        allowed. Blocking."""
-        roots, before = watched
+        async def ask(changes: list[instructions.Change], why: str) -> str | None:
+            files = [FileChange(path=c.path, size=len(c.after.data) if c.after and c.after.data is not None else None,
+                                sha256=c.after.digest if c.after and c.after.data is not None else None)
+                     for c in changes]
+            reasons = list(dict.fromkeys(reason_for(c.path, self.gate.instructions) or "" for c in changes))
+            return await self.gate.check_file(tool, files, instructions.unified_diff(changes), [*reasons, why],
+                                              cwd=roots[0], session=session, kernel=None, exec_id=exec_id,
+                                              origin=origin, call_id=call_id)
+
+        return await self.gate.guard.check(roots, ask, when)
+
+    async def _put_back(self, roots: tuple[str, ...]) -> None:
+        """A call was cancelled: what it changed in the instruction files without consent is put
+        back now, with nobody to ask."""
         if roots:
-            allowed = self.gate.allowed_instructions
-            for change in instructions.changes(before, instructions.scan(roots, self.gate.instructions)):
-                if instructions.digest(change.after) not in allowed.get(os.path.basename(change.path), ()):
-                    instructions.put_back(change)
+            await asyncio.shield(self.gate.guard.check(roots, None, "by a call that was cancelled"))
 
     def _confined(self) -> bool:
-        """True when what scripts and commands do stays confined: the sandbox is on here, or
-        they run in a container."""
-        backend = self.launcher.backend
-        return backend.name == "docker" or (not backend.remote and self.launcher.sandbox.active)
+        """True when what scripts and commands do stays confined here: the sandbox is on, with no
+        network (nothing leaves), on this machine (where the instruction files are watched)."""
+        sandbox = self.launcher.sandbox
+        return not self.launcher.backend.remote and sandbox.active and not sandbox.network
 
     @property
     def host_env(self) -> Mapping[str, str]:
@@ -332,20 +312,21 @@ class Runtime:
         folder = os.path.abspath(cwd) if cwd is not None else os.getcwd()
         checkpoint = await self.checkpoints.begin(top, "execute_code", call_id or "", cwd=folder, mode=mode,
                                                   call_id=call_id)
-        watched = await self._instructions_before(folder)
+        roots = self._watched(folder)
+        check = functools.partial(self._instructions, roots, "execute_code", session, origin, call_id)
+        notes = await check(SINCE_LAST_LOOK)
         try:
             result = await self._executor.execute(
                 code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
                 start_warning=warning, origin=origin, call_id=call_id, display=display,
                 filename=filename,
             )
-        except asyncio.CancelledError:  # nobody is left to ask: what nobody allowed is put back
-            await asyncio.shield(asyncio.to_thread(self._instructions_undo, watched))
+        except BaseException:  # nobody is left to ask: what nobody allowed is put back
+            await self._put_back(roots)
             raise
         finally:
             await self.checkpoints.end(checkpoint)
-        notes = await self._instructions_after(watched, "execute_code", session=session, origin=origin,
-                                               call_id=call_id, exec_id=result.exec_id)
+        notes += await check(BY_THIS_CALL.format(tool="execute_code"), result.exec_id)
         notes += self.checkpoints.take_notes(top)
         if notes:
             result.warning = " ".join([*notes, *([result.warning] if result.warning else [])])
@@ -560,10 +541,15 @@ class Runtime:
             context.ask_writes = f"an {origin} turn: its file writes are asked first"
         if context.remote is None and name == "terminal" and not context.typed:
             # What the command writes that its text did not show (python -c, a script it runs).
-            watched = await self._instructions_before(folder)
-            result = await call_tool(name, dict(args), context)
-            notes = await self._instructions_after(watched, "terminal", session=session, origin=origin,
-                                                   call_id=call_id, exec_id=None)
+            roots = self._watched(folder)
+            check = functools.partial(self._instructions, roots, "terminal", session, origin, call_id)
+            notes = await check(SINCE_LAST_LOOK)
+            try:
+                result = await call_tool(name, dict(args), context)
+            except BaseException:
+                await self._put_back(roots)
+                raise
+            notes += await check(BY_THIS_CALL.format(tool="terminal"))
             if notes:
                 result["warning"] = " ".join([*notes, *([str(result["warning"])] if result.get("warning") else [])])
             return result

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -180,6 +180,8 @@ class Checkpoints:
         """The sessions whose checkpoints are kept (the ones open in the store); others' calls
         (a bare ``execute_code`` on a session the store does not hold) take none."""
         self._repos: dict[str, ShadowRepo | None] = {}
+        self.restored: Callable[[list[str]], Awaitable[None]] | None = None
+        """Told the folders a rollback wrote (the instruction-file guard takes them as they are)."""
         self._numbers: dict[str, int] = {}
         self._open: dict[str, list[Checkpoint]] = {}
         self._turns: dict[str, str] = {}
@@ -476,6 +478,8 @@ class Checkpoints:
         finally:
             await self.end(before)
             await self.settle()  # the rollback's own changes are in its checkpoint's ledger now
+            if self.restored is not None:  # a person asked for these files as they were: consent
+                await self.restored(roots)
         main = roots[0] if roots else None
         names = [shown(shown_path(root, c.path, main)) for root, changes in plan.changes.items() for c in changes]
         if names:  # the kernel hears of the newest rollback only: one note, not one per rollback

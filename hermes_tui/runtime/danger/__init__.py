@@ -335,6 +335,9 @@ class _Reader:
             return None
         if program in SQL_PROGRAMS:
             sql(" ".join([program, *args]), self.result)
+            if program == "truncate":  # coreutils' truncate too: what it empties are files
+                for operand in split_flags(args)[1]:
+                    write_target(operand, self.paths, self.result, "empties")
             return None
         # Windows paths lose their backslashes to bash quoting: those rules read the raw words.
         raw = command.text.split()[1:] if "\\" in command.text and len(args) + 1 == len(command.words) else args

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from hermes_tui.runtime import lineage
+from hermes_tui.runtime.danger.instruction_names import matches
 from hermes_tui.runtime.sandbox import bwrap, landlock, paths, seccomp
 
 Tier = Literal["bwrap", "landlock", "off", "unavailable"]
@@ -213,15 +214,17 @@ class Sandbox:
     # -- confining ----------------------------------------------------------------------------
 
     def layout(self, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = (),
-               instructions: bool = True) -> paths.Layout:
-        """What a process with this workspace and temp dir may write and read (``instructions``
-        False: the agent instruction files are writable, for a command a person allowed to write one)."""
+               writable_instructions: tuple[str, ...] = ()) -> paths.Layout:
+        """What a process with this workspace and temp dir may write and read
+        (``writable_instructions``: names of agent instruction files a person allowed it to write;
+        the patterns that match them are left out of the read-only ones)."""
         writable = [tmpdir, *extra]
         if self.mode == "workspace-write":
             writable += [*(w for w in [workspace] if w), *self.writable_roots]
         return paths.layout(writable=writable, hermes_home=self.hermes_home, user_home=self.user_home,
                             extra_hidden=self.deny_read, cwd=cwd, read_only=self.mode == "read-only",
-                            instructions=self.instructions if instructions else ())
+                            instructions=tuple(p for p in self.instructions
+                                               if not any(matches(name, (p,)) for name in writable_instructions)))
 
     def reader(self, cwd: str, tmpdir: str | None = None) -> Callable[[], Confinement] | None:
         """How a process that only reads (ripgrep, an interpreter probe) is confined: nothing
@@ -232,7 +235,7 @@ class Sandbox:
         return lambda: self.confine(workspace=None, tmpdir=temp, cwd=cwd)
 
     def confine(self, *, workspace: str | None, tmpdir: str, cwd: str, extra: Iterable[str] = (),
-                loopback: bool = False, instructions: bool = True) -> Confinement:
+                loopback: bool = False, writable_instructions: tuple[str, ...] = ()) -> Confinement:
         """The confinement of one process (blocking: it reads the file system). Raises
         :class:`SandboxError` when the sandbox is unavailable; an empty one when it is off.
 
@@ -248,7 +251,7 @@ class Sandbox:
             return Confinement()
         if self.tier == "unavailable":
             raise SandboxError(self.error or "the sandbox is not ready")
-        layout = self.layout(workspace, tmpdir, cwd, extra, instructions)
+        layout = self.layout(workspace, tmpdir, cwd, extra, writable_instructions)
         env = {"TMPDIR": tmpdir, "HERMES_SANDBOX": self.label}
         if self.tier == "bwrap":
             assert self._bwrap is not None

@@ -15,6 +15,7 @@ import os
 import re
 import site
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,22 +148,27 @@ REPO_SCAN = 3000
 """Folders looked at, at most, per root: a huge tree is not walked whole at each start."""
 NOT_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "site-packages", ".tox", ".mypy_cache",
                          "target", "build", "dist", ".cache"})
-_walks: dict[tuple[str, float, tuple[str, ...]], tuple[list[str], list[str]]] = {}
+_walks: dict[tuple[str, float, tuple[str, ...]], tuple[float, list[str], list[str]]] = {}
+WALK_KEPT = 10.0
+"""Seconds a walk is reused while its root is unchanged: a nested instruction file made since
+is found by the next process started after that."""
 
 
 def walk(root: str, instructions: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """``(repositories, instruction files)`` at most :data:`REPO_DEPTH` below ``root`` (itself
     included; :data:`REPO_SCAN` folders at most): the folders holding a ``.git`` folder, and the
     regular files whose names match ``instructions`` (a symlink is left: binding it would bind its
-    target). Cached per root, its modification time and the names. Blocking."""
+    target). Cached per root, its modification time and the names, for :data:`WALK_KEPT`
+    seconds (a change deeper than the root does not change the root's time). Blocking."""
     from hermes_tui.runtime.danger.instruction_names import matches
 
     try:
         key = (root, os.stat(root).st_mtime, instructions)
     except OSError:
         return [], []
-    if key in _walks:
-        return _walks[key]
+    kept = _walks.get(key)
+    if kept is not None and time.monotonic() - kept[0] < WALK_KEPT:
+        return kept[1], kept[2]
     repos: list[str] = []
     files: list[str] = []
     queue = collections.deque([(root, 0)])
@@ -183,7 +189,7 @@ def walk(root: str, instructions: tuple[str, ...] = ()) -> tuple[list[str], list
                 queue.append((entry.path, depth + 1))
     if len(_walks) > 256:
         _walks.clear()
-    _walks[key] = (repos, files)
+    _walks[key] = (time.monotonic(), repos, files)
     return repos, files
 
 

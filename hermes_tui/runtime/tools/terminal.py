@@ -75,30 +75,32 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     direct = ctx.kernel_id is None and not ctx.typed
     checkpoint = await checkpoint_begin(ctx, "terminal", args.command.split("\n", 1)[0][:80]) \
         if noted or direct else None
+    named = tuple(n.split(":", 1)[1] for n in noted if n.startswith("instruction:"))
+    before = await asyncio.to_thread(_instruction_files, ctx, cwd, named)
     try:
-        return await _run_here(ctx, args, cwd, instructions="instruction" not in noted)
+        return await _run_here(ctx, args, cwd, writable=named)
     finally:
-        named = [n.split(":", 1)[1] for n in noted if n.startswith("instruction:")]
-        if named:
-            await asyncio.to_thread(_note_instructions, ctx, cwd, named)
+        if named:  # a person allowed it to write these: what it left in them is consented to
+            after = await asyncio.to_thread(_instruction_files, ctx, cwd, named)
+            for path in set(before) | set(after):
+                if instructions.digest(before.get(path)) != instructions.digest(after.get(path)):
+                    ctx.gate.guard.allow(path, instructions.digest(after.get(path)))
         await checkpoint_end(ctx, checkpoint)
 
 
-def _note_instructions(ctx: ToolContext, cwd: str, names: list[str]) -> None:
-    """After a command a person allowed to write the agent instruction files ``names``: what it
-    left in them at the top of the folders the runtime watches is what was allowed (a later
-    change is not, nor a change to another one). Blocking."""
-    roots = list(dict.fromkeys([ctx.workspace or ctx.cwd, cwd, *ctx.config.code_execution.writable_roots]))
-    found = instructions.scan(roots, tuple(names))
-    for name in names:
-        for root in roots:
-            ctx.gate.allow_instruction(name, instructions.digest(found.get(os.path.join(root, name))))
+def _instruction_files(ctx: ToolContext, cwd: str, names: tuple[str, ...]) -> dict[str, instructions.Seen]:
+    """The instruction files called ``names`` at the top of the folders the runtime watches
+    (nothing when there are no names). Blocking."""
+    if not names:
+        return {}
+    roots = ctx.gate.guard.roots([ctx.workspace or ctx.cwd, cwd, *ctx.config.code_execution.writable_roots])
+    return instructions.scan(roots, names)
 
 
-async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str, instructions: bool = True) -> dict[str, Any]:
+async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str, writable: tuple[str, ...] = ()) -> dict[str, Any]:
     """The approved command on this machine, in the sandbox (a person may let it out once).
-    ``instructions`` False: a person allowed it to write an agent instruction file, which the
-    sandbox then leaves writable."""
+    ``writable``: the agent instruction files a person allowed it to write, which the sandbox
+    then leaves writable (the others stay read-only)."""
     timeout = args.timeout or ctx.config.terminal.timeout
     sandbox = ctx.sandbox
     if ctx.typed or sandbox is None or sandbox.tier == "off":  # a !cmd is the user's own: as in their shell
@@ -106,7 +108,7 @@ async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str, instructions
     try:
         confinement = await asyncio.to_thread(sandbox.confine, workspace=ctx.workspace or ctx.cwd,
                                               tmpdir=ctx.tmpdir or sandbox.scratch or cwd, cwd=cwd,
-                                              instructions=instructions)
+                                              writable_instructions=writable)
     except SandboxError as exc:  # fail closed: never run unconfined by accident
         return blocked(str(exc))
     layout = confinement.layout
