@@ -278,3 +278,12 @@ def test_a_pattern_with_a_folder_in_it_is_said_to_never_match() -> None:
     config = parse_config("security:\n  protected_instruction_extra_patterns: ['.cursor/rules/*.mdc']\n")
     assert config.notices == ["security.protected_instruction_extra_patterns '.cursor/rules/*.mdc' never matches: a "
                               "pattern is matched against a file's name, not its path; write '*.mdc'"]
+
+
+async def test_a_big_file_put_back_is_moved_aside_whole(hermes_home: Path, tmp_path: Path) -> None:
+    approver = Approver("deny")
+    await run_script(hermes_home, YOLO + NO_SANDBOX, approver,
+                     "open('CLAUDE.md', 'w').write('x' * (3 << 20))", tmp_path)
+    assert not (tmp_path / "CLAUDE.md").exists() and len(approver.asked) == 1
+    (kept,) = (hermes_home / "cache" / "instructions").iterdir()
+    assert kept.stat().st_size == 3 << 20  # nothing is lost, however big

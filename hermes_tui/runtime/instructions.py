@@ -19,9 +19,11 @@ write to one always asks, in every approvals mode, ``off`` included (Hermes Agen
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import os
 import secrets
+import shutil
 import stat
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -32,8 +34,9 @@ from hermes_tui.runtime.danger.instruction_names import matches
 
 ABSENT = "absent"
 """The digest of a file that is not there (a deletion a person allowed)."""
-KEEP_BYTES = 256 << 10
-"""Bytes of one instruction file kept to put it back; a bigger one is reported, not restored."""
+KEEP_BYTES = 1 << 20
+"""Bytes of one instruction file kept in memory, to put it back as it was with consent: a bigger
+one is not restored (the change is reported and asked about, and left as it is)."""
 HASH_BYTES = 64 << 20
 """Bytes hashed at most; past them a file is known by its size and change time."""
 PER_FOLDER = 64
@@ -61,6 +64,8 @@ class Change:
     path: str
     before: Seen | None
     after: Seen | None
+    kept: str | None = None
+    """Where what the change left was moved while it is put back (None: nothing was there)."""
 
     @property
     def what(self) -> str:
@@ -256,7 +261,7 @@ class InstructionGuard:
         what = "; ".join(f"{os.path.basename(c.path)} was {c.what}" for c in changes)
         refusal = "nobody to ask" if ask is None else await ask(changes, f"{what} {when}; {undone}")
         if refusal is None:
-            failed = [f for f in await asyncio.to_thread(lambda: [write(c.path, c.after) for c in changes]) if f]
+            failed = [f for f in await asyncio.to_thread(lambda: [self._again(c) for c in changes]) if f]
             for change in changes:
                 self._take(change.path, change.after)
             return [f"{what} without asking; a person allowed it" +
@@ -283,34 +288,57 @@ class InstructionGuard:
             known[path] = seen
 
     def _put_back(self, changes: list[Change]) -> str:
-        """Put each change back, keeping a copy of what it wrote; says how it went. Blocking."""
-        kept: list[str] = []
+        """Put each change back: what it left is moved aside under :attr:`copies` (any size: it
+        is renamed, not read), then the file is made as it was with consent. Says how it went.
+        Blocking."""
         failed: list[str] = []
         for change in changes:
-            copy = self._copy(change) if change.after is not None and change.after.data is not None else None
-            if copy is not None:
-                kept.append(copy)
+            if change.before is not None and change.before.data is None and change.before.link is None:
+                failed.append(f"{change.path} was over {KEEP_BYTES >> 20} MiB before: it is left as it is")
+                continue
+            try:
+                change.kept = self._move_aside(change.path)
+            except OSError as exc:
+                failed.append(f"{change.path}: {exc.strerror or exc}")
+                continue
             problem = write(change.path, change.before)
             if problem:
                 failed.append(problem)
+        kept = [c.kept for c in changes if c.kept]
         said = "put back as it was before, until you answer" if not failed else \
             f"not all could be put back: {'; '.join(failed)}"
-        return said + (f" (what it wrote is kept in {', '.join(kept)})" if kept else "")
+        return said + (f" (what was written is kept in {', '.join(kept)})" if kept else "")
 
-    def _copy(self, change: Change) -> str | None:
-        """Keep what ``change`` wrote under :attr:`copies` (0600); its path, or None."""
-        assert change.after is not None and change.after.data is not None
-        try:
-            self.copies.mkdir(parents=True, exist_ok=True, mode=0o700)
-            name = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}-{os.path.basename(change.path)}"
-            target = self.copies / name
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, change.after.data)
-            finally:
-                os.close(fd)
-            for old in sorted(self.copies.iterdir())[:-COPIES_KEPT]:
-                old.unlink(missing_ok=True)
-            return str(target)
-        except OSError:
+    def _move_aside(self, path: str) -> str | None:
+        """Move what is at ``path`` (a file or a link) into :attr:`copies`; where it went, or None
+        when nothing was there. The oldest copies past :data:`COPIES_KEPT` are removed."""
+        if not os.path.lexists(path) or (os.path.isdir(path) and not os.path.islink(path)):
             return None
+        self.copies.mkdir(parents=True, exist_ok=True, mode=0o700)
+        target = str(self.copies / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}-{os.path.basename(path)}")
+        try:
+            os.rename(path, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            shutil.copy2(path, target, follow_symlinks=False)  # another file system: copied, then removed
+            os.unlink(path)
+        for old in sorted(self.copies.iterdir())[:-COPIES_KEPT]:
+            if str(old) != target:
+                old.unlink(missing_ok=True)
+        return target
+
+    def _again(self, change: Change) -> str | None:
+        """Make a change a person allowed again: what was moved aside goes back; None when done."""
+        if change.kept is None:
+            return write(change.path, change.after)
+        try:
+            os.replace(change.kept, change.path)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                return f"{change.path}: {exc.strerror or exc}"
+            try:
+                shutil.copy2(change.kept, change.path, follow_symlinks=False)
+            except OSError as again:
+                return f"{change.path}: {again.strerror or again} (it is kept in {change.kept})"
+        return None
