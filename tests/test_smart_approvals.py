@@ -445,6 +445,8 @@ def test_a_headless_run_takes_the_judges_word_and_pauses_on_an_escalation(hermes
         paused = run("run", "--session", "nightly", "clean both")
         assert paused.returncode == 3, paused.stdout + paused.stderr
         pending = json.loads(run("inspect", "nightly", "--pending", "--json").stdout)["pending"]
+        logged = run("approvals", "log").stdout
+    assert "JUDGE   allow rm -rf build  — the judge answered APPROVE (custom · fake, " in logged
     assert not (work / "build").exists() and (work / "dist").exists()  # approved by the judge; escalated
     assert [p["text"] for p in pending] == ["rm -rf dist"]
     assert any("the approval judge escalated it to you: the judge answered ESCALATE" in r for r in pending[0]["reasons"])

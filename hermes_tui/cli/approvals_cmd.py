@@ -159,6 +159,11 @@ def _log_line(entry: dict[str, object]) -> str:
         return (f"{at}  ASK     {shown(entry.get('kind'))} [{shown(entry.get('session'))}/{shown(entry.get('origin'))}] "
                 f"{_short(entry.get('text'))}" + (f"  — {shown(reasons)}" if reasons else ""))
     decision = shown(str(entry.get("decision")).upper())
+    if event == "judged":  # the approval judge's verdict: its model, latency and cost too
+        cost = entry.get("cost_usd")
+        spent = f", ${cost:.4f}" if isinstance(cost, (int, float)) else ""
+        return (f"{at}  JUDGE   {decision.lower()} {_short(entry.get('text'))}  — {shown(why)} "
+                f"({shown(entry.get('model'))}, {shown(entry.get('latency_s'))}s{spent})")
     if event == "decision":
         return (f"{at}  {decision:7} " + (shown(why) if why else "")
                 + (f" (stored in {shown(entry['stored_in'])})" if entry.get("stored_in") else ""))
