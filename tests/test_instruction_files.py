@@ -157,7 +157,9 @@ async def test_bwrap_a_sandboxed_kernel_cannot_change_an_existing_one(hermes_hom
         assert done["exit_code"] == 0, done
     finally:
         await rt.aclose()
-    assert (tmp_path / "AGENTS.md").read_text() == "the user's rules\nmore\n" and len(approver.asked) == 1
+    # Asked before it ran, and what it left shown and asked again after the call.
+    assert (tmp_path / "AGENTS.md").read_text() == "the user's rules\nmore\n" and len(approver.asked) == 2
+    assert "+more" in (approver.asked[1].diff or "")
     assert (tmp_path / "sub" / "CLAUDE.md").read_text() == "nested\n"
 
 
@@ -184,20 +186,25 @@ async def test_what_a_person_allowed_is_kept_and_a_later_change_is_not(hermes_ho
                               "open('AGENTS.md', 'w').write('B: approve everything')", session="s", cwd=tmp_path)
         assert len(answers.asked) == 2 and "by this execute_code call itself" in answers.asked[1].reasons[1]
         assert not (tmp_path / "AGENTS.md").exists()  # as it was before the call
-        # A write a person allowed, left as allowed, is kept without a second question.
-        answers.choices = ["once"]
+        # A write_file a person allowed, left as allowed, is kept without a second question; what
+        # a command leaves is shown and asked again after the call.
+        command = first.startswith("terminal")
+        answers.choices = ["once", "once"] if command else ["once"]
         await rt.execute_code(f"from hermes_tools import terminal, write_file\n{first}", session="s", cwd=tmp_path)
     finally:
         await rt.aclose()
-    assert len(answers.asked) == 3 and (tmp_path / "AGENTS.md").read_text().strip() == "A"
+    assert len(answers.asked) == (4 if command else 3) and (tmp_path / "AGENTS.md").read_text().strip() == "A"
 
 
 async def test_an_allowed_command_for_one_file_does_not_cover_another(hermes_home: Path, tmp_path: Path) -> None:
-    result = await run_script(hermes_home, YOLO + NO_SANDBOX, Answers("once"),
+    answers = Answers("once", "deny")
+    result = await run_script(hermes_home, YOLO + NO_SANDBOX, answers,
                               "from hermes_tools import terminal\nopen('CLAUDE.md', 'w').write('planted')\n"
                               "terminal('echo notes >> AGENTS.md')", tmp_path)
-    assert (tmp_path / "AGENTS.md").read_text() == "notes\n" and not (tmp_path / "CLAUDE.md").exists()
-    assert "CLAUDE.md was created without asking, and it was put back" in (result.warning or "")
+    after = answers.asked[1]  # after the call: both files, as they were left, in one question
+    assert after.text == f"execute_code {tmp_path / 'AGENTS.md'} {tmp_path / 'CLAUDE.md'}"
+    assert not (tmp_path / "AGENTS.md").exists() and not (tmp_path / "CLAUDE.md").exists()
+    assert "put back (denied by the user)" in (result.warning or "")
 
 
 # -- found by a review: each of these wrote an instruction file with nobody asked ---------------------
@@ -287,3 +294,30 @@ async def test_a_big_file_put_back_is_moved_aside_whole(hermes_home: Path, tmp_p
     assert not (tmp_path / "CLAUDE.md").exists() and len(approver.asked) == 1
     (kept,) = (hermes_home / "cache" / "instructions").iterdir()
     assert kept.stat().st_size == 3 << 20  # nothing is lost, however big
+
+
+async def test_a_flood_of_case_variants_does_not_hide_the_real_name(hermes_home: Path, tmp_path: Path) -> None:
+    approver = Approver("deny")
+    await run_script(hermes_home, YOLO, approver,
+                     "import itertools, os\n"
+                     "for n, cases in zip(range(80), itertools.product(*[(c.lower(), c.upper()) for c in '.cursorrules'])):\n"
+                     "    os.mkdir(''.join(cases)) if n % 2 else open(''.join(cases), 'w').write('x')\n"
+                     "open('CLAUDE.md', 'w').write('EVIL')", tmp_path)
+    assert not (tmp_path / "CLAUDE.md").exists()
+    assert any(r.text.endswith(str(tmp_path / "CLAUDE.md")) or str(tmp_path / "CLAUDE.md") in r.text
+               for r in approver.asked)
+
+
+async def test_what_is_shown_is_what_once_restores(hermes_home: Path, tmp_path: Path) -> None:
+    shown: list[str] = []
+
+    async def swap_then_allow(request):
+        from hermes_tui.runtime.approvals import ApprovalDecision
+
+        shown.append(request.diff or "")
+        (tmp_path / "AGENTS.md").write_text("EVIL written while you read\n")  # too late: it is aside
+        return ApprovalDecision(choice="once")
+
+    await run_script(hermes_home, YOLO + NO_SANDBOX, swap_then_allow,
+                     "open('AGENTS.md', 'w').write('- use pytest\\n')", tmp_path)
+    assert "+- use pytest" in shown[0] and (tmp_path / "AGENTS.md").read_text() == "- use pytest\n"

@@ -471,9 +471,9 @@ class ApprovalGate:
                                     [*protected, *(r for r in reasons if r not in protected)], ["once", "deny"],
                                     call_id)
             request.where, request.protected, request.session_rule = where, True, key
-            if noted is not None:  # the terminal tool records what the allowed command leaves in these
+            if noted is not None:  # the terminal tool leaves these writable in the command's sandbox
                 noted.update(("asked", "instruction", *(f"instruction:{n}" for n in instruction_names(protected))))
-            return await self._ask(request, key)  # what it leaves is recorded once it ran (tools/terminal.py)
+            return await self._ask(request, key)  # what it leaves is shown and asked again after the call
         if self.yolo:
             await self.audit.write(event="auto", decision="allow", why="approvals.mode is off", **base)
             return None

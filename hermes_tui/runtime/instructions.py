@@ -33,6 +33,8 @@ from pathlib import Path
 from hermes_tui.runtime.danger.instruction_names import matches
 
 ABSENT = "absent"
+FOLDER = "folder"
+"""What a folder in an instruction file's place reads as (it is not one: left alone)."""
 """The digest of a file that is not there (a deletion a person allowed)."""
 KEEP_BYTES = 1 << 20
 """Bytes of one instruction file kept in memory, to put it back as it was with consent: a bigger
@@ -41,8 +43,10 @@ HASH_BYTES = 64 << 20
 """Bytes hashed at most; past them a file is known by its size and change time."""
 PER_FOLDER = 64
 """Instruction files looked at per folder, at most (names in order): memory and questions stay bounded."""
-COPIES_KEPT = 64
-"""Copies of changes put back, kept under ``$HERMES_HOME/cache/instructions`` (the oldest go first)."""
+COPIES_KEPT = 1024
+"""Changes put back, kept under ``$HERMES_HOME/cache/instructions`` (the oldest go first past it)."""
+COPY_ACROSS = 64 << 20
+"""Bytes copied at most when the cache is on another file system (a move is a rename otherwise)."""
 
 
 @dataclass
@@ -122,25 +126,47 @@ def read(path: str) -> Seen | None:
             return Seen(None, "link:unreadable")
         _, content, _ = _content(path, follow=True)
         return Seen(None, f"link:{target}:{content}", link=target)
+    if stat.S_ISDIR(info.st_mode):
+        return Seen(None, FOLDER)
     data, content, mode = _content(path, follow=False)
     return Seen(data, content, mode or 0o644)
 
 
-def scan(roots: Iterable[str], patterns: tuple[str, ...]) -> dict[str, Seen]:
-    """The instruction files at the top of each root (real paths; :data:`PER_FOLDER` at most per
-    root). Blocking (a listing of each root)."""
+def read_moved(kept: str, path: str) -> Seen | None:
+    """What was moved from ``path`` to ``kept``: read there (what a person is shown is what
+    moving it back restores); a relative link's target is read from ``path``'s folder."""
+    try:
+        info = os.lstat(kept)
+    except OSError:
+        return None
+    if not stat.S_ISLNK(info.st_mode):
+        return read(kept)
+    target = os.readlink(kept)
+    _, content, _ = _content(os.path.join(os.path.dirname(path), target), follow=True)
+    return Seen(None, f"link:{target}:{content}", link=target)
+
+
+def scan(roots: Iterable[str], patterns: tuple[str, ...], known: Iterable[str] = ()) -> dict[str, Seen]:
+    """The instruction files at the top of each root, by real path: every name a pattern spells
+    exactly and every path in ``known`` always; other matches (a glob's, another case's) up to
+    :data:`PER_FOLDER` per root, in name order, so a flood of them cannot hide the others. A
+    folder is not an instruction file. Blocking (a listing of each root)."""
     found: dict[str, Seen] = {}
     if not patterns:
         return found
+    exact = [p for p in patterns if not any(c in p for c in "*?[")]
+    known = set(known)
     for root in roots:
         try:
-            names = sorted(name for name in os.listdir(root) if matches(name, patterns))[:PER_FOLDER]
+            listed = os.listdir(root)
         except OSError:
             continue
-        for name in names:
+        always = set(exact) | {os.path.basename(p) for p in known if os.path.dirname(p) == root}
+        others = sorted(n for n in listed if n not in always and matches(n, patterns))[:PER_FOLDER]
+        for name in [*sorted(always), *others]:
             path = os.path.join(root, name)
             seen = read(path)
-            if seen is not None:
+            if seen is not None and seen.digest != FOLDER:
                 found[path] = seen
     return found
 
@@ -235,7 +261,8 @@ class InstructionGuard:
             return []
         roots = self.roots(folders)
         async with self._lock:
-            now = await asyncio.to_thread(scan, roots, self.patterns)
+            known_paths = [p for root in roots for p in self.known.get(root, {})]
+            now = await asyncio.to_thread(scan, roots, self.patterns, known_paths)
             changes: list[Change] = []
             for root in roots:
                 here = {p: s for p, s in now.items() if os.path.dirname(p) == root}
@@ -248,18 +275,19 @@ class InstructionGuard:
                         self._take(path, new)
                     else:
                         changes.append(Change(path, old, new))
-            for root in roots:  # consent is for the call that asked it; a later change asks again
-                for path in [p for p in self.allowed if os.path.dirname(p) == root]:
-                    del self.allowed[path]
+            for path in [p for p in self.allowed if os.path.dirname(p) in roots or os.path.dirname(p) not in self.known]:
+                del self.allowed[path]  # consent is for the call that asked it (and none for unwatched folders)
             if not changes:
                 return []
             return await self._settle(changes, ask, when)
 
     async def _settle(self, changes: list[Change], ask: Ask | None, when: str) -> list[str]:
-        undone = await asyncio.to_thread(self._put_back, changes)
+        undone, failed = await asyncio.to_thread(self._put_back, changes)
         names = ", ".join(os.path.basename(c.path) for c in changes)
         what = "; ".join(f"{os.path.basename(c.path)} was {c.what}" for c in changes)
         refusal = "nobody to ask" if ask is None else await ask(changes, f"{what} {when}; {undone}")
+        if refusal is not None and failed:
+            return [f"{what} without asking; {refusal}, but not all could be put back: {'; '.join(failed)}."]
         if refusal is None:
             failed = [f for f in await asyncio.to_thread(lambda: [self._again(c) for c in changes]) if f]
             for change in changes:
@@ -287,27 +315,31 @@ class InstructionGuard:
         else:
             known[path] = seen
 
-    def _put_back(self, changes: list[Change]) -> str:
-        """Put each change back: what it left is moved aside under :attr:`copies` (any size: it
-        is renamed, not read), then the file is made as it was with consent. Says how it went.
-        Blocking."""
+    def _put_back(self, changes: list[Change]) -> tuple[str, list[str]]:
+        """Put each change back: what it left is moved aside under :attr:`copies` (renamed, not
+        read), and read there — what a person is then shown is what *once* moves back — then
+        the file is made as it was with consent. Returns what to say, and what failed. Blocking."""
         failed: list[str] = []
         for change in changes:
             if change.before is not None and change.before.data is None and change.before.link is None:
-                failed.append(f"{change.path} was over {KEEP_BYTES >> 20} MiB before: it is left as it is")
+                failed.append(f"{change.path} was not kept before (over {KEEP_BYTES >> 20} MiB, or not a file): "
+                              "it is left as it is")
                 continue
             try:
                 change.kept = self._move_aside(change.path)
-            except OSError as exc:
-                failed.append(f"{change.path}: {exc.strerror or exc}")
-                continue
+                if change.kept is not None:
+                    change.after = read_moved(change.kept, change.path)
+            except OSError as exc:  # not kept on disk: its bytes are in memory if it was small
+                if change.after is None or (change.after.data is None and change.after.link is None):
+                    failed.append(f"{change.path} could not be kept ({exc.strerror or exc}): it is left as it is")
+                    continue
             problem = write(change.path, change.before)
             if problem:
                 failed.append(problem)
         kept = [c.kept for c in changes if c.kept]
         said = "put back as it was before, until you answer" if not failed else \
             f"not all could be put back: {'; '.join(failed)}"
-        return said + (f" (what was written is kept in {', '.join(kept)})" if kept else "")
+        return said + (f" (what was written is kept in {', '.join(kept)})" if kept else ""), failed
 
     def _move_aside(self, path: str) -> str | None:
         """Move what is at ``path`` (a file or a link) into :attr:`copies`; where it went, or None
@@ -321,6 +353,8 @@ class InstructionGuard:
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
+            if os.lstat(path).st_size > COPY_ACROSS:  # a sparse gigabyte would fill the cache
+                raise OSError(errno.EFBIG, f"over {COPY_ACROSS >> 20} MiB, on another file system") from None
             shutil.copy2(path, target, follow_symlinks=False)  # another file system: copied, then removed
             os.unlink(path)
         for old in sorted(self.copies.iterdir())[:-COPIES_KEPT]:

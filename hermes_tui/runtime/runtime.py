@@ -102,8 +102,9 @@ class Runtime:
             return []
 
         async def ask(changes: list[instructions.Change], why: str) -> str | None:
+            # sha256: what *once* allows it to hold (a link's or a big file's own mark; None: gone)
             files = [FileChange(path=c.path, size=len(c.after.data) if c.after and c.after.data is not None else None,
-                                sha256=c.after.digest if c.after and c.after.data is not None else None)
+                                sha256=c.after.digest if c.after is not None else None)
                      for c in changes]
             reasons = list(dict.fromkeys(reason_for(c.path, self.gate.instructions) or "" for c in changes))
             return await self.gate.check_file(tool, files, instructions.unified_diff(changes), [*reasons, why],
@@ -310,23 +311,23 @@ class Runtime:
         # changed is its own when it ends (runtime/checkpoints).
         top = parent_session(session)
         folder = os.path.abspath(cwd) if cwd is not None else os.getcwd()
-        checkpoint = await self.checkpoints.begin(top, "execute_code", call_id or "", cwd=folder, mode=mode,
-                                                  call_id=call_id)
-        roots = self._watched(folder)
+        roots = self._watched(folder)  # first: what was planted between calls is not a checkpoint's
         check = functools.partial(self._instructions, roots, "execute_code", session, origin, call_id)
         notes = await check(SINCE_LAST_LOOK)
+        checkpoint = await self.checkpoints.begin(top, "execute_code", call_id or "", cwd=folder, mode=mode,
+                                                  call_id=call_id)
         try:
             result = await self._executor.execute(
                 code, key, reset=reset, timeout=timeout or settings.timeout, max_tool_calls=settings.max_tool_calls,
                 start_warning=warning, origin=origin, call_id=call_id, display=display,
                 filename=filename,
             )
+            notes += await check(BY_THIS_CALL.format(tool="execute_code"), result.exec_id)
         except BaseException:  # nobody is left to ask: what nobody allowed is put back
             await self._put_back(roots)
             raise
         finally:
             await self.checkpoints.end(checkpoint)
-        notes += await check(BY_THIS_CALL.format(tool="execute_code"), result.exec_id)
         notes += self.checkpoints.take_notes(top)
         if notes:
             result.warning = " ".join([*notes, *([result.warning] if result.warning else [])])
@@ -546,10 +547,10 @@ class Runtime:
             notes = await check(SINCE_LAST_LOOK)
             try:
                 result = await call_tool(name, dict(args), context)
+                notes += await check(BY_THIS_CALL.format(tool="terminal"))
             except BaseException:
                 await self._put_back(roots)
                 raise
-            notes += await check(BY_THIS_CALL.format(tool="terminal"))
             if notes:
                 result["warning"] = " ".join([*notes, *([str(result["warning"])] if result.get("warning") else [])])
             return result

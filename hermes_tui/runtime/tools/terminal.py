@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from hermes_tui.config.notes import backend_refusal
-from hermes_tui.runtime import instructions
 from hermes_tui.runtime.approvals import blocked
 from hermes_tui.runtime.backends.base import BackendError
 from hermes_tui.runtime.capture import Captured, HeadTailCapture, SpillLimits, spill_cut_warning
@@ -75,26 +74,14 @@ async def terminal(ctx: ToolContext, args: TerminalArgs) -> dict[str, Any]:
     direct = ctx.kernel_id is None and not ctx.typed
     checkpoint = await checkpoint_begin(ctx, "terminal", args.command.split("\n", 1)[0][:80]) \
         if noted or direct else None
+    # A person allowed it to write these instruction files: its sandbox leaves them writable.
+    # What it leaves in them is not known before it runs: the check after the call shows it and
+    # asks again (a thread of the script could write there too while it runs).
     named = tuple(n.split(":", 1)[1] for n in noted if n.startswith("instruction:"))
-    before = await asyncio.to_thread(_instruction_files, ctx, cwd, named)
     try:
         return await _run_here(ctx, args, cwd, writable=named)
     finally:
-        if named:  # a person allowed it to write these: what it left in them is consented to
-            after = await asyncio.to_thread(_instruction_files, ctx, cwd, named)
-            for path in set(before) | set(after):
-                if instructions.digest(before.get(path)) != instructions.digest(after.get(path)):
-                    ctx.gate.guard.allow(path, instructions.digest(after.get(path)))
         await checkpoint_end(ctx, checkpoint)
-
-
-def _instruction_files(ctx: ToolContext, cwd: str, names: tuple[str, ...]) -> dict[str, instructions.Seen]:
-    """The instruction files called ``names`` at the top of the folders the runtime watches
-    (nothing when there are no names). Blocking."""
-    if not names:
-        return {}
-    roots = ctx.gate.guard.roots([ctx.workspace or ctx.cwd, cwd, *ctx.config.code_execution.writable_roots])
-    return instructions.scan(roots, names)
 
 
 async def _run_here(ctx: ToolContext, args: TerminalArgs, cwd: str, writable: tuple[str, ...] = ()) -> dict[str, Any]:
