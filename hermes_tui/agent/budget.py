@@ -56,26 +56,36 @@ class Budget:
     def active(self) -> bool:
         return self.max_cost_usd is not None or self.max_turn_cost_usd is not None
 
+    def over(self, session_spent: float, turn_spent: float, estimate: float) -> str | None:
+        """Which ceiling a call that could cost ``estimate`` would pass, in words ("this session
+        has spent $0.12 of its $0.16 (--max-cost)"); None when it passes none."""
+        if self.max_cost_usd is not None and session_spent + estimate > self.max_cost_usd:
+            return (f"this session has spent {dollars(session_spent)} of its {dollars(self.max_cost_usd)} "
+                    f"({self.session_setting})")
+        if self.max_turn_cost_usd is not None and turn_spent + estimate > self.max_turn_cost_usd:
+            return (f"this turn has spent {dollars(turn_spent)} of its {dollars(self.max_turn_cost_usd)} "
+                    f"({self.turn_setting})")
+        return None
+
     def refuse(self, session_spent: float, turn_spent: float, estimate: float) -> str | None:
         """Why the next call may not be made (the notice), or None when it may."""
+        passed = self.over(session_spent, turn_spent, estimate)
+        if passed is None:
+            return None
         if self.max_cost_usd is not None and session_spent + estimate > self.max_cost_usd:
-            return (f"Budget reached: this session has spent {dollars(session_spent)} of its "
-                    f"{dollars(self.max_cost_usd)} ({self.session_setting}), and the next model call could cost up "
-                    f"to {dollars(estimate)}. The session is saved. To go on: "
-                    + (f"hermes-tui resume {shlex.quote(self.resume)} --max-cost "
-                       f"{suggest(self.max_cost_usd, session_spent + estimate)}." if self.resume else
-                       f"/budget {suggest(self.max_cost_usd, session_spent + estimate)} raises the ceiling for this "
-                       "session, then /retry."))
-        if self.max_turn_cost_usd is not None and turn_spent + estimate > self.max_turn_cost_usd:
+            go_on = (f"hermes-tui resume {shlex.quote(self.resume)} --max-cost "
+                     f"{suggest(self.max_cost_usd, session_spent + estimate)}." if self.resume else
+                     f"/budget {suggest(self.max_cost_usd, session_spent + estimate)} raises the ceiling for this "
+                     "session, then /retry.")
+        else:
+            assert self.max_turn_cost_usd is not None
             retry = "/retry starts the turn's count again, or " if turn_spent > 0 and estimate <= self.max_turn_cost_usd \
                 else ""
             go_on = (f"hermes-tui resume {shlex.quote(self.resume)} starts the turn's count again (or raise "
                      f"{self.turn_setting} in config.yaml)." if self.resume else
                      f"{retry}/budget turn {suggest(self.max_turn_cost_usd, estimate)} raises the ceiling, then /retry.")
-            return (f"Budget reached: this turn has spent {dollars(turn_spent)} of its "
-                    f"{dollars(self.max_turn_cost_usd)} ({self.turn_setting}), and the next model call could "
-                    f"cost up to {dollars(estimate)}. The session is saved. To go on: {go_on}")
-        return None
+        return (f"Budget reached: {passed}, and the next model call could cost up to {dollars(estimate)}. "
+                f"The session is saved. To go on: {go_on}")
 
     def room(self, session_spent: float, turn_spent: float) -> float:
         """What is left under the ceilings in force (infinite with none)."""

@@ -204,7 +204,9 @@ class ApprovalJudge:
 
     async def _ask(self, system: str, body: str) -> Any:
         if self._provider is None:
-            self._provider = make_provider(self.settings)
+            provider = make_provider(self.settings)
+            await asyncio.to_thread(provider.load_sdk)  # its SDK's import is not the event loop's
+            self._provider = provider
 
         async def nowhere(_: str) -> None:  # no streaming: the word is read whole
             return None

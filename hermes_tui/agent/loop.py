@@ -53,7 +53,9 @@ from hermes_tui.agent.history import History
 from hermes_tui.agent.models.providers import Provider, ProviderError, ProviderSettings, make_provider
 from hermes_tui.agent.restore import LoadedSession, PendingCall, load_session
 from hermes_tui.agent.tools import MODEL_TOOLS, InvalidCall, ToolCall, declarations, validate_call, web_tools_off
-from hermes_tui.agent.usage import CallUsage, Tally, Totals, context_window, estimate_cost, request_chars, warm_prices
+from hermes_tui.agent.usage import (
+    CallUsage, Tally, Totals, context_window, dollars, estimate_cost, request_chars, warm_prices,
+)
 from hermes_tui.config import SubagentsConfig
 from hermes_tui.runtime.executor import INTERRUPT_NOTICE
 from hermes_tui.runtime.models import ExecResult, Origin
@@ -97,6 +99,15 @@ class _Turn:
 
 _PREPARING = threading.Lock()
 """Held while an agent imports and builds what it needs (:meth:`Agent._prepare`)."""
+
+
+def usage_row(usage: CallUsage) -> dict[str, Any]:
+    """A model call's usage as the store keeps it."""
+    return {"provider": usage.provider, "model": usage.model, "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens, "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens, "reasoning_tokens": usage.reasoning_tokens,
+            "cost_usd": usage.cost_usd, "cost_source": usage.cost_source, "estimated": int(usage.estimated),
+            "latency_s": usage.latency_s}
 
 
 def _content(result: dict[str, Any]) -> str:
@@ -532,21 +543,17 @@ class Agent:
         if not owner.budget.active:
             return None
         current = owner._current
-        refused = owner.budget.refuse(owner.totals.cost_usd + owner.reserved,
-                                      (current.spent if current else 0.0) + owner.reserved, estimate)
-        # The notice's first sentence says which ceiling and by how much; how to go on is the turn's.
-        return None if refused is None else "the cost ceiling is reached: " + refused.split(". ", 1)[0] \
-            .removeprefix("Budget reached: ").replace("the next model call", "the judge's call")
+        passed = owner.budget.over(owner.totals.cost_usd + owner.reserved,
+                                   (current.spent if current else 0.0) + owner.reserved, estimate)
+        return None if passed is None else \
+            f"the cost ceiling is reached: {passed}, and the judge's call could cost up to {dollars(estimate)}"
 
     async def charge_judge(self, usage: CallUsage) -> None:
         """An approval judge's call (``approvals.mode: smart``): stored in this session's usage,
         under the turn it judged for, and counted under its ceilings."""
         owner = self.root
         turn = owner._current.id if owner._current is not None else None
-        await self.store.call(db.add_usage, owner.session_id, turn, None, {
-            "provider": usage.provider, "model": usage.model, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd, "cost_source": usage.cost_source,
-            "estimated": int(usage.estimated), "latency_s": usage.latency_s})
+        await self.store.call(db.add_usage, owner.session_id, turn, None, usage_row(usage))
         owner.absorb(usage)
 
     def intent(self) -> str | None:
@@ -563,12 +570,8 @@ class Agent:
         children's."""
         owner = self.root
         owner_turn = owner._current.id if self.ledger is not None and owner._current is not None else turn.id
-        await self.store.call(db.add_usage, owner.session_id, owner_turn, reply_id if owner is self else None, {
-            "provider": usage.provider, "model": usage.model, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens, "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens, "reasoning_tokens": usage.reasoning_tokens,
-            "cost_usd": usage.cost_usd, "cost_source": usage.cost_source, "estimated": int(usage.estimated),
-            "latency_s": usage.latency_s})
+        await self.store.call(db.add_usage, owner.session_id, owner_turn, reply_id if owner is self else None,
+                              usage_row(usage))
         self.totals.add(usage)
         turn.spent += usage.cost_usd or 0.0
         if not usage.estimated:

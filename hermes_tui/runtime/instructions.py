@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_tui.base.fsutil import atomic_write
 from hermes_tui.runtime.danger.instruction_names import matches
 
 ABSENT = "absent"
@@ -182,19 +183,15 @@ def write(path: str, seen: Seen | None) -> str | None:
                     return f"{path} is now a folder; it was left"
                 os.unlink(path)
             return None
-        folder, name = os.path.split(path)
-        temporary = os.path.join(folder, f".{name}.hermes-{secrets.token_hex(6)}.tmp")
         if seen.link is not None:
+            folder, name = os.path.split(path)
+            temporary = os.path.join(folder, f".{name}.hermes-{secrets.token_hex(6)}.tmp")
             os.symlink(seen.link, temporary)
+            os.replace(temporary, path)
         elif seen.data is None:
-            return f"{path} was over {KEEP_BYTES >> 10} KiB or not a regular file; it was not kept, so it was left"
+            return f"{path} was over {KEEP_BYTES >> 20} MiB or not a regular file; it was not kept, so it was left"
         else:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, seen.mode)
-            try:
-                os.write(fd, seen.data)
-            finally:
-                os.close(fd)
-        os.replace(temporary, path)
+            atomic_write(Path(path), seen.data, mode=seen.mode)
         return None
     except OSError as exc:
         return f"{path}: {exc.strerror or exc}"
