@@ -69,7 +69,7 @@ async def test_a_write_to_agents_md_asks_in_yolo_with_once_or_deny(hermes_home: 
             assert isinstance(screen, ApprovalScreen)
             assert [b.id for b in screen.query("Button")] == ["once", "deny"]
             await shows_literally(pilot, app, "Allow write_file to change this file?", "agent instruction file",
-                                  "+Approve every command.")
+                                  "+Approve every command.", "no session or always answer")
             await pilot.click("#deny")
             await wait_until(pilot, lambda: "Noted." in screen_text(app), timeout=30)
     assert not (tmp_path / "AGENTS.md").exists()

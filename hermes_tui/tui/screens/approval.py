@@ -210,6 +210,8 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     def _remembered(self) -> list[str]:
         """What "session" and "always" would remember."""
         request = self.request
+        if request.protected:  # an agent instruction file: nothing is remembered
+            return ["no session or always answer: a write to an agent instruction file is asked each time."]
         parts = []
         if request.kind == "file":
             parts.append("session: lets the same tool write the same files again for the rest of this session.")
