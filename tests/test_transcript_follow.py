@@ -31,6 +31,10 @@ async def longer_than_the_view(app: ConversationApp, pilot, notes: int = 12):
     for n in range(notes):
         pane.add_note(f"note {n}")
     await wait_until(pilot, lambda: at_end(transcript))
+    # The prompt mounts its popups into the pane after the first frame; under load that
+    # mount's layout of the pane can come late, inside what a test measures.
+    await wait_until(pilot, lambda: bool(pane.query("#prompt-search")) and pane.query_one("#prompt-search").is_mounted)
+    await pilot.pause()
     return pane, transcript
 
 
