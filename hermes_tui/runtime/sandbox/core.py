@@ -162,6 +162,10 @@ class Sandbox:
                 return
             self.tier = tier
             why = self._trial(scratch)
+            if why is not None:
+                # Once more before falling back: a trial can fail on a loaded machine (a
+                # namespace not made in time), and a second start must not get another tier.
+                why = self._trial(scratch)
             if why is None:
                 self.detail = self._describe()
                 return
