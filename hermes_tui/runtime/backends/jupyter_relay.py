@@ -129,7 +129,10 @@ class ZmqTransport:
             os.close(log)
         client = self.client = AsyncKernelClient(connection_file=path)
         client.load_connection_file()
-        client.start_channels()
+        # No heartbeat: its 1 s ping declared a kernel still starting on a loaded machine dead
+        # (wait_for_ready asks it after each unanswered second). The relay watches the process
+        # itself (`ended` below) and has its own start timeout.
+        client.start_channels(hb=False)
         # Until the kernel answers and its iopub is joined (a ZeroMQ subscriber misses what was
         # published before it joined: a first script's output and idle status would be lost).
         waiting = asyncio.ensure_future(client.wait_for_ready(timeout=START_SECONDS))
