@@ -476,8 +476,12 @@ class Kernel(ChildProcess):
         if server is not None:
             await server.close()
 
-    async def shutdown(self) -> None:
-        """End the kernel (and its group) now."""
+    async def shutdown(self, grace: float = 0.0) -> None:
+        """End the kernel (and its group) now; with ``grace``, SIGTERM first and SIGKILL what
+        is left after that many seconds (the lifeline stays open until then: its close makes
+        the kernel's watchdog SIGKILL the group at once)."""
+        if grace > 0 and self.alive:
+            await self.terminate(grace)
         self._close_host_fds()
         await self.kill()
 

@@ -35,6 +35,9 @@ from hermes_tui.runtime.launch import Launcher
 from hermes_tui.runtime.models import KernelInfo, is_subagent_session, parent_session
 from hermes_tui.base.units import plural
 
+END_GRACE = 0.1
+"""Seconds kernels ended together (the runtime closing, the app quitting) have after SIGTERM
+before SIGKILL: an idle kernel ends at once; the quit stays under 0.3 s (issue 38)."""
 _LOST_MEMORY = 512
 """Keys whose lost state is remembered (so the next result can say so); bounded."""
 
@@ -295,10 +298,11 @@ class KernelPool:
         return [self.info(k, k is victim) for k in self._kernels.values()]
 
     async def end_kernels(self, kernels: list[Kernel], reason: str, *, remember: bool = True) -> None:
-        """End these kernels now and wait until they are gone."""
+        """End these kernels now, all at once, and wait until they are gone: SIGTERM to each
+        group, SIGKILL to what is left after :data:`END_GRACE`."""
         for kernel in kernels:
             self.retire(kernel, reason, remember=remember)
-        await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
+        await asyncio.gather(*(k.shutdown(END_GRACE) for k in kernels), return_exceptions=True)
 
     async def close(self) -> None:
         """End every kernel and wait for it."""

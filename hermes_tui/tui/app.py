@@ -50,6 +50,8 @@ from hermes_tui.tui.textual_compat import event_loop
 from hermes_tui.tui.widgets.safe import visible
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from hermes_tui.agent.loop import Agent
     from hermes_tui.agent.models.resolve import ProviderSettings
     from hermes_tui.agent.workspace import Workspace
@@ -89,6 +91,18 @@ class HermesApp(InputActions, CheckpointActions, KernelActions, ChildTranscripts
         Binding("ctrl+t", "cycle_theme", "Theme", id="theme"),
         Binding("ctrl+q", "quit", "Quit", id="quit"),
     ]
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, except that on Linux the quit does not wait for its key thread
+        (tui/quit_driver.py)."""
+        from textual.drivers.linux_driver import LinuxDriver
+
+        chosen = super().get_driver_class()
+        if chosen is LinuxDriver:
+            from hermes_tui.tui.quit_driver import QuitDriver
+
+            return QuitDriver
+        return chosen
 
     def __init__(
         self, config: Config | None = None, *, session: str | None = None, cwd: str | None = None,

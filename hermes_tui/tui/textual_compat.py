@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from textual.app import App
+from textual.drivers.linux_driver import LinuxDriver
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar
 from textual.widget import Widget
@@ -144,6 +145,15 @@ HOOKS: tuple[Hook, ...] = (
     Hook(App, "_driver", "attribute", (), "attention.py (Attention.write_to_terminal), via driver_write()",
          "bell and desktop-notification escape sequences written to the terminal; Textual has no "
          "public way to write raw text"),
+    # -- the quit: no wait for the key thread (issue 38) --------------------------------------
+    Hook(LinuxDriver, "disable_input", "method", (), "quit_driver.py (QuitDriver): override",
+         "at quit, does what Textual's does without joining the key thread (up to 0.2 s)"),
+    Hook(LinuxDriver, "exit_event", "attribute", (), "quit_driver.py (QuitDriver.disable_input)",
+         "the event the key thread stops on"),
+    Hook(LinuxDriver, "_disable_mouse_support", "method", (), "quit_driver.py (QuitDriver.disable_input)",
+         "the mouse reporting turned off, as Textual's disable_input does"),
+    Hook(App, "_exit", "attribute", (), "quit_driver.py (QuitDriver.disable_input)",
+         "set by App.exit: a quit, not a suspend (whose key thread must stop before the editor runs)"),
     Hook(App, "_loop", "attribute", (), "app.py (HermesApp._import_refused), via event_loop()",
          "the app's event loop, to post from whichever thread imported a refused module"),
 )
