@@ -33,6 +33,25 @@ READ_GUARD: contextvars.ContextVar[Callable[[str], str | None] | None] = context
 """Like :data:`WRITE_GUARD`, for reads: asked about the real path of the file the tool opened."""
 
 
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)``, asked of the kernel when ``path`` exists: one ``O_PATH``
+    open and the link of its descriptor, instead of an ``lstat`` per part of the path in
+    Python (about 20 µs each call; a file tool's call made six, issue 38). ``O_PATH`` opens
+    nothing for reading: a FIFO or a device there is not touched. A path that does not exist
+    (or one the kernel cannot name, such as a deleted file's) is left to ``realpath``."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return os.path.realpath(path)
+    try:
+        found = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        found = ""
+    finally:
+        os.close(fd)
+    return found if found.startswith("/") and not found.endswith(" (deleted)") else os.path.realpath(path)
+
+
 def judge(guard_var: contextvars.ContextVar[Callable[[str], str | None] | None], real: str, shown: Path) -> None:
     """Raise PermissionError when the guard in ``guard_var`` (if any) refuses ``real``."""
     guard = guard_var.get()

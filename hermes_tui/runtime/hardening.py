@@ -176,6 +176,11 @@ def _become_spawner() -> None:
     lineage.mark_thread()
 
 
+def warm_spawner() -> None:
+    """Start the spawner thread now (a runtime's start), not with the first kernel. Blocking."""
+    _executor().submit(int).result()
+
+
 def spawn(start: Callable[[], T]) -> T:
     """Run ``start`` (a ``Popen``) on the spawner thread and return what it returns. Blocking.
 

@@ -31,6 +31,7 @@ there (docs/security.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -39,7 +40,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec, SourceFileLoader
 from pathlib import Path
@@ -294,20 +295,28 @@ def _weakly(listener: Listener) -> Listener:
     return call
 
 
-def close_if_armed() -> ImportGuard | None:
-    """:func:`close_imports` when the program asked with :func:`arm`; else nothing."""
+def armed_imports() -> tuple[str, ...]:
+    """The modules the program said it will need (:func:`arm`'s ``also``), to import ahead."""
+    return tuple(_ARMED["also"]) if _ARMED is not None else ()
+
+
+def close_if_armed(*, ahead: bool = True) -> ImportGuard | None:
+    """:func:`close_imports` when the program asked with :func:`arm`; else nothing.
+    ``ahead=False``: without importing :func:`armed_imports` (the caller does, in a thread)."""
     if _ARMED is None:
         return None
+    also = _ARMED["also"] if ahead else ()
     home = _ARMED["home"]
     if home is None:
-        return close_imports(also=_ARMED["also"])
+        return close_imports(also=also)
     from hermes_tui.runtime.approvals import audit_path
 
-    return close_imports(also=_ARMED["also"], audit=audit_path(home))
+    return close_imports(also=also, audit=audit_path(home))
 
 
 def close_imports(*, also: Iterable[str] = (), audit: Path | None = None) -> ImportGuard:
-    """Import ``also``, then check every later import (:class:`ImportGuard`). Idempotent.
+    """Check every later import (:class:`ImportGuard`), then import ``also`` (checked too).
+    Idempotent.
 
     The host stops writing bytecode too: a ``__pycache__`` it made in a package's folder would
     change that folder, and the next module from there would be refused."""
@@ -315,26 +324,53 @@ def close_imports(*, also: Iterable[str] = (), audit: Path | None = None) -> Imp
     import importlib
 
     with _CLOSING:
+        found = _GUARD
+        if found is None:
+            found = _put_in_place()
+            found.listeners.extend(_LISTENERS)
+            if audit is not None:
+                found.listeners.append(_audit_writer(audit))
+            _GUARD = found
+    for name in also:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    return found
+
+
+def _put_in_place() -> ImportGuard:
+    """A guard whose moment is now, first on ``sys.meta_path``."""
+    found = ImportGuard(_now_ns(), snapshot(list(sys.modules.values()), list(sys.path)))
+    sys.dont_write_bytecode = True
+    sys.meta_path.insert(0, found)
+    # Another thread may be importing now (the app's first model call imports the provider's
+    # SDK on the event loop): what it found before the guard is put in place is written down.
+    found.in_flight_at_close = _in_flight()
+    found.loaded_at_close = frozenset(sys.modules)
+    return found
+
+
+@contextlib.contextmanager
+def checked_meanwhile() -> Iterator[ImportGuard | None]:
+    """Imports checked as if closed now, until the block ends (a runtime's preload in a
+    program that did not :func:`arm`: a library's host). With the imports closed already,
+    nothing more. If the block saw a refusal, the guard stays: the refused module must not be
+    imported unchecked later."""
+    with _CLOSING:
         if _GUARD is not None:
-            return _GUARD
-        for name in also:
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                pass
-        since = _now_ns()
-        found = ImportGuard(since, snapshot(list(sys.modules.values()), list(sys.path)))
-        found.listeners.extend(_LISTENERS)
-        if audit is not None:
-            found.listeners.append(_audit_writer(audit))
-        sys.dont_write_bytecode = True
-        sys.meta_path.insert(0, found)
-        # Another thread may be importing now (the app's first model call imports the provider's
-        # SDK on the event loop): what it found before the guard is put in place is written down.
-        found.in_flight_at_close = _in_flight()
-        found.loaded_at_close = frozenset(sys.modules)
-        _GUARD = found
-        return found
+            found = None
+        else:
+            found = _put_in_place()
+    try:
+        yield found
+    finally:
+        if found is not None and not found.refused:
+            with _CLOSING:
+                with contextlib.suppress(ValueError):
+                    sys.meta_path.remove(found)
+                if not any(isinstance(finder, ImportGuard) for finder in sys.meta_path):
+                    sys.dont_write_bytecode = _WROTE_BYTECODE
 
 
 def _in_flight() -> frozenset[str]:

@@ -26,7 +26,6 @@ does not raise a script's process. Linux only; elsewhere nothing is applied.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import logging
 import os
@@ -61,7 +60,7 @@ def libc() -> ctypes.CDLL | None:
     """The C library (None off Linux)."""
     global _libc
     if _libc is None and sys.platform.startswith("linux"):
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        _libc = ctypes.CDLL(None, use_errno=True)  # the program's own symbols: libc's (find_library runs ldconfig)
     return _libc
 
 

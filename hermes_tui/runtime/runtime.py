@@ -18,7 +18,7 @@ from hermes_tui.runtime.danger.instruction_names import reason_for
 from hermes_tui.runtime.approvals import ApprovalGate, ApprovalRequest, Approver, FileChange, SessionKind
 from hermes_tui.runtime.events import EventBus, Subscription
 from hermes_tui.runtime.executor import DISPOSED_NOTICE, INTERRUPT_NOTICE, Executor, Progress
-from hermes_tui.runtime.hardening import make_undumpable
+from hermes_tui.runtime.hardening import make_undumpable, warm_spawner
 from hermes_tui.runtime.backends import BackendError, JupyterBackend
 from hermes_tui.runtime.checkpoints.book import Checkpoints
 from hermes_tui.runtime.kernel import Kernel, KernelGone, KernelStartError
@@ -30,13 +30,16 @@ from hermes_tui.runtime.records import new_exec_id
 from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.tools import TOOL_NAMES
-from hermes_tui.runtime.tools.dispatch import FILE_TOOLS, preload
+from hermes_tui.runtime.tools.dispatch import FILE_TOOLS, begin_preload, start_preload
 from hermes_tui.base.units import noun
 
 
 SINCE_LAST_LOOK = ("since hermes-tui last looked, while no call of yours changed it (by you in an editor, or by a "
                    "process a script left running)")
 BY_THIS_CALL = "by this {tool} call itself, not through write_file or an asked command"
+PRELOAD_AFTER = 0.5
+"""Seconds after the start when the tools' imports begin if no script has ended by then
+(:func:`~hermes_tui.runtime.tools.dispatch.begin_preload`)."""
 
 
 class Runtime:
@@ -86,6 +89,8 @@ class Runtime:
         self._pool: KernelPool | None = None
         self._executor: Executor | None = None
         self._starting: asyncio.Future[None] | None = None
+        self._tidying: asyncio.Future[None] | None = None
+        """The sweep of what dead hosts left, started with the runtime (waited for at close)."""
 
     def _watched(self, folder: str) -> tuple[str, ...]:
         """The folders whose instruction files are checked around a call in ``folder``: it and
@@ -144,28 +149,50 @@ class Runtime:
     async def _start(self) -> None:
         # Kernels must not read the keys in this process's environment or memory (hardening.py).
         make_undumpable()
-        await asyncio.to_thread(preload)  # before any kernel: nothing imported later can be planted
-        await self.gate.load_rules()
-        self._staging_root = await asyncio.to_thread(self._make_staging_root)
-        self.checkpoints.staging_root = str(self._staging_root)
-        await asyncio.to_thread(self._probe_sandbox, self._staging_root / "sandbox")
-        await asyncio.to_thread(self.cache_dir.mkdir, parents=True, exist_ok=True)
-        await asyncio.to_thread(sweep_partial_spills, self.cache_dir)
+        # The first result waits for what is on this path only (issue 38): the rules, and the
+        # staging dir then the sandbox's probe, side by side; the tools' imports (a thread,
+        # checked from now on) and the sweep of what dead hosts left go on while kernels spawn.
+        # Before any kernel: what the host imports from now on is checked (start_preload).
+        _, _, allowed, _, _ = await asyncio.gather(
+            self.gate.load_rules(), asyncio.to_thread(self._prepare_places),
+            asyncio.to_thread(self.launcher.allowed_names), asyncio.to_thread(start_preload),
+            asyncio.to_thread(warm_spawner))
+        asyncio.get_running_loop().call_later(PRELOAD_AFTER, begin_preload)  # no script came: begun anyway
+        assert self._staging_root is not None
+        self._tidying = asyncio.ensure_future(asyncio.to_thread(self._tidy, self._staging_root))
         self._pool = KernelPool(
             self.config.code_execution, launcher=self.launcher, staging_root=self._staging_root, bus=self.bus
         )
-        self._pool.allowed_names = await asyncio.to_thread(self.launcher.allowed_names)
+        self._pool.allowed_names = allowed
         self._executor = Executor(
             self._pool, bus=self.bus, cache_dir=self.cache_dir, staging_root=self._staging_root, gate=self.gate,
             launcher=self.launcher,
         )
 
+    async def tidied(self) -> None:
+        """Wait until what dead hosts left (their staging dirs, their partial spills) is
+        removed: a sweep the start begins and does not wait for."""
+        await self.start()
+        if self._tidying is not None:
+            await asyncio.wait({self._tidying})
+
+    def _prepare_places(self) -> None:
+        """The staging dir, the sandbox's probe in it, and the cache dir. Blocking."""
+        self._staging_root = self._make_staging_root()
+        self.checkpoints.staging_root = str(self._staging_root)
+        self._probe_sandbox(self._staging_root / "sandbox")
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+
+    def _tidy(self, root: Path) -> None:
+        """Remove what dead hosts left: staging dirs beside ours, partial spills. Blocking."""
+        sweep_staging(root.parent, keep=root)
+        sweep_partial_spills(self.cache_dir)
+
     def _make_staging_root(self) -> Path:
         """This runtime's private temp dir, held (locked) while it lives and registered with
-        the reaper; what dead hosts left beside it is removed first. Blocking."""
+        the reaper. Blocking."""
         root, self._staging_lock = make_staging_dir()
         REAPER.watch_folder(root)
-        sweep_staging(root.parent, keep=root)
         return root
 
     def _probe_sandbox(self, scratch: Path) -> None:
@@ -195,6 +222,8 @@ class Runtime:
         for session in {r.session for r in self._executor.running.values()}:
             self._executor.interrupt(session, DISPOSED_NOTICE)
         await self._pool.close()
+        if self._tidying is not None:
+            await asyncio.wait({self._tidying})
         await self.checkpoints.settle()  # the last calls' lines counted and stored
         await self.launcher.backend.close()  # places opened by top-level commands
         await asyncio.to_thread(self._executor.records.close)
@@ -328,6 +357,7 @@ class Runtime:
             raise
         finally:
             await self.checkpoints.end(checkpoint)
+            begin_preload()  # after the first result, not beside the first kernel's start
         notes += self.checkpoints.take_notes(top)
         if notes:
             result.warning = " ".join([*notes, *([result.warning] if result.warning else [])])

@@ -73,7 +73,8 @@ async def test_a_start_removes_staging_dirs_no_live_host_holds(hermes_home: Path
     checkout.mkdir()
     (checkout / MARKER).touch()
     try:
-        async with Runtime(make_config(), home=hermes_home):
+        async with Runtime(make_config(), home=hermes_home) as rt:
+            await rt.tidied()  # swept beside the start, which does not wait for it (issue 38)
             assert not stale.exists(), "a dead host's staging dir was kept"
             assert held.is_dir(), "a live host's staging dir was removed"
             assert lookalike.is_dir() and checkout.is_dir(), "a folder no host made was removed"
@@ -131,7 +132,8 @@ async def test_a_spill_cut_short_by_a_dead_host_is_removed_at_the_next_start(her
     other.write_bytes(b"y" * 10)
     lock = hold(other)
     try:
-        async with Runtime(make_config(), home=hermes_home):
+        async with Runtime(make_config(), home=hermes_home) as rt:
+            await rt.tidied()
             assert not partial.exists(), "the dead host's partial spill was kept"
             assert other.exists(), "a live host's spill was removed while being written"
     finally:

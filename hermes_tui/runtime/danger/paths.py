@@ -8,6 +8,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_tui.base.fsutil import real_path
 from hermes_tui.runtime.danger.instruction_names import reason_for
 
 SYSTEM_DIRS = frozenset({
@@ -243,20 +244,20 @@ def real_write_target(path: str) -> str:
     path = single_root(path)
     parent, name = os.path.split(path)
     if name in ("", ".", ".."):
-        return os.path.realpath(path)
-    return os.path.join(os.path.realpath(parent or "/"), name)
+        return real_path(path)
+    return os.path.join(real_path(parent or "/"), name)
 
 
 def real_read_target(path: str) -> str:
     """Where reading the absolute ``path`` really lands: every symlink followed."""
-    return os.path.realpath(single_root(path))
+    return real_path(single_root(path))
 
 
 def variants(home: str | None, hermes_home: str | None, instructions: tuple[str, ...] = ()) -> list[Paths]:
     """:class:`Paths` for your home and HERMES_HOME as spelled and, when different, as their
     real paths: a real path must match ``/home/u`` even when ``/home`` is a symlink."""
     spelled = Paths.of(home, hermes_home, instructions)
-    real = Paths(os.path.realpath(spelled.home), os.path.realpath(spelled.hermes_home), instructions=instructions)
+    real = Paths(real_path(spelled.home), real_path(spelled.hermes_home), instructions=instructions)
     return [spelled] if real == spelled else [spelled, real]
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from hermes_tui.runtime.channel_guard import CREDENTIALS_SPACE, Owner, peer_pid, sender_pid, token_descriptor
 from hermes_tui.runtime.rpc.host import (
-    CHANNEL_THREADS, HELD_BYTES, IDLE_GRACE, MAX_CONNECTIONS, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, OUTPUT_PAUSE_BYTES,
+    CHANNEL_THREADS, HELD_BYTES, IDLE_GRACE, INLINE_REQUEST_BYTES, MAX_CONNECTIONS, MAX_IN_FLIGHT, MAX_REQUEST_BYTES, OUTPUT_PAUSE_BYTES,
     QUEUED_REPLY_BYTES, RECV_CHUNK, TOO_LARGE, ExecBudget, ToolHost, close_fd, error_reply, log_failure,
 )
 from hermes_tui.runtime.tools import call_tool, call_tool_blocking, get_tool
@@ -94,9 +94,9 @@ class SocketRpcServer:
     """Serves a :class:`ToolHost` on a Unix socket at ``folder/hermes.sock``.
 
     At most :data:`CHANNEL_THREADS` threads per kernel, taking turns (leader/followers): the
-    one leading waits on a selector over the listener and every connection and reads; once it
-    has a complete request it hands the lead to another and answers that request itself, so a
-    call costs no hand-off between threads, and a slow file tool holds up only its own thread.
+    one leading waits on a selector over the listener and every connection and reads. A small
+    request (:data:`INLINE_REQUEST_BYTES`) it answers itself and leads on; a big one (a write)
+    it answers after handing the lead to another, so the reading goes on meanwhile.
     Tools that need the event loop (terminal with its approval, web, search) are sent to it
     and answer when done. Nothing on the event loop ever blocks on a socket: a reply the
     script does not read yet waits in memory, and the connection is not read meanwhile.
@@ -255,6 +255,11 @@ class SocketRpcServer:
                     continue  # the last thread stays; and a lead no one holds is taken
             try:
                 job = self._next_job()
+                while job is not None and len(job.line) <= INLINE_REQUEST_BYTES:
+                    # A small request: answered here, still leading (no hand-off per call).
+                    # Meanwhile nobody reads: only this kernel's own other calls wait.
+                    self._answer(job)
+                    job = self._next_job()
             except Exception as exc:  # a bug here must not pass silently: the kernel's tools would hang
                 log_failure("the tool channel failed", exc)
                 job = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 
+from hermes_tui.base.fsutil import real_path
 from hermes_tui.runtime.sandbox.paths import Layout, inside
 
 _ERRORS = ("Read-only file system", "Permission denied", "Operation not permitted")
@@ -74,7 +75,7 @@ _QUOTES = {"'": "'", '"': '"', "\u2018": "\u2019"}
 
 def _real(raw: str, cwd: str) -> str | None:
     try:
-        return os.path.realpath(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw.strip()))))
+        return real_path(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw.strip()))))
     except (OSError, ValueError):
         return None
 

@@ -16,7 +16,6 @@ and abstract Unix sockets to the sandbox.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import stat
 from collections.abc import Iterable
@@ -55,7 +54,7 @@ _libc: ctypes.CDLL | None = None
 def libc() -> ctypes.CDLL:
     global _libc
     if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        _libc = ctypes.CDLL(None, use_errno=True)  # the program's own symbols: libc's (find_library runs ldconfig)
     return _libc
 
 

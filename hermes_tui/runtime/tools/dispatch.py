@@ -4,14 +4,18 @@ and every failure turned into a dict with ``error`` — nothing a script sends c
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
+import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
 from hermes_tui.base.fsutil import READ_GUARD, WRITE_GUARD
+from hermes_tui.runtime import import_guard
 from hermes_tui.runtime.tools.base import (
     TOOL_NAMES, Tool, ToolContext, checkpoint_begin, checkpoint_end, describe_validation,
 )
@@ -36,37 +40,112 @@ LAZY_IMPORTS = (
 )
 """What the tools import on first use. Found by the ``sys.modules`` diff of a run that calls
 every tool (tests/attacks/test_late_imports.py); what is still imported later is checked by the
-import guard (runtime/import_guard.py), and these are imported before it so that a script
-changing them after start cannot take the web tools away (about 35 ms and 1.7 MiB more:
-tests/bench/bench_imports.py)."""
+import guard (runtime/import_guard.py). These are imported ahead (:func:`start_preload`, while
+the first kernel spawns) so that a tool call does not pay for them (the transport's modules
+cost about 35 ms and 1.7 MiB: tests/bench/bench_imports.py)."""
 
 
 def preload() -> None:
     """Import everything the tools would import later, and the shell parser; then, in a
     program that asked (:func:`~hermes_tui.runtime.import_guard.arm`), close the imports.
-    Blocking.
+    Blocking (``doctor``, tests; a runtime uses :func:`start_preload`)."""
+    _import_ahead()
+    from hermes_tui.runtime.import_guard import close_if_armed
 
-    Runs before any kernel exists: a module the host imports after a script could run is one
-    the script can plant (a ``whatthepatch.py`` in a folder on ``sys.path``, a file changed in
-    site-packages) and would run inside the host, beside the keys. What cannot all be imported
-    here (a Pygments lexer per language, an encoding per charset, the provider's SDK) is checked
-    by the guard as it is imported."""
+    close_if_armed()
+
+
+def _import_ahead(also: tuple[str, ...] = ()) -> None:
     import importlib
 
     get_tool("patch")
-    for name in LAZY_IMPORTS:
+    for name in (*LAZY_IMPORTS, *also):
         try:
             importlib.import_module(name)
         except ImportError:
-            pass  # that tool says so when called
+            pass  # that tool says so when called (a refusal was logged by the guard)
     from hermes_tui.runtime.danger.parse import parse
 
     parse("true")
-    from hermes_tui.runtime.import_guard import close_if_armed
 
-    # Whatever is imported after this is checked first (runtime/import_guard.py): a lexer for
-    # the first code block in a new language, an encoding for a page in a new charset.
-    close_if_armed()
+
+PRELOAD_SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may hold the GIL while another waits, while the tools' imports run."""
+_PRELOAD: concurrent.futures.Future[None] | None = None
+_PRELOAD_THREAD: threading.Thread | None = None
+_PRELOAD_LOCK = threading.Lock()
+
+
+def start_preload() -> concurrent.futures.Future[None]:
+    """Close the imports now; the tools' imports follow in a thread (:func:`begin_preload`).
+    Once per process; call before any kernel of the host can start.
+
+    A module the host imports after a script could run is one the script can plant (a
+    ``whatthepatch.py`` in a folder on ``sys.path``, a file changed in site-packages), and it
+    would run inside the host, beside the keys. So every import from this moment on is checked
+    (runtime/import_guard.py): in a program that armed the guard, for good; in any other host
+    (a library's), until the thread has imported what the tools import on first use (and for
+    good if it refused one). A tool waits for that thread (:func:`preloaded`)."""
+    global _PRELOAD, _PRELOAD_THREAD
+    with _PRELOAD_LOCK:
+        if _PRELOAD is None:
+            future: concurrent.futures.Future[None] = concurrent.futures.Future()
+            closed = import_guard.close_if_armed(ahead=False)
+            meanwhile = import_guard.checked_meanwhile() if closed is None else contextlib.nullcontext()
+            meanwhile.__enter__()  # the moment: now
+            also = import_guard.armed_imports()
+
+            def run() -> None:
+                # Imports hold the GIL: the event loop gets it back within 0.5 ms, not 5 ms.
+                interval = sys.getswitchinterval()
+                ours = min(interval, PRELOAD_SWITCH_INTERVAL)
+                sys.setswitchinterval(ours)
+                try:
+                    _import_ahead(also)
+                except BaseException as exc:  # a bug: each tool's own import says what is wrong
+                    future.set_exception(exc)
+                else:
+                    future.set_result(None)
+                finally:
+                    meanwhile.__exit__(None, None, None)
+                    if sys.getswitchinterval() == ours:  # nobody set another meanwhile
+                        sys.setswitchinterval(interval)
+
+            _PRELOAD = future
+            _PRELOAD_THREAD = threading.Thread(target=run, name="hermes-preload", daemon=True)
+        return _PRELOAD
+
+
+def begin_preload() -> None:
+    """Start the imports :func:`start_preload` prepared (once; nothing if none were).
+
+    A runtime begins them once its first kernel is ready, or after a moment with none: on a
+    machine of two cores, imports (about 150 ms of CPU) beside a kernel's start slowed the
+    first result by a third (issue 38)."""
+    global _PRELOAD_THREAD
+    with _PRELOAD_LOCK:
+        thread, _PRELOAD_THREAD = _PRELOAD_THREAD, None
+    if thread is not None:
+        thread.start()
+
+
+async def preloaded() -> None:
+    """Wait until :func:`start_preload`'s imports are done (begun now if they were not yet;
+    at once if none were prepared)."""
+    future = _PRELOAD
+    if future is not None and not future.done():
+        begin_preload()
+        with contextlib.suppress(Exception):
+            await asyncio.wrap_future(future)
+
+
+def preloaded_blocking() -> None:
+    """:func:`preloaded`, in the calling thread (not the event loop's)."""
+    future = _PRELOAD
+    if future is not None and not future.done():
+        begin_preload()
+        with contextlib.suppress(Exception):
+            future.result()
 
 
 def get_tool(name: str) -> Tool | None:
@@ -107,6 +186,7 @@ def _failed(name: str, exc: Exception) -> dict[str, Any]:
 
 async def call_tool(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """Validate ``args`` and run tool ``name`` on the event loop; always returns a dict."""
+    await preloaded()
     prepared = _not_here(name, ctx) or _prepare(name, args)
     if isinstance(prepared, dict):
         return prepared
@@ -243,6 +323,7 @@ def _guarded(tool: Tool, ctx: ToolContext, parsed: Any) -> dict[str, str]:
 
 def call_tool_blocking(name: str, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
     """Like :func:`call_tool`, in the calling thread; None if the tool needs the event loop."""
+    preloaded_blocking()
     tool = get_tool(name)
     if tool is None or tool.blocking is None or ctx.remote is not None:
         return None  # a remote backend's files are reached from the event loop
