@@ -29,6 +29,7 @@ from hermes_tui.agent.models.providers import Provider, make_provider
 from hermes_tui.agent.models.resolve import ProviderSettings, resolve_provider
 from hermes_tui.agent.usage import CallUsage, estimate_cost
 from hermes_tui.runtime.approvals import JudgeQuestion, Judgement, addressed_to_judge
+from hermes_tui.runtime.tools.dispatch import HEAVY_IMPORTS, preloaded_blocking
 
 SYSTEM_PROMPT = """\
 You review one shell command that an AI coding agent wants to run on the user's machine. A \
@@ -60,6 +61,14 @@ _SECRETS = re.compile(
     r"(?i)\b(?:sk|pk|rk|ghp|gho|ghs|github_pat|xox[abpr]|glpat|AKIA)[-_A-Za-z0-9]{8,}"
     r"|(?:api[_-]?key|token|secret|password|passwd|bearer)\s*[:=]\s*\S+"
     r"|\b[A-Za-z0-9+_=-]{40,}")
+
+
+def _load_sdk(provider: Any) -> None:
+    """Import ``provider``'s SDK once the runtime's imports ahead are done (its requests import
+    httpx's transport too), one thread at a time with the other heavy imports."""
+    preloaded_blocking()
+    with HEAVY_IMPORTS:
+        provider.load_sdk()
 
 
 def scrubbed(text: str, secrets_known: Iterable[str] = ()) -> str:
@@ -205,7 +214,7 @@ class ApprovalJudge:
     async def _ask(self, system: str, body: str) -> Any:
         if self._provider is None:
             provider = make_provider(self.settings)
-            await asyncio.to_thread(provider.load_sdk)  # its SDK's import is not the event loop's
+            await asyncio.to_thread(_load_sdk, provider)  # its SDK's import is not the event loop's
             self._provider = provider
 
         async def nowhere(_: str) -> None:  # no streaming: the word is read whole

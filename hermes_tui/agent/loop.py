@@ -22,7 +22,6 @@ import asyncio
 import json
 import math
 import secrets
-import threading
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -59,6 +58,7 @@ from hermes_tui.agent.usage import (
 from hermes_tui.config import SubagentsConfig
 from hermes_tui.runtime.executor import INTERRUPT_NOTICE
 from hermes_tui.runtime.models import ExecResult, Origin
+from hermes_tui.runtime.tools.dispatch import HEAVY_IMPORTS, preloaded_blocking
 from hermes_tui.base.units import plural
 
 if TYPE_CHECKING:
@@ -96,9 +96,6 @@ class _Turn:
     task: asyncio.Future[Any] | None = None
     """The model's stream or a top-level tool call now running (cancelled on interrupt)."""
 
-
-_PREPARING = threading.Lock()
-"""Held while an agent imports and builds what it needs (:meth:`Agent._prepare`)."""
 
 
 def usage_row(usage: CallUsage) -> dict[str, Any]:
@@ -236,7 +233,10 @@ class Agent:
         the model's context window. Sub-agents opening at once would otherwise import the same
         modules from several threads, and an import cycle across threads hands one of them a
         half-made module ("partially initialized module 'httpx'")."""
-        with _PREPARING:
+        # The runtime's imports ahead of the tools first, whole: a model's requests import
+        # httpx's transport too, and must not meet that thread halfway.
+        preloaded_blocking()
+        with HEAVY_IMPORTS:
             if self.provider is not None:
                 self.provider.load_sdk()
                 if not self.tools:

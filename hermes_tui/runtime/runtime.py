@@ -219,6 +219,7 @@ class Runtime:
             await asyncio.wait({self._starting})  # a start under way finishes first
         if self._pool is None or self._executor is None:
             return
+        begin_preload()  # never left waiting for a timer of a loop that ends (a library's guard meanwhile)
         for session in {r.session for r in self._executor.running.values()}:
             self._executor.interrupt(session, DISPOSED_NOTICE)
         await self._pool.close()

@@ -1,7 +1,13 @@
 """Benchmark of the session-kernel engine. Prints figures; asserts nothing.
 
-    python tests/bench/bench_exec.py [--flood-mb 200] [--floods 5] [--warm 200]
+    python tests/bench/bench_exec.py [--flood-mb 200] [--floods 5] [--warm 200] [--cold-rounds 12]
+    python tests/bench/bench_exec.py --cold-only [--cold-rounds 12]
     python tests/bench/bench_exec.py --backend docker|ssh|jupyter [--backend-rounds 8] [--warm 200]
+
+First (issue 38), in fresh processes: ``Runtime()`` to the first result of ``print(1)``, the
+sandbox off and on (its probe printed apart), with the host's imports closed as the CLI closes
+them and unarmed as a library's host, beside one Python start; and ``hermes-tui exec -`` beside
+``python -c 'print(1)'`` + ``python -c 'import hermes_tui.runtime'``.
 
 Figures: warm `print(1)` median (and p90) over N calls on one kernel, cold first call
 (median of fresh sessions, kernel start included), a flood of N MB through the head/tail
@@ -320,6 +326,111 @@ async def sandbox_sides(cold_rounds: int, warm_calls: int, tool_runs: int, proje
               f"warm print(1) {warm_delta:+.3f} ms, 50 tool calls x{tool_ratio:.2f}")
 
 
+COLD_START = r"""
+import asyncio, json, os, sys, time
+from hermes_tui.config import parse_config
+from hermes_tui.runtime import Runtime
+from hermes_tui.runtime import import_guard
+from hermes_tui.runtime.sandbox import core
+
+if sys.argv[2] == "armed":
+    import_guard.arm()  # as hermes-tui exec, run and the app do: the host's imports checked from the start
+probes = []
+original = core.Sandbox.probe
+
+def probe(self, scratch):
+    started = time.perf_counter()
+    try:
+        return original(self, scratch)
+    finally:
+        probes.append(time.perf_counter() - started)
+
+core.Sandbox.probe = probe
+
+async def main():
+    config = parse_config("code_execution:\n  sandbox: 'off'\n" if sys.argv[1] == "off" else "")
+    started = time.perf_counter()
+    runtime = Runtime(config)
+    result = await runtime.execute_code("print(1)", session="cold", cwd=os.getcwd())
+    elapsed = time.perf_counter() - started
+    assert result.output == "1\n", result
+    print(json.dumps({"cold": elapsed, "probe": sum(probes), "label": runtime.sandbox.label}))
+    await runtime.aclose()
+
+asyncio.run(main())
+"""
+"""One process: ``Runtime()`` to the first result of ``print(1)`` (the imports done before), and
+the sandbox's probe inside it (its own cost)."""
+
+COLD_TARGET = 0.060
+"""Issue 38: ``Runtime()`` to the first result, seconds."""
+EXEC_RATIO_TARGET = 1.3
+"""Issue 38: ``hermes-tui exec -`` (print(1)) against ``python -c 'print(1)'`` + ``python -c
+'import hermes_tui.runtime'``."""
+
+
+def ms1(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _run_once(argv: list[str], *, cwd: str, stdin: bytes | None = None) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, cwd=cwd, check=True)
+    return time.perf_counter() - started, done.stdout
+
+
+def cold_starts(rounds: int, project: Path) -> None:
+    """Issue 38: the cold start in fresh processes, each side in turns (the machine's wandering
+    hits all alike): ``Runtime()`` to the first result, with the imports closed as the CLI does
+    (and as a library does, unarmed), sandbox off and on (the probe printed apart); beside its
+    floor, one Python start; then ``hermes-tui exec -`` beside its floor."""
+    import json
+
+    python = sys.executable
+    app = Path(python).parent / "hermes-tui"
+    sides = [("off", "armed"), ("off", "library"), ("on", "armed"), ("on", "library")]
+    found: dict[tuple[str, str], list[dict[str, float]]] = {side: [] for side in sides}
+    floor, exec_times, exec_floor = [], [], []
+    cwd = str(project)
+    for index in range(rounds + 1):  # the first round warms the page cache and .pyc files
+        for side in sides:
+            _, out = _run_once([python, "-c", COLD_START, *side], cwd=cwd)
+            if index:
+                found[side].append(json.loads(out))
+        start, _ = _run_once([python, "-c", "print(1)"], cwd=cwd)
+        imports, _ = _run_once([python, "-c", "import hermes_tui.runtime"], cwd=cwd)
+        if app.exists():
+            took, out = _run_once([str(app), "exec", "-"], cwd=cwd, stdin=b"print(1)\n")
+            assert out == b"1\n", out
+        if index:
+            floor.append(start)
+            exec_floor.append(start + imports)
+            if app.exists():
+                exec_times.append(took)
+    one_start = statistics.median(floor)
+    print(f"\ncold start, fresh processes, {rounds} rounds in turns; floor: one Python start "
+          f"(`python -c 'print(1)'`) median {ms1(one_start)}")
+    for side in sides:
+        colds = [r["cold"] for r in found[side]]
+        probes = [r["probe"] for r in found[side]]
+        median = statistics.median(colds)
+        label = found[side][0]["label"]
+        apart = ""
+        if side[0] == "on":
+            without = statistics.median(c - p for c, p in zip(colds, probes, strict=True))
+            apart = f"; the sandbox's probe {ms1(statistics.median(probes))}, without it {ms1(without)}"
+        verdict = "met" if median <= COLD_TARGET else "NOT met"
+        print(f"  Runtime() -> first result, sandbox {label}, imports {side[1]}: median {ms1(median)} "
+              f"(min {ms1(min(colds))}, max {ms1(max(colds))}; {median / one_start:.2f}x the floor{apart}) "
+              f"-- target <= {COLD_TARGET * 1000:.0f} ms: {verdict}")
+    if exec_times:
+        median, target_floor = statistics.median(exec_times), statistics.median(exec_floor)
+        ratio = median / target_floor
+        print(f"  hermes-tui exec - (print(1), default sandbox): median {ms1(median)} (min {ms1(min(exec_times))}); "
+              f"floor `python -c 'print(1)'` + `python -c 'import hermes_tui.runtime'` {ms1(target_floor)}; "
+              f"ratio {ratio:.2f} -- target <= {EXEC_RATIO_TARGET}: {'met' if ratio <= EXEC_RATIO_TARGET else 'NOT met'}")
+
+
 def process_per_call(calls: int = 20) -> None:
     times = []
     for _ in range(calls):
@@ -554,6 +665,8 @@ def main() -> None:
     parser.add_argument("--sandbox-warm", type=int, default=200, help="warm print(1) calls per sandbox side")
     parser.add_argument("--sandbox-tools", type=int, default=30, help="50-read_file scripts per sandbox side")
     parser.add_argument("--sandbox-only", action="store_true", help="only the sandbox side by side")
+    parser.add_argument("--cold-rounds", type=int, default=12, help="fresh-process cold starts per side (issue 38)")
+    parser.add_argument("--cold-only", action="store_true", help="only the fresh-process cold starts")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as home, \
             tempfile.TemporaryDirectory(prefix="hermes-bench-project-") as project:
@@ -562,14 +675,18 @@ def main() -> None:
         if args.backend:
             asyncio.run(backend_side(args.backend, args.backend_rounds, args.warm))
             return
+        subprocess.run(["git", "init", "-q", project], check=False, capture_output=True)
+        (Path(project) / "data.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+        if args.cold_only or not args.sandbox_only:
+            cold_starts(args.cold_rounds, Path(project))
+        if args.cold_only:
+            return
         if not args.sandbox_only:
             asyncio.run(bench(args.flood_mb, args.warm, args.cold, args.floods))
             asyncio.run(interrupts(args.interrupts))
             process_per_call()
         # The sandboxes' workspace: outside HERMES_HOME (never writable), a git repository
         # (its hooks and config protected) with the file the tool calls read.
-        subprocess.run(["git", "init", "-q", project], check=False, capture_output=True)
-        (Path(project) / "data.txt").write_text("".join(f"line {i}\n" for i in range(100)))
         asyncio.run(sandbox_sides(args.sandbox_cold, args.sandbox_warm, args.sandbox_tools, Path(project)))
 
 

@@ -117,6 +117,9 @@ class JupyterBackend(Backend):
                    timeout: float = 30.0) -> tuple[int, Any]:
         """One request to the gateway: (status, JSON answer or None). Raises BackendError, one
         line saying what failed, where, and how to fix it."""
+        from hermes_tui.runtime.tools.dispatch import preloaded
+
+        await preloaded()  # httpx is among the tools' modules: imported by one thread at a time
         import httpx
 
         token = await self.token()

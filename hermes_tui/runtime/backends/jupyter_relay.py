@@ -60,6 +60,10 @@ IDLE_GRACE = 3.0
 status came, after the WebSocket dropped and came back (what was on the wire then is lost).
 Without a reconnect nothing is lost: both are waited for, however late one is (the shell and
 iopub channels are separate sockets; on a loaded machine the reply can trail by seconds)."""
+LOST_AFTER = 30.0
+"""Seconds the other of the two is waited for without a reconnect: past that it is taken as
+lost, and the request ends with what came (once in a few hundred CI runs a local kernel's run
+never ended, its host waiting; a run is never held longer than this for it)."""
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MODULES = ("__hermes_jupyter__", "__hermes_remote__", "__hermes_driver__")
 
@@ -583,13 +587,13 @@ class Relay:
             return []
         if channel == "shell" and kind and kind.endswith("_reply"):
             pending.reply = content
-            if not pending.idle and self._dropped_since(pending):  # its idle status may be lost
-                asyncio.get_running_loop().call_later(IDLE_GRACE, self._late_idle, str(parent))
+            if not pending.idle:  # its idle status may be lost
+                self._wait_for_the_other(pending, str(parent))
         elif channel == "iopub":
             if kind == "status" and content.get("execution_state") == "idle":
                 pending.idle = True
-                if pending.reply is None and self._dropped_since(pending):  # its reply may be lost
-                    asyncio.get_running_loop().call_later(IDLE_GRACE, self._late_idle, str(parent))
+                if pending.reply is None:  # its reply may be lost
+                    self._wait_for_the_other(pending, str(parent))
             elif pending.kind == "exec":
                 self.output(kind or "", content)
         if pending.kind == "info" and pending.reply is not None:
@@ -607,9 +611,19 @@ class Relay:
         """The WebSocket dropped (and came back) since ``pending`` was sent."""
         return self._reconnects() > pending.reconnects
 
-    def _late_idle(self, parent: str) -> None:
+    def _wait_for_the_other(self, pending: Pending, parent: str) -> None:
+        """The reply or the idle status came, not the other: :data:`IDLE_GRACE` after a
+        reconnect, else :data:`LOST_AFTER`, and the request ends without it."""
+        wait = IDLE_GRACE if self._dropped_since(pending) else LOST_AFTER
+        asyncio.get_running_loop().call_later(wait, self._late_idle, parent, wait)
+
+    def _late_idle(self, parent: str, waited: float = IDLE_GRACE) -> None:
         pending = self.pending.get(parent)
         if pending is not None and (not pending.idle or pending.reply is None):
+            if waited >= LOST_AFTER:
+                missing = "idle status" if not pending.idle else "reply"
+                print(f"hermes jupyter relay: no {missing} for {pending.kind} {parent} {waited:g} s after the other; "
+                      "taken as lost", file=sys.stderr, flush=True)
             pending.idle = True
             del self.pending[parent]
             asyncio.ensure_future(self.finish(pending))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -71,6 +72,10 @@ def _import_ahead(also: tuple[str, ...] = ()) -> None:
 
 PRELOAD_SWITCH_INTERVAL = 0.0005
 """Seconds a thread may hold the GIL while another waits, while the tools' imports run."""
+HEAVY_IMPORTS = threading.RLock()
+"""Held by a thread importing what other threads may import at once (the tools' modules, a
+model's SDK and the tools' schemas: httpx, the HTML parser): an import cycle across threads
+hands one of them a half-made module."""
 _PRELOAD: concurrent.futures.Future[None] | None = None
 _PRELOAD_THREAD: threading.Thread | None = None
 _PRELOAD_LOCK = threading.Lock()
@@ -100,13 +105,17 @@ def start_preload() -> concurrent.futures.Future[None]:
                 interval = sys.getswitchinterval()
                 ours = min(interval, PRELOAD_SWITCH_INTERVAL)
                 sys.setswitchinterval(ours)
+                # One thread at a time imports these: another importing the same modules at once
+                # (a model's SDK imports httpx) can be handed one half made ("partially
+                # initialized module"), where Python breaks a cycle of module locks.
+                HEAVY_IMPORTS.acquire()
                 try:
                     _import_ahead(also)
-                except BaseException as exc:  # a bug: each tool's own import says what is wrong
-                    future.set_exception(exc)
-                else:
-                    future.set_result(None)
+                except BaseException as exc:  # noqa: BLE001 (a module's SystemExit too): each tool's own import says what is wrong
+                    logging.getLogger(__name__).warning("importing the tools' modules ahead failed: %r", exc)
                 finally:
+                    HEAVY_IMPORTS.release()
+                    future.set_result(None)
                     meanwhile.__exit__(None, None, None)
                     if sys.getswitchinterval() == ours:  # nobody set another meanwhile
                         sys.setswitchinterval(interval)
