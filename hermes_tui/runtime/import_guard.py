@@ -355,8 +355,9 @@ def _put_in_place() -> ImportGuard:
 def checked_meanwhile() -> Iterator[ImportGuard | None]:
     """Imports checked as if closed now, until the block ends (a runtime's preload in a
     program that did not :func:`arm`: a library's host). With the imports closed already,
-    nothing more. If the block saw a refusal, the guard stays: the refused module must not be
-    imported unchecked later."""
+    nothing more. If the block saw a refusal, or did not end normally (an error, or it was
+    never run and is collected), the guard stays: what it did not import must not be imported
+    unchecked later."""
     with _CLOSING:
         if _GUARD is not None:
             found = None
@@ -364,13 +365,14 @@ def checked_meanwhile() -> Iterator[ImportGuard | None]:
             found = _put_in_place()
     try:
         yield found
-    finally:
-        if found is not None and not found.refused:
-            with _CLOSING:
-                with contextlib.suppress(ValueError):
-                    sys.meta_path.remove(found)
-                if not any(isinstance(finder, ImportGuard) for finder in sys.meta_path):
-                    sys.dont_write_bytecode = _WROTE_BYTECODE
+    except BaseException:  # the imports were not all done (or never begun): the guard stays
+        raise
+    if found is not None and not found.refused:
+        with _CLOSING:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(found)
+            if not any(isinstance(finder, ImportGuard) for finder in sys.meta_path):
+                sys.dont_write_bytecode = _WROTE_BYTECODE
 
 
 def _in_flight() -> frozenset[str]:

@@ -95,16 +95,26 @@ def sweep_staging(tempdir: Path, keep: Path | None = None) -> list[Path]:
     return removed
 
 
-def sweep_partial_spills(cache_dir: Path) -> list[Path]:
+def sweep_partial_spills(cache_dir: Path, made_before: float | None = None) -> list[Path]:
     """Remove the ``.*.part`` spill files no live writer holds (a host died while a script's
-    output was being saved); returns them. Blocking."""
+    output was being saved); returns them. Blocking. ``made_before``: only files last changed
+    before then (a runtime sweeping beside its own first scripts leaves their spills alone,
+    which exist unlocked for an instant between their open and their lock)."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(cache_dir))
     except OSError:
         return removed
     for entry in entries:
-        if entry.name.startswith(".") and entry.name.endswith(".part") and abandoned(Path(entry.path)):
+        if not (entry.name.startswith(".") and entry.name.endswith(".part")):
+            continue
+        if made_before is not None:
+            try:
+                if entry.stat(follow_symlinks=False).st_ctime >= made_before:
+                    continue
+            except OSError:
+                continue
+        if abandoned(Path(entry.path)):
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))

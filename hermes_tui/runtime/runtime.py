@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import socket
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from hermes_tui.runtime.records import new_exec_id
 from hermes_tui.runtime.reaper import REAPER
 from hermes_tui.runtime.sandbox import Sandbox
 from hermes_tui.runtime.tools import TOOL_NAMES
-from hermes_tui.runtime.tools.dispatch import FILE_TOOLS, begin_preload, start_preload
+from hermes_tui.runtime.tools.dispatch import FILE_TOOLS, begin_preload, settle_preload, start_preload
 from hermes_tui.base.units import noun
 
 
@@ -159,7 +160,8 @@ class Runtime:
             asyncio.to_thread(warm_spawner))
         asyncio.get_running_loop().call_later(PRELOAD_AFTER, begin_preload)  # no script came: begun anyway
         assert self._staging_root is not None
-        self._tidying = asyncio.ensure_future(asyncio.to_thread(self._tidy, self._staging_root))
+        # A file's time is coarse (a tick of the clock, a few ms): a spill of this runtime's own is newer.
+        self._tidying = asyncio.ensure_future(asyncio.to_thread(self._tidy, self._staging_root, time.time() - 0.01))
         self._pool = KernelPool(
             self.config.code_execution, launcher=self.launcher, staging_root=self._staging_root, bus=self.bus
         )
@@ -183,10 +185,11 @@ class Runtime:
         self._probe_sandbox(self._staging_root / "sandbox")
         self.cache_dir.mkdir(parents=True, exist_ok=True)
 
-    def _tidy(self, root: Path) -> None:
-        """Remove what dead hosts left: staging dirs beside ours, partial spills. Blocking."""
+    def _tidy(self, root: Path, made_before: float) -> None:
+        """Remove what dead hosts left: staging dirs beside ours, partial spills made before
+        ``made_before``. Blocking."""
         sweep_staging(root.parent, keep=root)
-        sweep_partial_spills(self.cache_dir)
+        sweep_partial_spills(self.cache_dir, made_before)
 
     def _make_staging_root(self) -> Path:
         """This runtime's private temp dir, held (locked) while it lives and registered with
@@ -219,7 +222,7 @@ class Runtime:
             await asyncio.wait({self._starting})  # a start under way finishes first
         if self._pool is None or self._executor is None:
             return
-        begin_preload()  # never left waiting for a timer of a loop that ends (a library's guard meanwhile)
+        settle_preload()  # never left waiting for a timer of a loop that ends (a library's guard meanwhile)
         for session in {r.session for r in self._executor.running.values()}:
             self._executor.interrupt(session, DISPOSED_NOTICE)
         await self._pool.close()

@@ -527,3 +527,27 @@ async def test_a_tool_call_a_script_left_running_ends_with_its_run(runtime_facto
     later = await runtime.execute_code("import time, os\ntime.sleep(3)\nprint(os.path.exists('late.txt'))",
                                        session="s", cwd=tmp_path)
     assert later.output == "False\n", "the command of a finished run went on and wrote its file"
+
+
+SLOW_READ = """
+import os, threading
+from hermes_tools import read_file
+with open("huge.txt", "wb") as handle:
+    handle.write(b"x" * 9000 + b"\\n")
+    handle.truncate(3 << 29)  # 1.5 GiB of sparse zeros: counting its lines takes seconds
+threading.Thread(target=read_file, args=("huge.txt",), daemon=True).start()
+print("reading")
+"""
+
+
+async def test_a_file_tool_running_for_seconds_does_not_hold_up_the_close(runtime_factory, tmp_path: Path) -> None:
+    # The thread leading the channel answers a small request itself (issue 38): closing the
+    # runtime (the app's quit) must not wait for it (it waited 5 s, then tore down under it).
+    rt = await runtime_factory()
+    result = await rt.execute_code(SLOW_READ, session="slow", cwd=tmp_path)
+    assert result.output == "reading\n", (result.error, result.output)
+    await asyncio.sleep(0.5)  # the read is under way in the host
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.wait_for(rt.aclose(), 10)
+    assert loop.time() - started < 1.5, loop.time() - started

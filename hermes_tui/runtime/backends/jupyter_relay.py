@@ -338,6 +338,8 @@ class Pending:
         self.idle = False
         self.reconnects = 0
         """The transport's reconnect count when it was sent."""
+        self.timed = False
+        """A wait for its other half is set (one per request, however many halves come)."""
 
 
 class Relay:
@@ -614,6 +616,9 @@ class Relay:
     def _wait_for_the_other(self, pending: Pending, parent: str) -> None:
         """The reply or the idle status came, not the other: :data:`IDLE_GRACE` after a
         reconnect, else :data:`LOST_AFTER`, and the request ends without it."""
+        if pending.timed:
+            return
+        pending.timed = True
         wait = IDLE_GRACE if self._dropped_since(pending) else LOST_AFTER
         asyncio.get_running_loop().call_later(wait, self._late_idle, parent, wait)
 

@@ -129,6 +129,10 @@ class SocketRpcServer:
         self._threads = 0
         self._waiting = 0
         self._leading = False
+        self._answering_leading = False
+        """The thread leading is answering a request itself."""
+        self._teardown_owed = False
+        """The channel closed while it did: that thread tears it down when done."""
         self._partials = 0
         """Bytes of lines being read (every connection's ``charged``)."""
         self._answering = 0
@@ -258,7 +262,9 @@ class SocketRpcServer:
                 while job is not None and len(job.line) <= INLINE_REQUEST_BYTES:
                     # A small request: answered here, still leading (no hand-off per call).
                     # Meanwhile nobody reads: only this kernel's own other calls wait.
-                    self._answer(job)
+                    if not self._answer_leading(job):
+                        job = None
+                        break
                     job = self._next_job()
             except Exception as exc:  # a bug here must not pass silently: the kernel's tools would hang
                 log_failure("the tool channel failed", exc)
@@ -714,7 +720,28 @@ class SocketRpcServer:
             with contextlib.suppress(OSError):
                 selector.close()
 
+    def _answer_leading(self, job: _Job) -> bool:
+        """Answer ``job`` while leading; False when the channel closed meanwhile (torn down
+        here, by the thread that holds the lead: a file tool can run for minutes on a huge
+        file, and the close does not wait for it)."""
+        with self._lock:
+            self._answering_leading = True
+        try:
+            self._answer(job)
+        finally:
+            with self._lock:
+                self._answering_leading = False
+                owed, self._teardown_owed = self._teardown_owed, False
+        if owed:
+            self._teardown()
+            return False
+        return True
+
     def _take_lead_and_teardown(self) -> None:
+        with self._lock:
+            if self._answering_leading:  # it tears down once its answer is done
+                self._teardown_owed = True
+                return
         # The thread leading lets go as soon as it is woken; the others answer outside the lead.
         got = self._lead.acquire(timeout=5)
         try:

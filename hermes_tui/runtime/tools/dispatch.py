@@ -109,14 +109,17 @@ def start_preload() -> concurrent.futures.Future[None]:
                 # (a model's SDK imports httpx) can be handed one half made ("partially
                 # initialized module"), where Python breaks a cycle of module locks.
                 HEAVY_IMPORTS.acquire()
+                failed: BaseException | None = None
                 try:
                     _import_ahead(also)
                 except BaseException as exc:  # noqa: BLE001 (a module's SystemExit too): each tool's own import says what is wrong
+                    failed = exc
                     logging.getLogger(__name__).warning("importing the tools' modules ahead failed: %r", exc)
                 finally:
                     HEAVY_IMPORTS.release()
                     future.set_result(None)
-                    meanwhile.__exit__(None, None, None)
+                    # Not all imported: a library's guard stays (checked_meanwhile).
+                    meanwhile.__exit__(type(failed) if failed else None, failed, None)
                     if sys.getswitchinterval() == ours:  # nobody set another meanwhile
                         sys.setswitchinterval(interval)
 
@@ -134,8 +137,19 @@ def begin_preload() -> None:
     global _PRELOAD_THREAD
     with _PRELOAD_LOCK:
         thread, _PRELOAD_THREAD = _PRELOAD_THREAD, None
-    if thread is not None:
+    if thread is None:
+        return
+    try:
         thread.start()
+    except RuntimeError:  # no thread can start now (a pids limit a script filled): here, then
+        thread.run()
+
+
+def settle_preload() -> None:
+    """At a runtime's close: begin the imports if they were left waiting, in a host that did
+    not arm the guard (whose imports are checked only until they are done)."""
+    if import_guard.guard() is None:
+        begin_preload()
 
 
 async def preloaded() -> None:
