@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from figures import median_p90  # noqa: E402
 
 from fake_models import FakeModelServer  # noqa: E402
 from hermes_tui.config import parse_config  # noqa: E402
@@ -39,9 +39,7 @@ from hermes_tui.runtime.approvals import ApprovalDecision  # noqa: E402
 
 
 def show(label: str, ms: list[float]) -> float:
-    ms = sorted(ms)
-    median = statistics.median(ms)
-    p90 = ms[int(len(ms) * 0.9) - 1] if len(ms) >= 10 else ms[-1]
+    median, p90 = median_p90(ms)
     print(f"  {label:<58} median {median:8.2f} ms   p90 {p90:8.2f} ms")
     return median
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from figures import median_p90  # noqa: E402
 
 from hermes_tui.runtime.checkpoints.shadow import ShadowRepo  # noqa: E402
 
@@ -52,10 +52,8 @@ def timed(fn, rounds: int) -> list[float]:
 
 
 def show(label: str, ms: list[float]) -> float:
-    ms = sorted(ms)
-    median = statistics.median(ms)
-    p90 = ms[int(len(ms) * 0.9) - 1] if len(ms) >= 10 else ms[-1]
-    print(f"  {label:<46} median {median:7.1f} ms   p90 {p90:7.1f} ms   min {ms[0]:7.1f} ms")
+    median, p90 = median_p90(ms)
+    print(f"  {label:<46} median {median:7.1f} ms   p90 {p90:7.1f} ms   min {min(ms):7.1f} ms")
     return median
 
 

@@ -76,8 +76,8 @@ sys.stdout.flush()
 FLOODS = {"64 KiB binary writes": (FLOOD, 65536), "100-byte lines (bench_ui's)": (FLOOD_LINES, 65500)}
 
 
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.3f} ms"
+def ms(seconds: float, digits: int = 3) -> str:
+    return f"{seconds * 1000:.{digits}f} ms"
 
 
 async def bench(flood_mb: int, warm_calls: int, cold_calls: int, floods: int) -> None:
@@ -369,10 +369,6 @@ EXEC_RATIO_TARGET = 1.3
 'import hermes_tui.runtime'``."""
 
 
-def ms1(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms"
-
-
 def _run_once(argv: list[str], *, cwd: str, stdin: bytes | None = None) -> tuple[float, bytes]:
     started = time.perf_counter()
     done = subprocess.run(argv, input=stdin, capture_output=True, cwd=cwd, check=True)
@@ -409,7 +405,7 @@ def cold_starts(rounds: int, project: Path) -> None:
                 exec_times.append(took)
     one_start = statistics.median(floor)
     print(f"\ncold start, fresh processes, {rounds} rounds in turns; floor: one Python start "
-          f"(`python -c 'print(1)'`) median {ms1(one_start)}")
+          f"(`python -c 'print(1)'`) median {ms(one_start, 1)}")
     for side in sides:
         colds = [r["cold"] for r in found[side]]
         probes = [r["probe"] for r in found[side]]
@@ -418,16 +414,16 @@ def cold_starts(rounds: int, project: Path) -> None:
         apart = ""
         if side[0] == "on":
             without = statistics.median(c - p for c, p in zip(colds, probes, strict=True))
-            apart = f"; the sandbox's probe {ms1(statistics.median(probes))}, without it {ms1(without)}"
+            apart = f"; the sandbox's probe {ms(statistics.median(probes), 1)}, without it {ms(without, 1)}"
         verdict = "met" if median <= COLD_TARGET else "NOT met"
-        print(f"  Runtime() -> first result, sandbox {label}, imports {side[1]}: median {ms1(median)} "
-              f"(min {ms1(min(colds))}, max {ms1(max(colds))}; {median / one_start:.2f}x the floor{apart}) "
+        print(f"  Runtime() -> first result, sandbox {label}, imports {side[1]}: median {ms(median, 1)} "
+              f"(min {ms(min(colds), 1)}, max {ms(max(colds), 1)}; {median / one_start:.2f}x the floor{apart}) "
               f"-- target <= {COLD_TARGET * 1000:.0f} ms: {verdict}")
     if exec_times:
         median, target_floor = statistics.median(exec_times), statistics.median(exec_floor)
         ratio = median / target_floor
-        print(f"  hermes-tui exec - (print(1), default sandbox): median {ms1(median)} (min {ms1(min(exec_times))}); "
-              f"floor `python -c 'print(1)'` + `python -c 'import hermes_tui.runtime'` {ms1(target_floor)}; "
+        print(f"  hermes-tui exec - (print(1), default sandbox): median {ms(median, 1)} (min {ms(min(exec_times), 1)}); "
+              f"floor `python -c 'print(1)'` + `python -c 'import hermes_tui.runtime'` {ms(target_floor, 1)}; "
               f"ratio {ratio:.2f} -- target <= {EXEC_RATIO_TARGET}: {'met' if ratio <= EXEC_RATIO_TARGET else 'NOT met'}")
 
 
