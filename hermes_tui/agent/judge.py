@@ -193,9 +193,10 @@ class ApprovalJudge:
             refused = self.room(question.session, estimate or 0.0)
             if refused is not None:
                 return Judgement("escalate", f"not asked: {refused}", self.label)
+        provider = await self._ready()  # loading its SDK is ours to wait for, not the judge's answer
         started = time.monotonic()
         try:
-            reply = await asyncio.wait_for(self._ask(system, body), timeout=self.settings.timeout)
+            reply = await asyncio.wait_for(self._ask(provider, system, body), timeout=self.settings.timeout)
         except TimeoutError:
             return Judgement("escalate", f"the judge did not answer within {self.settings.timeout:g}s "
                                          "(auxiliary.approval.timeout)", self.label, time.monotonic() - started)
@@ -211,17 +212,20 @@ class ApprovalJudge:
                          usage.cost_usd if usage else None, usage.input_tokens if usage else 0,
                          usage.output_tokens if usage else 0)
 
-    async def _ask(self, system: str, body: str) -> Any:
+    async def _ready(self) -> Any:
         if self._provider is None:
             provider = make_provider(self.settings)
             await asyncio.to_thread(_load_sdk, provider)  # its SDK's import is not the event loop's
             self._provider = provider
+        return self._provider
 
+    @staticmethod
+    async def _ask(provider: Any, system: str, body: str) -> Any:
         async def nowhere(_: str) -> None:  # no streaming: the word is read whole
             return None
 
-        return await self._provider.complete(system, [{"role": "user", "content": body}], [], nowhere,
-                                             max_tokens=MAX_REPLY_TOKENS)
+        return await provider.complete(system, [{"role": "user", "content": body}], [], nowhere,
+                                       max_tokens=MAX_REPLY_TOKENS)
 
     async def aclose(self) -> None:
         """Close the judge's HTTP client."""
