@@ -27,6 +27,12 @@ _CONFIG = {}  # replaced by the host when it stages this file
 _ALL_TOOLS = ("web_search", "web_extract", "read_file", "write_file", "search_files", "patch", "terminal")
 
 
+try:  # the C module under signal's: without its enum wrapping, a third of a call's own time (issue 38)
+    import _signal as _signals
+except ImportError:  # another interpreter
+    _signals = signal
+
+
 class _HeldSigint(object):
     """SIGINT's handler while bytes read off the socket are being kept: it only notes that
     the signal came; the handler it stands in for runs once they are kept."""
@@ -45,13 +51,13 @@ def _hold_sigint():
     whichever thread the signal was delivered to, so swapping the handler holds it back (a
     signal mask would not: the signal would go to another thread). Returns what to give to
     _release_sigint (None: nothing held)."""
-    if threading.current_thread() is not threading.main_thread():
+    if threading.get_ident() != threading.main_thread().ident:
         return None
-    previous = signal.getsignal(signal.SIGINT)
+    previous = _signals.getsignal(signal.SIGINT)
     if not callable(previous):
         return None
     held = _HeldSigint(previous)
-    signal.signal(signal.SIGINT, held.note)  # one pending from before raises here: nothing read yet
+    _signals.signal(signal.SIGINT, held.note)  # one pending from before raises here: nothing read yet
     return held
 
 
@@ -59,7 +65,7 @@ def _release_sigint(held):
     """Put SIGINT's handler back; if the signal came meanwhile, run it now (the bytes are kept)."""
     if held is None:
         return
-    signal.signal(signal.SIGINT, held.previous)  # one still pending is noted first
+    _signals.signal(signal.SIGINT, held.previous)  # one still pending is noted first
     if held.came:
         held.previous(signal.SIGINT, sys._getframe(1))
 
@@ -155,7 +161,8 @@ class _Connection(object):
         if b"\n" not in data:
             return True
         lines = b"".join(self.head).split(b"\n")
-        self.head = [lines.pop()] if lines[-1] else []
+        rest = lines.pop()  # after the last newline: a line not complete yet, or nothing
+        self.head = [rest] if rest else []
         for line in lines:
             self._keep(line)
         return True

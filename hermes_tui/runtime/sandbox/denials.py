@@ -87,7 +87,13 @@ def _shown(path: str, home: str) -> str:
 def read_refusal(raw: str, layout: Layout, *, cwd: str, home: str) -> str | None:
     """Why a sandboxed process could not read ``raw`` (a secret on the deny list), or None."""
     path = _real(raw, cwd)
-    if path is not None and any(inside(path, p) for p in layout.hidden):
+    return None if path is None else real_read_refusal(path, layout, home)
+
+
+def real_read_refusal(path: str, layout: Layout, home: str) -> str | None:
+    """:func:`read_refusal` of a path with no symbolic link left in it (what an open
+    descriptor's link in ``/proc/self/fd`` names): not looked up again."""
+    if any(inside(path, p) for p in layout.hidden):
         return f"{_shown(path, home)} is hidden from sandboxed processes (a secret)"
     return None
 

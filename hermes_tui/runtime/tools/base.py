@@ -3,6 +3,7 @@ model and handler (:class:`Tool`), and the base of argument models (:class:`Args
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from hermes_tui.config import Config
     from hermes_tui.runtime.approvals import ApprovalGate, FileChange
     from hermes_tui.runtime.checkpoints.book import Checkpoints
+    from hermes_tui.runtime.danger.paths import Paths
     from hermes_tui.runtime.models import Origin
 
 TOOL_NAMES: tuple[str, ...] = (
@@ -63,6 +65,11 @@ class ToolContext:
     every path are then paths there, and terminal() and the file tools run there."""
     checkpoints: Checkpoints | None = None
     """The runtime's checkpoints: taken before a write (:mod:`hermes_tui.runtime.checkpoints`)."""
+    judged: list[Paths] | None = None
+    """Your home and HERMES_HOME as spelled and as real paths (:meth:`judged_paths` computes it once)."""
+    backend_checked: bool = False
+    backend_refused: str | None = None
+    """Why the file tools may not act on this machine (:meth:`backend_refusal`, computed once)."""
 
     def sandbox_layout(self) -> Layout:
         """What this call's processes may write and read (computed once per context). Blocking."""
@@ -72,13 +79,33 @@ class ToolContext:
                                               self.tmpdir or self.sandbox.scratch or self.cwd, self.cwd)
         return self.layout
 
+    def judged_paths(self) -> list[Paths]:
+        """:func:`~hermes_tui.runtime.danger.paths.variants` of your home and HERMES_HOME, by
+        which a read is judged (once per context: four path lookups a call, issue 38). Blocking."""
+        if self.judged is None:
+            from hermes_tui.runtime.danger.paths import variants
+
+            self.judged = variants(None, str(self.gate.home) if self.gate is not None else None)
+        return self.judged
+
+    def backend_refusal(self) -> str | None:
+        """Why ``terminal.backend`` keeps the file tools off this machine (None: it does not)."""
+        if not self.backend_checked:
+            from hermes_tui.config.notes import backend_refusal
+
+            self.backend_refused = backend_refusal(self.config.terminal)
+            self.backend_checked = True
+        return self.backend_refused
+
     def resolve(self, path: str) -> Path:
         """``path`` made absolute against the working dir (``~`` expanded; on a remote backend
         a ``~`` path is left for the far end, whose home it is)."""
         if self.remote is not None:
             return Path(path) if path.startswith("~") else Path(self.cwd) / path
-        candidate = Path(path).expanduser()
-        return candidate if candidate.is_absolute() else Path(self.cwd) / candidate
+        if path.startswith("~"):
+            path = os.path.expanduser(path)
+        # One Path built from a string: three Path operations cost a tool call 10 µs (issue 38).
+        return Path(path if path.startswith("/") else os.path.join(self.cwd, path))
 
 
 async def checkpoint_begin(ctx: ToolContext, reason: str, detail: str) -> Any:

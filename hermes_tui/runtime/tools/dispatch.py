@@ -196,9 +196,7 @@ FILE_TOOLS = frozenset({"read_file", "write_file", "patch", "search_files"})
 def _not_here(name: str, ctx: ToolContext) -> dict[str, Any] | None:
     """The refusal of a file tool when terminal.backend is not ``local``: the user meant the
     agent's files to be elsewhere (a container, another machine), not here."""
-    from hermes_tui.config.notes import backend_refusal
-
-    refusal = backend_refusal(ctx.config.terminal) if name in FILE_TOOLS else None
+    refusal = ctx.backend_refusal() if name in FILE_TOOLS else None
     return {"error": f"BLOCKED: {refusal}"} if refusal else None
 
 
@@ -278,7 +276,7 @@ def sandbox_refusal(tool: Tool, ctx: ToolContext, parsed: Any) -> tuple[str, str
     from hermes_tui.runtime.sandbox import denials
 
     layout = ctx.sandbox_layout()
-    home = os.path.expanduser("~")
+    home = ctx.judged_paths()[0].home
     if tool.writes is not None:
         for path in tool.writes(ctx, parsed):
             why = denials.write_refusal(path, layout, cwd=ctx.cwd, home=home)
@@ -305,9 +303,9 @@ def _guarded_files(ctx: ToolContext, file_tool: bool) -> Iterator[None]:
     from hermes_tui.runtime.sandbox import denials
 
     layout = ctx.sandbox_layout()
-    home = os.path.expanduser("~")
+    home = ctx.judged_paths()[0].home
     writes = WRITE_GUARD.set(lambda real: denials.write_refusal(real, layout, cwd="/", home=home))
-    reads = READ_GUARD.set(lambda real: denials.read_refusal(real, layout, cwd="/", home=home))
+    reads = READ_GUARD.set(lambda real: denials.real_read_refusal(real, layout, home))
     try:
         yield
     finally:

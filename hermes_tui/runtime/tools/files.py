@@ -17,7 +17,7 @@ from pydantic import Field
 
 from hermes_tui.runtime.approvals import FileChange, content_hash
 from hermes_tui.runtime.danger.paths import (
-    READS_SECRET, host_memory, reads_secret, real_read_target, real_write_target, single_root, variants,
+    READS_SECRET, host_memory, reads_secret, real_read_target, real_write_target, single_root,
 )
 from hermes_tui.base.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
@@ -140,7 +140,7 @@ def read_verdict(ctx: ToolContext, path: Path) -> tuple[Path, str | None, str | 
     if host_memory(given) or host_memory(real):
         return Path(real), (f"refused: {given} is hermes-tui's own environment, memory or open files (the keys kept "
                             "from scripts are there); no tool reads it, in any approvals mode"), None
-    judged = variants(None, str(ctx.gate.home) if ctx.gate is not None else None)
+    judged = ctx.judged_paths()
     if reads_secret(given, judged_by=judged) or reads_secret(real, judged_by=judged):
         return Path(real), None, f"{READS_SECRET}: {real}"
     return Path(real), None, None

@@ -18,6 +18,19 @@ from hermes_tui.base import fsutil
 _PROCESS_FILE = re.compile(r"/proc/(\d+|self|thread-self|kcore|kmsg|kpage\w*)(/|$)")
 
 
+_PROC_DEVICE: list[int] = []
+
+
+def _proc_device() -> int | None:
+    """The device of ``/proc`` (looked up once: a stat less per file opened, issue 38)."""
+    if not _PROC_DEVICE:
+        try:
+            _PROC_DEVICE.append(os.stat("/proc/self").st_dev)
+        except OSError:
+            return None
+    return _PROC_DEVICE[0]
+
+
 def _refuse_process_files(fd: int) -> None:
     """Refuse a file under ``/proc/<pid>/`` (or kernel memory) once it is OPEN.
 
@@ -25,11 +38,13 @@ def _refuse_process_files(fd: int) -> None:
     the host's own ``environ``, its threads' and every other process's are readable from here.
     Judging the path before opening is not enough (a script can swap a folder for a symlink
     to ``/proc/self`` in between), so the check is on what the descriptor really is."""
-    try:
-        on_proc = os.fstat(fd).st_dev == os.stat("/proc/self").st_dev
-    except OSError:
+    proc = _proc_device()
+    if proc is None:
         return  # no /proc here
-    if not on_proc:
+    try:
+        if os.fstat(fd).st_dev != proc:
+            return
+    except OSError:
         return
     try:
         real = os.readlink(f"/proc/self/fd/{fd}")

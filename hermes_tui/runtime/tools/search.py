@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from hermes_tui.runtime.danger.paths import (
-    KEY_SUFFIXES, SECRET_FILES, reads_secret, real_read_target, single_root, variants,
+    KEY_SUFFIXES, SECRET_FILES, reads_secret, real_read_target, single_root,
 )
 from hermes_tui.runtime.hardening import Spawned, open_process
 from hermes_tui.runtime.tools.base import Args, Confiner, Tool, ToolContext, read_only_confiner
@@ -124,7 +124,7 @@ class Secrets:
     def __init__(self, ctx: ToolContext, root: Path, args: SearchArgs) -> None:
         self.root, self.args = root, args
         self.real_root = Path(real_read_target(str(root)))
-        self.judged_by = variants(None, str(ctx.gate.home) if ctx.gate is not None else None)
+        self.judged_by = ctx.judged_paths()
         self.skipped: set[str] = set()
         self._judged: dict[str, bool] = {}
 
