@@ -8,7 +8,8 @@ Figures:
   median / p99 latency of one call as the script sees it and the calls that failed; beside the
   floor measured in the same run (issue 38): one JSON line there and back between two Python
   processes over a Unix socket, shaped as a read_file call (targets: median <= 1.5x the floor,
-  p99 <= 4x the floor's median, 0 errors).
+  p99 <= 4x the floor's median, 0 errors). Once sandboxed (bubblewrap or Landlock, as this
+  machine allows) and once with ``sandbox: off``: the difference is the sandbox's own cost.
 * one request line of ``MAX_REQUEST_BYTES`` plus ``--over-mb`` MiB (64 MiB + 1 MiB by default)
   sent by a hostile script until the host refuses it: time until the refusal reaches the
   script, host CPU spent, host RSS growth (peak, sampled every 2 ms) and the event loop's
@@ -130,21 +131,31 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def bench(calls: int, over_mb: int, huge: bool, flood: bool, folder: Path) -> None:
-    config = parse_config(f"code_execution:\n  max_tool_calls: {calls + 10}\n  timeout: 600\n")
+async def calls_figures(calls: int, folder: Path, sandbox: str) -> dict[str, float]:
+    """``calls`` read_file calls from one script in a kernel with ``code_execution.sandbox``."""
+    config = parse_config(f"code_execution:\n  max_tool_calls: {calls + 10}\n  timeout: 600\n  sandbox: {sandbox}\n")
     async with Runtime(config) as rt:
-        await rt.execute_code(CALLS.format(calls=10), session="b", cwd=folder)  # warm the kernel
+        await rt.execute_code(CALLS.format(calls=10), session="b", cwd=folder)  # warm: its calls wait for the tools' imports
         result = await rt.execute_code(CALLS.format(calls=calls), session="b", cwd=folder)
         assert result.status == "success", (result.error, result.output[-500:])
         figures = json.loads(result.output)
-        errors = figures["errors"]
-        base = floor(calls, folder)
-        print(f"{calls:,} read_file calls from one script: {figures['rate']:,.0f} calls/s, "
-              f"median {figures['median'] * 1e6:.0f} us, p99 {figures['p99'] * 1e6:.0f} us, {errors} errors")
-        print(f"  floor (one JSON line there and back between two Python processes over a Unix socket, "
-              f"same run): median {base['median'] * 1e6:.0f} us, p99 {base['p99'] * 1e6:.0f} us")
-        print(f"  ratio: median {figures['median'] / base['median']:.2f}x (target <= 1.5x), "
+        figures["label"] = rt.sandbox.label
+        return figures
+
+
+async def bench(calls: int, over_mb: int, huge: bool, flood: bool, folder: Path) -> None:
+    base = floor(calls, folder)
+    print(f"floor (one JSON line there and back between two Python processes over a Unix socket, "
+          f"same run): median {base['median'] * 1e6:.0f} us, p99 {base['p99'] * 1e6:.0f} us")
+    medians = {}
+    for sandbox in ("workspace-write", "off"):  # the sandbox's own cost is the difference
+        figures = await calls_figures(calls, folder, sandbox)
+        medians[sandbox] = figures["median"]
+        print(f"{calls:,} read_file calls from one script, sandbox {figures['label']}: {figures['rate']:,.0f} calls/s, "
+              f"median {figures['median'] * 1e6:.0f} us, p99 {figures['p99'] * 1e6:.0f} us, {figures['errors']} errors")
+        print(f"  ratio: median {figures['median'] / base['median']:.2f}x the floor (target <= 1.5x), "
               f"p99 {figures['p99'] / base['median']:.2f}x the floor's median (target <= 4x)")
+    print(f"  the sandbox's own cost: {(medians['workspace-write'] - medians['off']) * 1e6:+.0f} us a call (median)")
 
     size = MAX_REQUEST_BYTES + (over_mb << 20)
     if not huge:
