@@ -184,7 +184,7 @@ async def test_no_host_secret_reaches_the_kernel_only_forwarded_names(backend, h
             "import os\nfrom hermes_tools import terminal\n"
             "print(os.environ.get('OPENAI_API_KEY'), os.environ.get('HERMES_TEST_FORWARDED'))\n"
             "print(terminal('echo ${OPENAI_API_KEY:-none}')['output'], end='')", session="s", cwd=tmp_path)
-        assert result.status == "success", result.error
+        assert result.status == "success", (result.error, result.output, result.duration)
         assert result.output == "None forwarded-value\nnone\n"
         assert SECRET not in result.output
 

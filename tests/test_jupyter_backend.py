@@ -408,3 +408,48 @@ async def test_an_answer_that_comes_after_its_script_was_interrupted_goes_nowher
                                       "print(read_file('mine.txt')['content'])\nprint(terminal('echo now')['output'])",
                                       session="s", cwd=tmp_path)
         assert after.output == "     1|mine\n\nnow\n\n", after.output
+
+
+async def test_a_reply_that_comes_while_the_relay_sends_is_read(tmp_path) -> None:
+    """jupyter_client sends on a blocking shadow of a channel's asyncio socket: the send takes
+    the socket's wake-up for a reply that came meanwhile. The relay still reads that reply and
+    the ones after it (once in CI they stayed unread: after 30 s the exec was taken as lost,
+    "the kernel did not run it")."""
+    import contextlib
+    import select
+    import sys
+    import time
+
+    import zmq
+
+    from hermes_tui.runtime.backends.jupyter_relay import ZmqTransport
+
+    transport = ZmqTransport({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                              "log": str(tmp_path / "kernel.log"), "cwd": str(tmp_path)}, str(tmp_path))
+    await transport.open()
+
+    async def replies(wanted: set[str]) -> None:
+        while wanted:
+            channel, message = await transport.receive()
+            if channel == "shell":
+                wanted.discard((message.get("parent_header") or {}).get("msg_id"))
+
+    async def quiet() -> None:  # what wait_for_ready left (its kernel_info replies), read
+        with contextlib.suppress(asyncio.TimeoutError):
+            while True:
+                await asyncio.wait_for(transport.receive(), 0.5)
+
+    try:
+        session, shell = transport.session(), transport.client.shell_channel.socket
+        for _ in range(3):
+            await quiet()
+            first, second = session.msg("kernel_info_request", {}), session.msg("kernel_info_request", {})
+            await transport.send("shell", first)  # nothing awaited inside: the loop does not run meanwhile
+            # The loop is held (as a busy relay's is) until the reply's wake-up is on the socket's fd,
+            # which the next send takes.
+            select.select([shell.get(zmq.FD)], [], [], 10)
+            time.sleep(0.2)
+            await transport.send("shell", second)
+            await asyncio.wait_for(replies({first["header"]["msg_id"], second["header"]["msg_id"]}), 10)
+    finally:
+        await transport.close()

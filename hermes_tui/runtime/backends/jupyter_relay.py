@@ -175,7 +175,17 @@ class ZmqTransport:
         return self.client.session
 
     async def send(self, channel: str, message: dict[str, Any]) -> None:
-        getattr(self.client, f"{channel}_channel").send(message)
+        import zmq
+
+        socket_channel = getattr(self.client, f"{channel}_channel")
+        socket_channel.send(message)
+        # jupyter_client sends on a blocking shadow of the channel's asyncio socket. The send has
+        # libzmq take the socket's pending commands, and with them the wake-up (its ZMQ_FD) of a
+        # message that came meanwhile: the asyncio socket never saw the send, so its pump would
+        # wait on that fd for good, and the channel's later messages queue unread behind that one
+        # (no new wake-up while one is unread: a reply "lost", LOST_AFTER, "the kernel did not
+        # run it"). Asking the asyncio socket for its events has it look again, as its own sends do.
+        socket_channel.socket.get(zmq.EVENTS)
 
     async def receive(self) -> tuple[str, dict[str, Any]]:
         return await self.queue.get()
