@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import Field
 
@@ -22,7 +22,7 @@ from hermes_tui.runtime.danger.paths import (
 from hermes_tui.base.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
-from hermes_tui.runtime.tools.opening import bounded_lines, open_regular
+from hermes_tui.runtime.tools.opening import bounded_lines, open_regular, pin_regular
 from hermes_tui.base.units import plural
 
 LINE_CHARS = 2000
@@ -96,28 +96,60 @@ def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dic
         opened = open_regular(path)
     except OSError as exc:
         return os_error(shown or path, exc)
-    path = shown or path
     with opened as handle:
-        if is_binary(handle.read(BINARY_PROBE)):
-            size = os.fstat(handle.fileno()).st_size
-            return {"error": f"{path} is a binary file ({plural(size, 'byte')}); read_file shows text files only"}
-        handle.seek(0)
-        last = offset + limit - 1
-        size = os.fstat(handle.fileno()).st_size
-        if size <= WHOLE_READ:  # small: one read and one split is several times faster
-            raw_lines = handle.read().split(b"\n")
-            if raw_lines[-1] == b"":
-                raw_lines.pop()
-            total = len(raw_lines)
-            lines = _numbered_block(raw_lines[offset - 1 : last], offset)
-        else:
-            lines = []
-            total = 0
-            # Streams, a line at a time and at most LINE_KEEP bytes of one: neither a huge
-            # file nor a huge line is ever held whole.
-            for total, (raw, line_size) in enumerate(bounded_lines(handle, LINE_KEEP), start=1):
-                if offset <= total <= last:
-                    lines.append(_numbered(total, raw, line_size))
+        return _read_handle(handle, offset, limit, shown or path)
+
+
+def _read_pinned(fd: int, size: int, offset: int, limit: int, path: Path) -> dict[str, Any]:
+    """Read the file open on ``fd`` (``size`` bytes when it was pinned). A small file is read
+    in one call, and done when it still is that size (asking for one byte more tells): no
+    second look at its size, no seek, no read of the end (issue 38)."""
+    try:
+        data = os.read(fd, size + 1) if 0 < size <= WHOLE_READ else b""
+        if data and len(data) == size:
+            os.close(fd)
+            return _read_bytes(data, offset, limit, path)
+        os.lseek(fd, 0, os.SEEK_SET)  # it changed meanwhile, or it is big: the long way
+    except OSError as exc:
+        os.close(fd)
+        return os_error(path, exc)
+    with os.fdopen(fd, "rb") as handle:
+        return _read_handle(handle, offset, limit, path)
+
+
+def _read_bytes(data: bytes, offset: int, limit: int, path: Path) -> dict[str, Any]:
+    """The result of read_file for a file whose bytes are all in ``data``."""
+    if is_binary(data[:BINARY_PROBE]):
+        return _binary(path, len(data))
+    raw_lines = data.split(b"\n")
+    if raw_lines[-1] == b"":
+        raw_lines.pop()
+    return _result(path, offset, _numbered_block(raw_lines[offset - 1 : offset + limit - 1], offset), len(raw_lines))
+
+
+def _binary(path: Path, size: int) -> dict[str, Any]:
+    return {"error": f"{path} is a binary file ({plural(size, 'byte')}); read_file shows text files only"}
+
+
+def _read_handle(handle: BinaryIO, offset: int, limit: int, path: Path) -> dict[str, Any]:
+    """Read the file open as ``handle`` (at its start); ``path`` names it in the result."""
+    if is_binary(handle.read(BINARY_PROBE)):
+        return _binary(path, os.fstat(handle.fileno()).st_size)
+    handle.seek(0)
+    if os.fstat(handle.fileno()).st_size <= WHOLE_READ:  # small: one read and one split is several times faster
+        return _read_bytes(handle.read(), offset, limit, path)
+    last = offset + limit - 1
+    lines = []
+    total = 0
+    # Streams, a line at a time and at most LINE_KEEP bytes of one: neither a huge
+    # file nor a huge line is ever held whole.
+    for total, (raw, line_size) in enumerate(bounded_lines(handle, LINE_KEEP), start=1):
+        if offset <= total <= last:
+            lines.append(_numbered(total, raw, line_size))
+    return _result(path, offset, lines, total)
+
+
+def _result(path: Path, offset: int, lines: list[str], total: int) -> dict[str, Any]:
     result: dict[str, Any] = {
         "path": str(path),
         "content": "\n".join(lines) + ("\n" if lines else ""),
@@ -131,12 +163,12 @@ def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dic
     return result
 
 
-def read_verdict(ctx: ToolContext, path: Path) -> tuple[Path, str | None, str | None]:
-    """Where reading ``path`` really lands, why it is refused outright (the host's own
-    ``/proc`` environment or memory, in every approvals mode), and why it must be asked (a
-    credentials file). Blocking (it may peek into a ``.pem``)."""
+def read_verdict(ctx: ToolContext, path: Path, real: str | None = None) -> tuple[Path, str | None, str | None]:
+    """Where reading ``path`` really lands (``real``, when the caller knows), why it is refused
+    outright (the host's own ``/proc`` environment or memory, in every approvals mode), and why
+    it must be asked (a credentials file). Blocking (it may peek into a ``.pem``)."""
     given = single_root(str(path))
-    real = real_read_target(given)
+    real = real or real_read_target(given)
     if host_memory(given) or host_memory(real):
         return Path(real), (f"refused: {given} is hermes-tui's own environment, memory or open files (the keys kept "
                             "from scripts are there); no tool reads it, in any approvals mode"), None
@@ -181,14 +213,29 @@ async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
 
 
 def _read_blocking(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any] | None:
-    """read_file in the calling thread; None when it must ask first (the event loop's work)."""
+    """read_file in the calling thread; None when it must ask first (the event loop's work).
+
+    The file is pinned first (an ``O_PATH`` descriptor) and judged by where that descriptor
+    really is; then that same file is read. One that cannot be pinned (not there, not a
+    regular file) takes the long way, which says why."""
     shown = ctx.resolve(args.path)
-    real, refusal, reason = read_verdict(ctx, shown)
-    if refusal is not None:
-        return {"error": f"BLOCKED: {refusal}"}
-    if reason is not None:
-        return None
-    return _read(real, args.offset, args.limit, shown)
+    pinned = pin_regular(shown)
+    if pinned is None:
+        real, refusal, reason = read_verdict(ctx, shown)
+        if refusal is not None:
+            return {"error": f"BLOCKED: {refusal}"}
+        return None if reason is not None else _read(real, args.offset, args.limit, shown)
+    with pinned:
+        _, refusal, reason = read_verdict(ctx, shown, pinned.real)
+        if refusal is not None:
+            return {"error": f"BLOCKED: {refusal}"}
+        if reason is not None:
+            return None
+        try:
+            fd = pinned.open(shown)
+        except OSError as exc:
+            return os_error(shown, exc)
+    return _read_pinned(fd, pinned.status.st_size, args.offset, args.limit, shown)
 
 
 def write_target(ctx: ToolContext, path: str) -> Path:

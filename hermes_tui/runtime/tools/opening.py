@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from pathlib import Path
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -50,6 +51,12 @@ def _refuse_process_files(fd: int) -> None:
         real = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         real = "/proc/?"
+    _refuse_process_path(real)
+
+
+def _refuse_process_path(real: str) -> None:
+    """Raise PermissionError when ``real`` (a file on ``/proc``, as its descriptor names it) is
+    a process's own or kernel memory."""
     if _PROCESS_FILE.match(real):
         raise PermissionError(errno.EACCES, "a process's files under /proc (and kernel memory) are not read by "
                                             "the file tools; the host's secrets are there. Read what your own "
@@ -74,6 +81,54 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+class Pinned:
+    """A regular file held by an ``O_PATH`` descriptor, which opens nothing for reading: its real
+    path and status come from that descriptor, so every check made on them is about the very
+    file :meth:`open` then opens (one look-up for the checks and the read, issue 38)."""
+
+    __slots__ = ("fd", "real", "status")
+
+    def __init__(self, fd: int, real: str, status: os.stat_result) -> None:
+        self.fd = fd
+        self.real = real
+        """Its path with every symbolic link followed (what ``/proc/self/fd`` names)."""
+        self.status = status
+
+    def __enter__(self) -> Pinned:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        os.close(self.fd)
+
+    def open(self, shown: Path) -> int:
+        """A read-only descriptor of the pinned file; raises OSError for a process's files under
+        ``/proc`` and for what the sandbox's read guard refuses, as :func:`open_regular` does."""
+        if self.status.st_dev == _proc_device():
+            _refuse_process_path(self.real)
+        fsutil.judge(fsutil.READ_GUARD, self.real, shown)
+        return os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)  # the same file, not the path again
+
+
+def pin_regular(path: Path) -> Pinned | None:
+    """``path``'s regular file, pinned (see :class:`Pinned`); None when it cannot be: not there,
+    not a regular file, deleted, or no ``/proc`` to name it. The caller then takes the long
+    way (:func:`open_regular`), which says why."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        status = os.fstat(fd)
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(status.st_mode) or not real.startswith("/") or real.endswith(" (deleted)"):
+        os.close(fd)
+        return None
+    return Pinned(fd, real, status)
 
 
 def bounded_lines(handle: BinaryIO, keep: int) -> Iterator[tuple[bytes, int]]:

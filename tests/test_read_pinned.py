@@ -1,0 +1,48 @@
+"""read_file's short way (issue 38): the file is pinned by an O_PATH descriptor, judged by where
+that descriptor really is, and then that very file is read; what changes in between changes
+nothing a check saw, and a file that changed size is read whole the long way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermes_tui.runtime.tools.files import _read_pinned
+from hermes_tui.runtime.tools.opening import pin_regular
+
+
+def test_what_is_read_is_the_file_that_was_judged_even_if_its_name_is_swapped(tmp_path: Path) -> None:
+    harmless, secret = tmp_path / "notes.txt", tmp_path / "secret.txt"
+    harmless.write_text("harmless\n")
+    secret.write_text("the key\n")
+    pinned = pin_regular(harmless)
+    assert pinned is not None and pinned.real == str(harmless)
+    with pinned:
+        harmless.unlink()
+        harmless.symlink_to(secret)  # a script swaps the name between the check and the read
+        fd = pinned.open(harmless)
+    result = _read_pinned(fd, pinned.status.st_size, 1, 10, harmless)
+    assert result["content"] == "     1|harmless\n"
+
+
+def test_a_file_that_grew_or_shrank_since_it_was_pinned_is_read_whole(tmp_path: Path) -> None:
+    target = tmp_path / "log.txt"
+    for before, after in (("a\nb\n", "a\nb\nc\nd\n"), ("a\nb\nc\n", "a\n")):
+        target.write_text(before)
+        pinned = pin_regular(target)
+        assert pinned is not None
+        with pinned:
+            target.write_text(after)  # the same file, written in place
+            fd = pinned.open(target)
+        result = _read_pinned(fd, pinned.status.st_size, 1, 10, target)
+        assert result["total_lines"] == after.count("\n")
+        assert result["content"] == "".join(f"{n:>6}|{line}\n" for n, line in enumerate(after.split(), start=1))
+
+
+def test_only_an_existing_regular_file_is_pinned(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert pin_regular(fifo) is None  # and nothing waited for a writer
+    assert pin_regular(tmp_path) is None
+    assert pin_regular(tmp_path / "missing") is None
+    assert pin_regular(Path("/dev/null")) is None
