@@ -28,7 +28,7 @@ _ALL_TOOLS = ("web_search", "web_extract", "read_file", "write_file", "search_fi
 
 
 try:  # the C module under signal's: without its enum wrapping, a third of a call's own time (issue 38)
-    import _signal as _signals
+    import _signal as _signals  # type: ignore[import-not-found]  # no stub: it is what signal wraps
 except ImportError:  # another interpreter
     _signals = signal
 

@@ -163,19 +163,19 @@ def _result(path: Path, offset: int, lines: list[str], total: int) -> dict[str, 
     return result
 
 
-def read_verdict(ctx: ToolContext, path: Path, real: str | None = None) -> tuple[Path, str | None, str | None]:
+def read_verdict(ctx: ToolContext, path: Path, real: str | None = None) -> tuple[str, str | None, str | None]:
     """Where reading ``path`` really lands (``real``, when the caller knows), why it is refused
     outright (the host's own ``/proc`` environment or memory, in every approvals mode), and why
     it must be asked (a credentials file). Blocking (it may peek into a ``.pem``)."""
     given = single_root(str(path))
     real = real or real_read_target(given)
     if host_memory(given) or host_memory(real):
-        return Path(real), (f"refused: {given} is hermes-tui's own environment, memory or open files (the keys kept "
-                            "from scripts are there); no tool reads it, in any approvals mode"), None
+        return real, (f"refused: {given} is hermes-tui's own environment, memory or open files (the keys kept "
+                      "from scripts are there); no tool reads it, in any approvals mode"), None
     judged = ctx.judged_paths()
     if reads_secret(given, judged_by=judged) or reads_secret(real, judged_by=judged):
-        return Path(real), None, f"{READS_SECRET}: {real}"
-    return Path(real), None, None
+        return real, None, f"{READS_SECRET}: {real}"
+    return real, None, None
 
 
 async def ask_to_read(ctx: ToolContext, tool: str, path: Path) -> tuple[Path, str | None]:
@@ -184,7 +184,8 @@ async def ask_to_read(ctx: ToolContext, tool: str, path: Path) -> tuple[Path, st
     A credentials file is asked like ``cat`` of it (kind ``file``, no diff, no hash: "session"
     allows reading that file again); in ``off`` mode the gate allows it, and logs it.
     """
-    real, refusal, reason = await asyncio.to_thread(read_verdict, ctx, path)
+    found, refusal, reason = await asyncio.to_thread(read_verdict, ctx, path)
+    real = Path(found)
     if refusal is not None or reason is None:
         return real, refusal
     size = await asyncio.to_thread(_size, real)
@@ -224,7 +225,7 @@ def _read_blocking(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any] | Non
         real, refusal, reason = read_verdict(ctx, shown)
         if refusal is not None:
             return {"error": f"BLOCKED: {refusal}"}
-        return None if reason is not None else _read(real, args.offset, args.limit, shown)
+        return None if reason is not None else _read(Path(real), args.offset, args.limit, shown)
     with pinned:
         _, refusal, reason = read_verdict(ctx, shown, pinned.real)
         if refusal is not None:
