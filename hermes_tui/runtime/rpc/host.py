@@ -110,19 +110,21 @@ class ToolHost:
         self.tools = tools
         self.current = current
         self.counted = counted
+        self._token = token.encode()
         self._count_lock = threading.Lock()  # requests are checked on several threads at once
 
     def check(self, raw: bytes | bytearray | str) -> tuple[Any, str, dict[str, Any], ExecBudget] | dict[str, Any]:
         """Authenticate and count a request: (id, tool, args, budget), or the error reply."""
         try:
-            message = json.loads(raw)
+            # Our stub sends UTF-8: decoded here, json does not guess the encoding first.
+            message = json.loads(raw if isinstance(raw, str) else raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError):
             return error_reply(None, "malformed request: not a JSON object")
         if not isinstance(message, dict):
             return error_reply(None, "malformed request: not a JSON object")
         request_id = message.get("id")
         token = message.get("token")
-        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
+        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self._token):
             log.warning("tool request refused: missing or wrong token")
             return error_reply(request_id, "unauthorized: this request does not carry the kernel's token")
         tool = message.get("tool")
