@@ -109,12 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="who the turn comes from; injected and automation turns have each whole script approved first")
     run.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
 
-    from hermes_tui.cli.cache_cmd import add_parser as add_cache_parser
-    from hermes_tui.cli.jupyter_cmd import add_parser as add_jupyter_parser
     from hermes_tui.cli.headless_cmd import add_parsers as add_headless_parsers
-
+    from hermes_tui.cli.jupyter_cmd import add_parser as add_jupyter_parser
     from hermes_tui.cli.store_cmd import add_parser as add_store_parser
-    from hermes_tui.cli.checkpoints_cmd import add_parsers as add_checkpoints_parsers
+    from hermes_tui.cli.subparsers import add_cache_parser, add_checkpoints_parsers
 
     add_cache_parser(commands)
     add_checkpoints_parsers(commands)

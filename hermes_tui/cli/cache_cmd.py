@@ -24,25 +24,6 @@ from hermes_tui.base.fsutil import open_regular
 from hermes_tui.base.units import human_size, parse_duration, parse_size, plural, unique_prefixes
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``cache`` subcommand and its actions."""
-    cache = commands.add_parser("cache", help="list, show and prune saved outputs ($HERMES_HOME/cache/exec)")
-    what = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
-    ls = what.add_parser("ls", help="list entries, newest first")
-    ls.add_argument("--json", action="store_true", help="one JSON object per entry")
-    ls.add_argument("--session", help="only this session")
-    ls.add_argument("--status", choices=("success", "error", "timeout", "interrupted"))
-    ls.add_argument("--since", metavar="AGE", help="only newer than this (e.g. 2d, 12h)")
-    show = what.add_parser("show", help="print an entry's output (the full text when it was cut)")
-    show.add_argument("entry", metavar="ID|PATH")
-    show.add_argument("--head", type=int, metavar="N", help="only the first N lines")
-    show.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
-    prune = what.add_parser("prune", help="delete old entries (never one still being written)")
-    prune.add_argument("--older-than", metavar="AGE", help="e.g. 7d (default: cache.retention)")
-    prune.add_argument("--max-size", metavar="SIZE", help="e.g. 1G (default: cache.max_size)")
-    prune.add_argument("--dry-run", action="store_true", help="say what would go, delete nothing")
-
-
 def cache_command(args: argparse.Namespace, config: Config) -> int:
     """Run one ``cache`` action; returns the exit code.
 

@@ -23,35 +23,6 @@ from hermes_tui.runtime.checkpoints.book import Checkpoints, RollbackError
 from hermes_tui.runtime.checkpoints.shadow import ShadowError
 
 
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``checkpoints``, ``diff`` and ``rollback`` subcommands."""
-    listed = commands.add_parser("checkpoints", help="list a session's checkpoints (what the agent changed, when)")
-    listed.add_argument("session", metavar="SESSION", help="session id (or a unique prefix), or latest")
-    listed.add_argument("--json", action="store_true", help="one JSON object per checkpoint")
-    diff = commands.add_parser("diff", help="the diff from a checkpoint to the files as they are now")
-    diff.add_argument("session", metavar="SESSION", help="session id (or a unique prefix), or latest")
-    diff.add_argument("n", metavar="N", type=_number, help="the checkpoint's number (`checkpoints` lists them)")
-    back = commands.add_parser(
-        "rollback", help="put the files (and with --conversation the conversation) back to a checkpoint",
-        description="Restore the files the agent changed since checkpoint N to what they were then; files it did "
-                    "not touch (your own edits) are kept. A checkpoint is taken first, so a rollback can be undone. "
-                    "It says which files will change and asks first (or --yes).")
-    back.add_argument("session", metavar="SESSION", help="session id (or a unique prefix), or latest")
-    back.add_argument("n", metavar="N", type=_number, help="the checkpoint's number (`checkpoints` lists them)")
-    back.add_argument("--files", nargs="+", metavar="PATH", help="only these files or folders (any, even ones the "
-                                                                  "agent did not change)")
-    back.add_argument("--conversation", action="store_true",
-                      help="also rewind the conversation to before that checkpoint's turn (later messages are kept, "
-                           "hidden from the model)")
-    back.add_argument("--yes", action="store_true", help="do it without asking")
-
-
-def _number(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a checkpoint number (1, 2, …)")
-    return int(text)
-
-
 class _Direct:
     """The store opened here, run as the app runs its sessions store (``call``)."""
 
