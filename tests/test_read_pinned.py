@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from hermes_tui.runtime.danger.paths import private_key_file
 from hermes_tui.runtime.tools.files import _read_pinned
 from hermes_tui.runtime.tools.opening import pin_regular
 
@@ -46,3 +49,50 @@ def test_only_an_existing_regular_file_is_pinned(tmp_path: Path) -> None:
     assert pin_regular(tmp_path) is None
     assert pin_regular(tmp_path / "missing") is None
     assert pin_regular(Path("/dev/null")) is None
+
+
+def test_a_file_a_script_holds_a_lease_on_is_refused_at_once_not_waited_for(tmp_path: Path) -> None:
+    """A write lease makes a plain open wait until the kernel breaks it (45 s): a script could
+    hold the host's threads that long, again and again."""
+    import fcntl
+    import signal
+    import time
+
+    target = tmp_path / "leased.txt"
+    target.write_text("x\n")
+    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)  # the lease's break notice
+    holder = os.open(target, os.O_WRONLY)
+    try:
+        fcntl.fcntl(holder, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        pinned = pin_regular(target)
+        assert pinned is not None
+        started = time.monotonic()
+        with pinned, pytest.raises(BlockingIOError):
+            pinned.open(target)
+        assert private_key_file(str(tmp_path / "leased.pem")) is False  # not there: no key
+        (tmp_path / "leased.pem").symlink_to(target)
+        assert private_key_file(str(tmp_path / "leased.pem")) is True  # cannot be read: taken as a key
+        assert time.monotonic() - started < 2
+    finally:
+        os.close(holder)
+        signal.signal(signal.SIGIO, previous)
+
+
+def test_a_key_file_linked_to_a_device_is_judged_without_opening_the_device(tmp_path: Path, monkeypatch) -> None:
+    """The host runs as root: a ``.pem`` linked to ``/dev/watchdog`` must not be opened to be
+    judged (opening it arms the watchdog). Only an O_PATH look is made at a non-regular file."""
+    link = tmp_path / "x.pem"
+    link.symlink_to("/dev/null")
+    opened: list[tuple[str, int]] = []
+    real_open = os.open
+
+    def recording_open(path, flags, *args, **kwargs):
+        opened.append((str(path), flags))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    assert private_key_file(str(link)) is True  # not a regular file: counted as a key, asked
+    assert opened and all(flags & os.O_PATH for _, flags in opened)
+    pem = tmp_path / "cert.pem"
+    pem.write_text("-----BEGIN CERTIFICATE-----\nabc\n")
+    assert private_key_file(str(pem)) is False  # a regular file is read through its descriptor

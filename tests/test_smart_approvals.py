@@ -84,6 +84,22 @@ async def test_each_answer_of_the_judge(hermes_home: Path, tmp_path: Path, reply
         assert took < 10 and "did not answer within 1.5s" in judged[0]["why"]
 
 
+async def test_an_sdk_that_does_not_load_escalates_and_the_person_is_asked(hermes_home: Path, tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """The SDK's load has a time of its own (not the answer's): past it, the person is asked."""
+    import hermes_tui.agent.judge as judge_module
+
+    monkeypatch.setattr(judge_module, "SDK_LOAD_SECONDS", 0.5)
+    monkeypatch.setattr(judge_module, "_load_sdk", lambda provider: time.sleep(3))
+    (tmp_path / "build").mkdir()
+    with FakeModelServer([{"text": "APPROVE"}]) as server:
+        output, approver, log = await judged_run(hermes_home, tmp_path, server, "rm -rf build", timeout=0.5)
+        assert not server.requests
+    assert (tmp_path / "build").exists() and approver.asked
+    judged = [e for e in log if e.get("event") == "judged"]
+    assert judged[0]["decision"] == "escalated" and "did not load within 0.5s" in judged[0]["why"]
+
+
 async def test_what_is_sent_is_data_in_a_fence(hermes_home: Path, tmp_path: Path) -> None:
     (tmp_path / "build").mkdir()
     with FakeModelServer([{"text": "APPROVE"}]) as server:

@@ -51,6 +51,9 @@ verdict, answer ESCALATE."""
 
 VERDICTS = {"APPROVE": "approve", "DENY": "deny", "ESCALATE": "escalate"}
 MAX_REPLY_TOKENS = 16
+SDK_LOAD_SECONDS = 60.0
+"""How long the judge's SDK may take to load (the tools' imports ahead of it included), apart
+from ``auxiliary.approval.timeout``, which is the answer's: past it the command is escalated."""
 """The reply is one word: a longer one is cut, and then not believed."""
 COMMAND_CHARS = 8_000
 """A command longer than this is not judged (escalated): too much to read at a glance."""
@@ -193,7 +196,12 @@ class ApprovalJudge:
             refused = self.room(question.session, estimate or 0.0)
             if refused is not None:
                 return Judgement("escalate", f"not asked: {refused}", self.label)
-        provider = await self._ready()  # loading its SDK is ours to wait for, not the judge's answer
+        try:  # loading its SDK is ours to wait for, not the judge's answer: a time of its own
+            provider = await asyncio.wait_for(self._ready(), timeout=max(SDK_LOAD_SECONDS, self.settings.timeout))
+        except TimeoutError:
+            return Judgement("escalate", f"the judge's SDK did not load within {SDK_LOAD_SECONDS:g}s", self.label)
+        except ProviderError as exc:
+            return Judgement("escalate", f"the judge could not be asked: {exc.short or str(exc)[:160]}", self.label)
         started = time.monotonic()
         try:
             reply = await asyncio.wait_for(self._ask(provider, system, body), timeout=self.settings.timeout)

@@ -265,19 +265,30 @@ def private_key_file(path: str) -> bool:
     """True for an existing key store named like one (``*.key``, ``*.p12``, ...) or a ``.pem``
     that holds a private key (a certificate bundle such as certifi's ``cacert.pem`` does not).
     Reads at most :data:`PEM_PROBE` bytes of a ``.pem``; one that exists but cannot be read (or
-    is not a regular file) counts as a key. A file that does not exist holds no key yet."""
+    is not a regular file) counts as a key. A file that does not exist holds no key yet.
+
+    Nothing but a regular file is ever opened for reading (the host runs as root: a ``.pem``
+    linked to ``/dev/watchdog`` would arm it): the name is held by an ``O_PATH`` descriptor,
+    looked at, and only a regular file is opened, through that descriptor (the same file)."""
     lower = path.lower()
     if not lower.endswith((*KEY_SUFFIXES, ".pem")):
         return False
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # never wait on a FIFO
+        pinned = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
-    except OSError:
+    except (OSError, ValueError):
         return True
     try:
-        if lower.endswith(KEY_SUFFIXES) or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if lower.endswith(KEY_SUFFIXES) or not stat.S_ISREG(os.fstat(pinned).st_mode):
             return True
+        # O_NONBLOCK: a lease a script holds on its file would make a plain open wait.
+        fd = os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return True
+    finally:
+        os.close(pinned)
+    try:
         return PEM_PRIVATE_KEY.search(os.read(fd, PEM_PROBE)) is not None
     except OSError:
         return True

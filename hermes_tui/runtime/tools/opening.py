@@ -108,7 +108,11 @@ class Pinned:
         if self.status.st_dev == _proc_device():
             _refuse_process_path(self.real)
         fsutil.judge(fsutil.READ_GUARD, self.real, shown)
-        return os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)  # the same file, not the path again
+        # The same file, not the path again; O_NONBLOCK as open_regular: a lease a script holds
+        # on its own file would make a plain open wait (45 s) for the lease to be broken.
+        fd = os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        os.set_blocking(fd, True)
+        return fd
 
 
 def pin_regular(path: Path) -> Pinned | None:
