@@ -96,3 +96,27 @@ def test_a_key_file_linked_to_a_device_is_judged_without_opening_the_device(tmp_
     pem = tmp_path / "cert.pem"
     pem.write_text("-----BEGIN CERTIFICATE-----\nabc\n")
     assert private_key_file(str(pem)) is False  # a regular file is read through its descriptor
+
+
+def test_the_hosts_other_reads_never_open_a_device_either(tmp_path: Path, monkeypatch) -> None:
+    """fsutil.open_regular (the output cache, patch, search, the approvals log) looks at a name
+    through an O_PATH descriptor and opens only a regular file, through that descriptor."""
+    from hermes_tui.base import fsutil
+
+    link = tmp_path / "out.txt"
+    link.symlink_to("/dev/null")
+    opened: list[int] = []
+    real_open = os.open
+
+    def recording_open(path, flags, *args, **kwargs):
+        opened.append(flags)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    with pytest.raises(fsutil.FileRefused, match="a character device"):
+        fsutil.open_regular(link)
+    with pytest.raises(fsutil.FileRefused, match="a symbolic link"):
+        fsutil.open_regular(link, follow_symlinks=False)
+    assert opened and all(flags & os.O_PATH for flags in opened)
+    (tmp_path / "real.txt").write_text("text")
+    os.close(fsutil.open_regular(tmp_path / "real.txt"))

@@ -165,13 +165,26 @@ def size_text(size: int) -> str:
 def open_regular(path: Path | str, *, follow_symlinks: bool = True) -> int:
     """A read-only descriptor of ``path``, which must be a regular file; else :class:`FileRefused`. Blocking.
 
-    Never hangs and never opens a device: the file is checked with ``stat`` before it is opened
-    (opening some devices has effects, e.g. arming a watchdog), opened with ``O_NONBLOCK`` (a
-    FIFO swapped in after the check does not wait for a writer) and checked again with
-    ``fstat``. ``follow_symlinks=False`` refuses a symbolic link (``O_NOFOLLOW``): for folders
-    a script can write, such as the output cache, where a link could point at ``/dev/zero`` or
-    at a secret.
+    Never hangs and never opens a device (opening some has effects, e.g. arming a watchdog): the
+    name is held by an ``O_PATH`` descriptor, which opens nothing, its file checked with
+    ``fstat``, and only a regular file is opened, through that descriptor (the same file,
+    whatever is swapped in under the name meanwhile), with ``O_NONBLOCK`` (a lease a script
+    holds on its file does not make the open wait). ``follow_symlinks=False`` refuses a symbolic
+    link (``O_NOFOLLOW``): for folders a script can write, such as the output cache, where a link
+    could point at ``/dev/zero`` or at a secret. Without ``/proc`` to reopen through, the file is
+    checked, opened by name and checked again.
     """
+    pinned = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW))
+    try:
+        mode = os.fstat(pinned).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileRefused(path, f"it is {file_kind(mode)}, not a regular file")
+        try:
+            return os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:  # no /proc here
+            pass
+    finally:
+        os.close(pinned)
     before = os.stat(path, follow_symlinks=follow_symlinks)
     if not stat.S_ISREG(before.st_mode):
         raise FileRefused(path, f"it is {file_kind(before.st_mode)}, not a regular file")
