@@ -112,7 +112,14 @@ def test_the_hosts_other_reads_never_open_a_device_either(tmp_path: Path, monkey
         opened.append(flags)
         return real_open(path, flags, *args, **kwargs)
 
+    regular = os.stat(__file__)
+    real_stat = os.stat
+
+    def swapped_after_the_stat(path, *args, **kwargs):  # as if a script swapped the name in just after
+        return regular if str(path) == str(link) else real_stat(path, *args, **kwargs)
+
     monkeypatch.setattr(os, "open", recording_open)
+    monkeypatch.setattr(os, "stat", swapped_after_the_stat)
     with pytest.raises(fsutil.FileRefused, match="a character device"):
         fsutil.open_regular(link)
     with pytest.raises(fsutil.FileRefused, match="a symbolic link"):
