@@ -127,3 +127,31 @@ def test_the_hosts_other_reads_never_open_a_device_either(tmp_path: Path, monkey
     assert opened and all(flags & os.O_PATH for flags in opened)
     (tmp_path / "real.txt").write_text("text")
     os.close(fsutil.open_regular(tmp_path / "real.txt"))
+
+
+async def test_what_a_person_allows_is_what_is_read_even_if_the_name_is_swapped_while_they_answer(
+        hermes_home: Path, tmp_path: Path) -> None:
+    """A read of a key file asks first; a script that swaps the name for a link to another file
+    while the person answers gets the file the person was asked about (sandbox off: no read
+    guard behind the question)."""
+    from conftest import Approver, make_config
+    from hermes_tui.runtime import Runtime
+
+    key, other = tmp_path / "key.pem", tmp_path / "other.txt"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nthe one you allowed\n")
+    other.write_text("swapped in while you answered\n")
+
+    def swap(request) -> None:
+        key.unlink()
+        key.symlink_to(other)
+
+    approver = Approver("once", before=swap)
+    runtime = Runtime(make_config("code_execution:\n  sandbox: 'off'\n"), home=hermes_home, approver=approver)
+    try:
+        await runtime.start()
+        result = await runtime.execute_code("from hermes_tools import read_file\nprint(read_file('key.pem'))",
+                                            session="s", cwd=tmp_path)
+    finally:
+        await runtime.aclose()
+    assert [r.kind for r in approver.asked] == ["file"]
+    assert "the one you allowed" in result.output and "swapped in" not in result.output

@@ -178,23 +178,24 @@ def read_verdict(ctx: ToolContext, path: Path, real: str | None = None) -> tuple
     return real, None, None
 
 
-async def ask_to_read(ctx: ToolContext, tool: str, path: Path) -> tuple[Path, str | None]:
-    """The real path ``path`` leads to, and why ``tool`` may not read it (None: it may).
+async def ask_to_read(ctx: ToolContext, tool: str, path: Path, real: str | None = None) -> tuple[Path, str | None]:
+    """The real path ``path`` leads to (``real``, when the caller knows), and why ``tool`` may
+    not read it (None: it may).
 
     A credentials file is asked like ``cat`` of it (kind ``file``, no diff, no hash: "session"
     allows reading that file again); in ``off`` mode the gate allows it, and logs it.
     """
-    found, refusal, reason = await asyncio.to_thread(read_verdict, ctx, path)
-    real = Path(found)
+    found, refusal, reason = await asyncio.to_thread(read_verdict, ctx, path, real)
+    target = Path(found)
     if refusal is not None or reason is None:
-        return real, refusal
-    size = await asyncio.to_thread(_size, real)
-    note = f"({tool} would give the contents of {real} to the model; nothing is written)\n"
+        return target, refusal
+    size = await asyncio.to_thread(_size, target)
+    note = f"({tool} would give the contents of {target} to the model; nothing is written)\n"
     refusal = await ctx.gate.check_file(
-        tool, [FileChange(path=str(real), size=size)], note, [reason], cwd=ctx.cwd, session=ctx.session,
+        tool, [FileChange(path=str(target), size=size)], note, [reason], cwd=ctx.cwd, session=ctx.session,
         kernel=ctx.kernel_id, exec_id=ctx.exec_id, origin=ctx.origin, call_id=ctx.call_id,
     )
-    return real, refusal
+    return target, refusal
 
 
 def _size(path: Path) -> int | None:
@@ -205,12 +206,26 @@ def _size(path: Path) -> int | None:
 
 
 async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
-    """Numbered lines ``offset``..``offset+limit-1`` of a text file, and its line count."""
+    """Numbered lines ``offset``..``offset+limit-1`` of a text file, and its line count.
+
+    The file is pinned before anything is judged or asked (see :func:`_read_blocking`): what a
+    person allows is the file read, whatever is swapped in under its name while they answer."""
     shown = ctx.resolve(args.path)
-    real, refusal = await ask_to_read(ctx, "read_file", shown)
-    if refusal is not None:
-        return {"error": f"BLOCKED: {refusal}"}
-    return await asyncio.to_thread(_read, real, args.offset, args.limit, shown)
+    pinned = await asyncio.to_thread(pin_regular, shown)
+    if pinned is None:  # not there, not a regular file: the long way says why
+        real, refusal = await ask_to_read(ctx, "read_file", shown)
+        if refusal is not None:
+            return {"error": f"BLOCKED: {refusal}"}
+        return await asyncio.to_thread(_read, real, args.offset, args.limit, shown)
+    with pinned:
+        _, refusal = await ask_to_read(ctx, "read_file", shown, pinned.real)
+        if refusal is not None:
+            return {"error": f"BLOCKED: {refusal}"}
+        try:
+            fd = pinned.open(shown)
+        except OSError as exc:
+            return os_error(shown, exc)
+    return await asyncio.to_thread(_read_pinned, fd, pinned.status.st_size, args.offset, args.limit, shown)
 
 
 def _read_blocking(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any] | None:
