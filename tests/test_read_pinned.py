@@ -155,3 +155,34 @@ async def test_what_a_person_allows_is_what_is_read_even_if_the_name_is_swapped_
         await runtime.aclose()
     assert [r.kind for r in approver.asked] == ["file"]
     assert "the one you allowed" in result.output and "swapped in" not in result.output
+
+
+async def test_a_name_that_appears_after_it_was_judged_missing_is_never_read_by_name(
+        hermes_home: Path, tmp_path: Path, monkeypatch) -> None:
+    """A script's thread makes ``notes.txt`` a link to a key file just after the host found no
+    such file: the host pins it again and asks, it never reads through the name it judged."""
+    from conftest import Approver, make_config
+    from hermes_tui.runtime import Runtime
+    from hermes_tui.runtime.tools import files
+
+    key = tmp_path / "key.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nnot for the model\n")
+    judged = files.read_verdict
+
+    def swapped_just_after(ctx, path, real=None):
+        verdict = judged(ctx, path, real)
+        if not (tmp_path / "notes.txt").exists():
+            (tmp_path / "notes.txt").symlink_to(key)
+        return verdict
+
+    monkeypatch.setattr(files, "read_verdict", swapped_just_after)
+    approver = Approver("deny", "no")
+    runtime = Runtime(make_config("code_execution:\n  sandbox: 'off'\n"), home=hermes_home, approver=approver)
+    try:
+        await runtime.start()
+        result = await runtime.execute_code("from hermes_tools import read_file\nprint(read_file('notes.txt'))",
+                                            session="s", cwd=tmp_path)
+    finally:
+        await runtime.aclose()
+    assert "not for the model" not in result.output and "BLOCKED" in result.output
+    assert [r.kind for r in approver.asked] == ["file"]

@@ -302,7 +302,12 @@ def test_sizes_and_files_are_counted_in_words(tmp_path: Path) -> None:
     from hermes_tui.base.fsutil import size_text
     from hermes_tui.runtime.runtime import Runtime
     from hermes_tui.runtime.tools.changes import DIFF_SHOWN, capped
-    from hermes_tui.runtime.tools.files import _read
+    from hermes_tui.runtime.tools.files import _read_pinned
+    from hermes_tui.runtime.tools.opening import pin_regular
+
+    def _read(path: Path, offset: int, limit: int) -> dict:
+        with pin_regular(path) as pinned:  # type: ignore[union-attr]
+            return _read_pinned(pinned.open(path), pinned.status.st_size, offset, limit, path)
 
     assert size_text(1) == "1 byte" and size_text(0) == "0 bytes" and size_text(812) == "812 bytes"
     one_line = tmp_path / "one.txt"

@@ -713,9 +713,12 @@ def test_reading_a_huge_one_line_file_holds_a_bounded_amount(tmp_path: Path) -> 
     probe = (
         "import resource, sys\n"
         "from pathlib import Path\n"
-        "from hermes_tui.runtime.tools.files import _read\n"
+        "from hermes_tui.runtime.tools.files import _read_pinned\n"
+        "from hermes_tui.runtime.tools.opening import pin_regular\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        f"result = _read(Path({str(big)!r}), 1, 10)\n"
+        f"path = Path({str(big)!r})\n"
+        "pinned = pin_regular(path)\n"
+        "result = _read_pinned(pinned.open(path), pinned.status.st_size, 1, 10, path)\n"
         "grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
         "print(result['total_lines'], grown // 1024, result['content'].splitlines()[1][-60:])\n"
     )

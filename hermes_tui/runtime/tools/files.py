@@ -22,7 +22,7 @@ from hermes_tui.runtime.danger.paths import (
 from hermes_tui.base.fsutil import atomic_write
 from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
-from hermes_tui.runtime.tools.opening import bounded_lines, open_regular, pin_regular
+from hermes_tui.runtime.tools.opening import Pinned, bounded_lines, open_regular, pin_regular
 from hermes_tui.base.units import plural
 
 LINE_CHARS = 2000
@@ -88,16 +88,6 @@ def _numbered_block(raw_lines: list[bytes], first: int) -> list[str]:
     if "\r" in block or max(map(len, texts)) > LINE_CHARS:
         return [_numbered(n, raw) for n, raw in enumerate(raw_lines, start=first)]
     return [f"{n:>6}|{t}" for n, t in zip(range(first, first + len(texts)), texts)]
-
-
-def _read(path: Path, offset: int, limit: int, shown: Path | None = None) -> dict[str, Any]:
-    """Read ``path`` (``shown``: the name the caller gave, used in the result)."""
-    try:
-        opened = open_regular(path)
-    except OSError as exc:
-        return os_error(shown or path, exc)
-    with opened as handle:
-        return _read_handle(handle, offset, limit, shown or path)
 
 
 def _read_pinned(fd: int, size: int, offset: int, limit: int, path: Path) -> dict[str, Any]:
@@ -205,18 +195,39 @@ def _size(path: Path) -> int | None:
         return None
 
 
+PIN_TRIES = 3
+"""Times a name that could not be pinned, and then could be opened (it appeared or changed in
+between), is pinned again before read_file gives up on it."""
+
+
+def _pin(ctx: ToolContext, shown: Path) -> Pinned | dict[str, Any]:
+    """``shown``'s file pinned, or the error that says why it cannot be read (not there, not a
+    regular file, the host's own). Nothing is ever read by name: a file that could not be pinned
+    and then could be opened (a script swapping the name, say for a link to a secret) is pinned
+    again, never read through the name that was not judged. Blocking."""
+    for _ in range(PIN_TRIES):
+        pinned = pin_regular(shown)
+        if pinned is not None:
+            return pinned
+        real, refusal, _ = read_verdict(ctx, shown)
+        if refusal is not None:
+            return {"error": f"BLOCKED: {refusal}"}
+        try:  # only for its error: opens nothing but a regular file (fsutil.open_regular)
+            open_regular(Path(real)).close()
+        except OSError as exc:
+            return os_error(shown, exc)
+    return {"error": f"{shown} changed again and again while read_file looked at it; try again"}
+
+
 async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
     """Numbered lines ``offset``..``offset+limit-1`` of a text file, and its line count.
 
     The file is pinned before anything is judged or asked (see :func:`_read_blocking`): what a
     person allows is the file read, whatever is swapped in under its name while they answer."""
     shown = ctx.resolve(args.path)
-    pinned = await asyncio.to_thread(pin_regular, shown)
-    if pinned is None:  # not there, not a regular file: the long way says why
-        real, refusal = await ask_to_read(ctx, "read_file", shown)
-        if refusal is not None:
-            return {"error": f"BLOCKED: {refusal}"}
-        return await asyncio.to_thread(_read, real, args.offset, args.limit, shown)
+    pinned = await asyncio.to_thread(_pin, ctx, shown)
+    if isinstance(pinned, dict):
+        return pinned
     with pinned:
         _, refusal = await ask_to_read(ctx, "read_file", shown, pinned.real)
         if refusal is not None:
@@ -232,15 +243,11 @@ def _read_blocking(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any] | Non
     """read_file in the calling thread; None when it must ask first (the event loop's work).
 
     The file is pinned first (an ``O_PATH`` descriptor) and judged by where that descriptor
-    really is; then that same file is read. One that cannot be pinned (not there, not a
-    regular file) takes the long way, which says why."""
+    really is; then that same file is read (:func:`_pin`)."""
     shown = ctx.resolve(args.path)
-    pinned = pin_regular(shown)
-    if pinned is None:
-        real, refusal, reason = read_verdict(ctx, shown)
-        if refusal is not None:
-            return {"error": f"BLOCKED: {refusal}"}
-        return None if reason is not None else _read(Path(real), args.offset, args.limit, shown)
+    pinned = _pin(ctx, shown)
+    if isinstance(pinned, dict):
+        return pinned
     with pinned:
         _, refusal, reason = read_verdict(ctx, shown, pinned.real)
         if refusal is not None:
