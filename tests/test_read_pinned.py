@@ -186,3 +186,17 @@ async def test_a_name_that_appears_after_it_was_judged_missing_is_never_read_by_
         await runtime.aclose()
     assert "not for the model" not in result.output and "BLOCKED" in result.output
     assert [r.kind for r in approver.asked] == ["file"]
+
+
+def test_a_path_whose_links_are_swapped_while_it_is_resolved_gives_a_path_not_an_error(
+        tmp_path: Path, monkeypatch) -> None:
+    """os.path.realpath raises (ENOENT, EINVAL) when a link on the way changes while it walks,
+    which a script's thread can make happen at will; the tools said "read_file failed:
+    FileNotFoundError" then. real_path answers with the path as spelled instead."""
+    from hermes_tui.base import fsutil
+
+    def racing(path, *args, **kwargs):
+        raise OSError(22, "Invalid argument", path)
+
+    monkeypatch.setattr(os.path, "realpath", racing)
+    assert fsutil.real_path(str(tmp_path / "gone" / ".." / "notes.txt")) == str(tmp_path / "notes.txt")

@@ -42,14 +42,26 @@ def real_path(path: str) -> str:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except (OSError, ValueError):
-        return os.path.realpath(path)
+        return _realpath(path)
     try:
         found = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         found = ""
     finally:
         os.close(fd)
-    return found if found.startswith("/") and not found.endswith(" (deleted)") else os.path.realpath(path)
+    return found if found.startswith("/") and not found.endswith(" (deleted)") else _realpath(path)
+
+
+def _realpath(path: str) -> str:
+    """``os.path.realpath``, which raises when a link on the way is swapped while it walks
+    (``ENOENT``, ``EINVAL``: a script racing the host): tried again, and in the end the path
+    as spelled, normalised. Whatever is then opened is judged by its descriptor."""
+    for _ in range(3):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    return os.path.normpath(os.path.abspath(path))
 
 
 def judge(guard_var: contextvars.ContextVar[Callable[[str], str | None] | None], real: str, shown: Path) -> None:
