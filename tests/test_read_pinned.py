@@ -129,13 +129,28 @@ def test_the_hosts_other_reads_never_open_a_device_either(tmp_path: Path, monkey
     os.close(fsutil.open_regular(tmp_path / "real.txt"))
 
 
+async def read_unsandboxed(home: Path, cwd: Path, name: str, approver) -> str:
+    """What a script's ``read_file(name)`` printed, in a real kernel with the sandbox off (no read
+    guard behind the host's own checks) and ``approver`` answering."""
+    from conftest import make_config
+    from hermes_tui.runtime import Runtime
+
+    runtime = Runtime(make_config("code_execution:\n  sandbox: 'off'\n"), home=home, approver=approver)
+    try:
+        await runtime.start()
+        result = await runtime.execute_code(f"from hermes_tools import read_file\nprint(read_file({name!r}))",
+                                            session="s", cwd=cwd)
+    finally:
+        await runtime.aclose()
+    return result.output
+
+
 async def test_what_a_person_allows_is_what_is_read_even_if_the_name_is_swapped_while_they_answer(
         hermes_home: Path, tmp_path: Path) -> None:
     """A read of a key file asks first; a script that swaps the name for a link to another file
     while the person answers gets the file the person was asked about (sandbox off: no read
     guard behind the question)."""
-    from conftest import Approver, make_config
-    from hermes_tui.runtime import Runtime
+    from conftest import Approver
 
     key, other = tmp_path / "key.pem", tmp_path / "other.txt"
     key.write_text("-----BEGIN PRIVATE KEY-----\nthe one you allowed\n")
@@ -146,23 +161,16 @@ async def test_what_a_person_allows_is_what_is_read_even_if_the_name_is_swapped_
         key.symlink_to(other)
 
     approver = Approver("once", before=swap)
-    runtime = Runtime(make_config("code_execution:\n  sandbox: 'off'\n"), home=hermes_home, approver=approver)
-    try:
-        await runtime.start()
-        result = await runtime.execute_code("from hermes_tools import read_file\nprint(read_file('key.pem'))",
-                                            session="s", cwd=tmp_path)
-    finally:
-        await runtime.aclose()
+    output = await read_unsandboxed(hermes_home, tmp_path, "key.pem", approver)
     assert [r.kind for r in approver.asked] == ["file"]
-    assert "the one you allowed" in result.output and "swapped in" not in result.output
+    assert "the one you allowed" in output and "swapped in" not in output
 
 
 async def test_a_name_that_appears_after_it_was_judged_missing_is_never_read_by_name(
         hermes_home: Path, tmp_path: Path, monkeypatch) -> None:
     """A script's thread makes ``notes.txt`` a link to a key file just after the host found no
     such file: the host pins it again and asks, it never reads through the name it judged."""
-    from conftest import Approver, make_config
-    from hermes_tui.runtime import Runtime
+    from conftest import Approver
     from hermes_tui.runtime.tools import files
 
     key = tmp_path / "key.pem"
@@ -177,14 +185,8 @@ async def test_a_name_that_appears_after_it_was_judged_missing_is_never_read_by_
 
     monkeypatch.setattr(files, "read_verdict", swapped_just_after)
     approver = Approver("deny", "no")
-    runtime = Runtime(make_config("code_execution:\n  sandbox: 'off'\n"), home=hermes_home, approver=approver)
-    try:
-        await runtime.start()
-        result = await runtime.execute_code("from hermes_tools import read_file\nprint(read_file('notes.txt'))",
-                                            session="s", cwd=tmp_path)
-    finally:
-        await runtime.aclose()
-    assert "not for the model" not in result.output and "BLOCKED" in result.output
+    output = await read_unsandboxed(hermes_home, tmp_path, "notes.txt", approver)
+    assert "not for the model" not in output and "BLOCKED" in output
     assert [r.kind for r in approver.asked] == ["file"]
 
 
