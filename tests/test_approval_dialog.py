@@ -354,6 +354,21 @@ async def test_an_injected_write_of_a_new_file_says_new_file(hermes_home: Path, 
     assert not (tmp_path / "notes" / "new.txt").exists()
 
 
+async def test_a_credentials_read_says_what_session_would_allow_a_read(hermes_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "k.pem").write_text("-----BEGIN PRIVATE KEY-----\nabc\n")
+    app = make_app(hermes_home, tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        call = asyncio.create_task(app.runtime.call_tool("read_file", {"path": "k.pem"}, session=app.session,
+                                                         cwd=tmp_path))
+        await wait_until(pilot, lambda: dialog_ready(app))
+        await shows_literally(pilot, app, "Allow read_file to read this file?",
+                              "session: lets the same tool read the same files again")
+        assert "tool write the same" not in screen_text(app)
+        await pilot.press("d")
+        result = await asyncio.wait_for(call, 10)
+    assert "BLOCKED: denied by the user" in str(result["error"])
+
+
 async def test_a_long_diff_scrolls(hermes_home: Path, tmp_path: Path, no_arming: None) -> None:
     diff = "--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,200 @@\n" + "".join(f"+line {i}\n" for i in range(200))
     app = make_app(hermes_home, tmp_path)
