@@ -131,7 +131,11 @@ class ApprovalRequest(BaseModel):
         """Kind ``file``: ``read_file`` wants to read this file / ``patch`` to change these 2 files."""
         tool = self.text.split(" ", 1)[0]
         what = "this file" if len(self.files) <= 1 else f"these {len(self.files)} files"
-        return f"{tool} to {'read' if tool in READING_TOOLS else 'change'} {what}"
+        return f"{tool} to {'read' if self.reads() else 'change'} {what}"
+
+    def reads(self) -> bool:
+        """Kind ``file``: the tool asks to read the files (not to write them)."""
+        return self.text.split(" ", 1)[0] in READING_TOOLS
 
 
 INSTRUCTION_PREFIX = "instruction file: "

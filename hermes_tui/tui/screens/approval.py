@@ -19,7 +19,6 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Log, Static
 
 from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, FileChange, run_of
-from hermes_tui.runtime.danger.paths import READS_SECRET
 from hermes_tui.base.text import reveal
 from hermes_tui.base.units import human_size
 from hermes_tui.tui.widgets.conversation.blocks import code_theme
@@ -215,7 +214,7 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
             return ["no session or always answer: a write to an agent instruction file is asked each time."]
         parts = []
         if request.kind == "file":
-            does = "read" if any(reason.startswith(READS_SECRET) for reason in request.reasons) else "write"
+            does = "read" if request.reads() else "write"
             parts.append(f"session: lets the same tool {does} the same files again for the rest of this session.")
         elif request.session_rule is not None or request.kind == "script":
             parts.append("session: allows exactly this text again for the rest of this session.")
