@@ -64,6 +64,14 @@ def _realpath(path: str) -> str:
     return os.path.normpath(os.path.abspath(path))
 
 
+def reopen(pinned: int) -> int:
+    """A read-only descriptor of the file the ``O_PATH`` descriptor ``pinned`` holds: that same
+    file, not its name looked up again. ``O_NONBLOCK``: a lease a script holds on its own file
+    would make a plain open wait (45 s) for the lease to be broken; a regular file's reads
+    ignore the flag. Raises FileNotFoundError where there is no ``/proc``."""
+    return os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
+
 def judge(guard_var: contextvars.ContextVar[Callable[[str], str | None] | None], real: str, shown: Path) -> None:
     """Raise PermissionError when the guard in ``guard_var`` (if any) refuses ``real``."""
     guard = guard_var.get()
@@ -192,7 +200,7 @@ def open_regular(path: Path | str, *, follow_symlinks: bool = True) -> int:
         if not stat.S_ISREG(mode):
             raise FileRefused(path, f"it is {file_kind(mode)}, not a regular file")
         try:
-            return os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            return reopen(pinned)
         except FileNotFoundError:  # no /proc here
             pass
     finally:

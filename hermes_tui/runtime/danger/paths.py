@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_tui.base.fsutil import real_path
+from hermes_tui.base.fsutil import open_regular, real_path
 from hermes_tui.runtime.danger.instruction_names import reason_for
 
 SYSTEM_DIRS = frozenset({
@@ -267,29 +266,19 @@ def private_key_file(path: str) -> bool:
     Reads at most :data:`PEM_PROBE` bytes of a ``.pem``; one that exists but cannot be read (or
     is not a regular file) counts as a key. A file that does not exist holds no key yet.
 
-    Nothing but a regular file is ever opened for reading (the host runs as root: a ``.pem``
-    linked to ``/dev/watchdog`` would arm it): the name is held by an ``O_PATH`` descriptor,
-    looked at, and only a regular file is opened, through that descriptor (the same file)."""
+    Nothing but a regular file is ever opened (the host runs as root: a ``.pem`` linked to
+    ``/dev/watchdog`` would arm it): :func:`~hermes_tui.base.fsutil.open_regular`."""
     lower = path.lower()
     if not lower.endswith((*KEY_SUFFIXES, ".pem")):
         return False
     try:
-        pinned = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fd = open_regular(path)
     except FileNotFoundError:
         return False
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # not a regular file, or not readable: taken as a key
         return True
     try:
-        if lower.endswith(KEY_SUFFIXES) or not stat.S_ISREG(os.fstat(pinned).st_mode):
-            return True
-        # O_NONBLOCK: a lease a script holds on its file would make a plain open wait.
-        fd = os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return True
-    finally:
-        os.close(pinned)
-    try:
-        return PEM_PRIVATE_KEY.search(os.read(fd, PEM_PROBE)) is not None
+        return lower.endswith(KEY_SUFFIXES) or PEM_PRIVATE_KEY.search(os.read(fd, PEM_PROBE)) is not None
     except OSError:
         return True
     finally:

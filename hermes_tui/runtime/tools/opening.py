@@ -108,10 +108,7 @@ class Pinned:
         if self.status.st_dev == _proc_device():
             _refuse_process_path(self.real)
         fsutil.judge(fsutil.READ_GUARD, self.real, shown)
-        # The same file, not the path again; O_NONBLOCK as open_regular: a lease a script holds
-        # on its own file would make a plain open wait (45 s) for the lease to be broken. (A
-        # regular file's reads ignore the flag: it stays.)
-        return os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return fsutil.reopen(self.fd)
 
 
 def pin_regular(path: Path) -> Pinned | None:
