@@ -232,11 +232,7 @@ async def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any]:
         _, refusal = await ask_to_read(ctx, "read_file", shown, pinned.real)
         if refusal is not None:
             return {"error": f"BLOCKED: {refusal}"}
-        try:
-            fd = pinned.open(shown)
-        except OSError as exc:
-            return os_error(shown, exc)
-    return await asyncio.to_thread(_read_pinned, fd, pinned.status.st_size, args.offset, args.limit, shown)
+        return await asyncio.to_thread(_read_that, pinned, shown, args)
 
 
 def _read_blocking(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any] | None:
@@ -254,10 +250,15 @@ def _read_blocking(ctx: ToolContext, args: ReadFileArgs) -> dict[str, Any] | Non
             return {"error": f"BLOCKED: {refusal}"}
         if reason is not None:
             return None
-        try:
-            fd = pinned.open(shown)
-        except OSError as exc:
-            return os_error(shown, exc)
+        return _read_that(pinned, shown, args)
+
+
+def _read_that(pinned: Pinned, shown: Path, args: ReadFileArgs) -> dict[str, Any]:
+    """read_file's result from the file ``pinned`` holds (judged already). Blocking."""
+    try:
+        fd = pinned.open(shown)
+    except OSError as exc:
+        return os_error(shown, exc)
     return _read_pinned(fd, pinned.status.st_size, args.offset, args.limit, shown)
 
 
