@@ -32,6 +32,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from hermes_tui import __version__
+from hermes_tui.base.lifetime import end_process
 from hermes_tui.cli.app_cmd import app_command
 from hermes_tui.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, database_problem, os_problem
 from hermes_tui.runtime.hardening import drop_writable_import_paths, harden_host
@@ -171,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     # No garbage collection while the app starts (issue 20): the imports and the first frame
     # make hundreds of thousands of objects that all stay alive, and the full collections they
     # set off cost about 20 ms of the first frame for nothing. The app turns collection back on
-    # after its first frame (tui/widgets/footer.py: settle_heap); every other command at once.
+    # after its first frame, exec once its runtime has started (base/lifetime.py: settle_heap);
+    # every other command at once.
     gc.disable()
     try:
         return _main(argv)
@@ -185,7 +187,7 @@ def _main(argv: list[str] | None) -> int:
     drop_writable_import_paths()
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is not None:
+    if args.command not in (None, "exec"):
         gc.enable()
     try:
         _top_level_yolo(args)
@@ -219,7 +221,10 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "exec":
             from hermes_tui.cli.exec_cmd import exec_command
 
-            return exec_command(args, config)
+            code = exec_command(args, config)
+            if argv is None:  # the command itself (not a caller's main([...])): its records are written
+                end_process(code)
+            return code
         if args.command in ("run", "resume", "approve", "deny"):
             from hermes_tui.cli import headless_cmd
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
+from hermes_tui.base.lifetime import end_process
 from hermes_tui.cli.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -53,24 +53,6 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
     close_imports_on_start()
     HermesApp(config, session=session, provider=provider, provider_problem=problem, max_cost=args.max_cost).run()
     end_process(EXIT_OK)
-
-
-def end_process(code: int) -> NoReturn:
-    """End the process of an app that has closed, without Python's own finalization.
-
-    Everything the app keeps is written and closed by then (its unmount closed the workspace:
-    kernels ended, session stored, files closed), and the exit handlers run here as at a
-    normal exit. What is skipped is the teardown of every object and module of a full-screen
-    app (0.3 s or more, with the terminal already given back) and the join of Textual's key
-    thread (tui/quit_driver.py): the quit ends at once (issue 38)."""
-    import atexit
-    import os
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 APP_IMPORTS = (

@@ -92,6 +92,7 @@ def _read_scripts(files: list[str]) -> list[tuple[str, str]]:
 
 
 async def _run_scripts(config: Config, scripts: list[tuple[str, str]], args: argparse.Namespace) -> int:
+    from hermes_tui.base.lifetime import settle_heap
     from hermes_tui.cli.tty_approver import tty_approver
     from hermes_tui.runtime import Runtime
 
@@ -100,6 +101,7 @@ async def _run_scripts(config: Config, scripts: list[tuple[str, str]], args: arg
     judge = _judge(config, runtime.home)  # imported before the runtime starts (runtime/import_guard.py)
     runtime.gate.judge = judge
     async with runtime:
+        settle_heap()  # collection was off for the imports and the start (hermes_tui.cli.main)
         try:
             failed = await _each(runtime, scripts, args)
         finally:

@@ -202,7 +202,7 @@ class HermesApp(InputActions, CheckpointActions, KernelActions, ChildTranscripts
         self.follow_events()
         self.start_runtime()
         self.open_session(self.session)
-        from hermes_tui.tui.widgets.footer import settle_heap  # full GCs stalled keys (tui/widgets/footer.py)
+        from hermes_tui.base.lifetime import settle_heap  # full GCs stalled keys (tui/widgets/footer.py)
 
         self.call_after_refresh(settle_heap)
 

@@ -4,7 +4,7 @@ At quit Textual sets its key thread's exit event and joins it. That thread notic
 its ``select`` on the terminal times out, then selects once more for what was typed last:
 up to 0.2 s of every quit, spent after the kernels have ended and the terminal is restored.
 :class:`QuitDriver` restores the same things and does not wait: the process ends at once
-(:func:`hermes_tui.cli.app_cmd.end_process`), so the thread never reads another key.
+(:func:`hermes_tui.base.lifetime.end_process`), so the thread never reads another key.
 
 A suspend (the ``$EDITOR``, ``Ctrl+Z``) is left to Textual: there the thread must have stopped
 before the editor reads the terminal.

@@ -11,13 +11,12 @@ Measured with tests/bench/bench_ui.py (200 MB of output while keys move the focu
   on one line go on a second (and a third): at 80 columns every key stays in sight (issue 32).
 - A full collection of the garbage collector walks every object the app made at start-up
   (~100,000: Textual, Rich, pydantic, the runtime) although they live as long as the app.
-  :func:`settle_heap` moves them out of the collector's sight once the first screen is up
-  (``gc.freeze``).
+  :func:`hermes_tui.base.lifetime.settle_heap` moves them out of the collector's sight once
+  the first screen is up (``gc.freeze``).
 """
 
 from __future__ import annotations
 
-import gc
 from typing import NamedTuple
 
 from rich.cells import cell_len
@@ -162,11 +161,3 @@ class KeysFooter(Widget, can_focus=False):
             self.app.simulate_key(key.key)
         else:
             self.app.bell()
-
-
-def settle_heap() -> None:
-    """After start-up: keep what is alive now out of later collections (instant; the little
-    start-up garbage it keeps is not worth a full collection at the first frame), and collect
-    again from now on (``hermes-tui`` starts with collection off: hermes_tui.cli.main)."""
-    gc.freeze()
-    gc.enable()
