@@ -41,6 +41,11 @@ BY_THIS_CALL = "by this {tool} call itself, not through write_file or an asked c
 PRELOAD_AFTER = 0.5
 """Seconds after the start when the tools' imports begin if no script has ended by then
 (:func:`~hermes_tui.runtime.tools.dispatch.begin_preload`)."""
+PRELOAD_AFTER_RESULT = 0.25
+"""Seconds after a result when they begin (a tool call begins them at once). Not at once: a
+host that ends after its one script (``exec``) would close its kernel while they hold the GIL,
+and the close took 25-60 ms instead of 6-8 (issue 38); the next script a model writes comes
+later than this anyway."""
 
 
 class Runtime:
@@ -361,7 +366,8 @@ class Runtime:
             raise
         finally:
             await self.checkpoints.end(checkpoint)
-            begin_preload()  # after the first result, not beside the first kernel's start
+            # After the first result, not beside the first kernel's start.
+            asyncio.get_running_loop().call_later(PRELOAD_AFTER_RESULT, begin_preload)
         notes += self.checkpoints.take_notes(top)
         if notes:
             result.warning = " ".join([*notes, *([result.warning] if result.warning else [])])
