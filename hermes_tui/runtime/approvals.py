@@ -52,8 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from pydantic import BaseModel, Field
+import msgspec
 
+from hermes_tui.base.structs import Record
 from hermes_tui.runtime.danger import Analysis, analyze
 from hermes_tui.runtime.danger.instruction_names import is_instruction_reason
 from hermes_tui.runtime.instructions import ABSENT, InstructionGuard
@@ -68,12 +69,13 @@ if TYPE_CHECKING:
     from hermes_tui.config import Config
 
 Choice = Literal["once", "session", "always", "deny"]
+CHOICES: tuple[Choice, ...] = ("once", "session", "always", "deny")
 DENIED_RUNS_KEPT = 256
 """Script runs denied whole that the gate remembers (the oldest is forgotten first)."""
 SessionKind = Literal["local", "gateway"]
 
 
-class FileChange(BaseModel):
+class FileChange(Record, kw_only=True):
     """One file a ``write_file`` or ``patch`` request would write."""
 
     path: str
@@ -87,10 +89,10 @@ class FileChange(BaseModel):
 RequestKind = Literal["script", "terminal", "file", "sandbox"]
 
 
-class ApprovalRequest(BaseModel):
+class ApprovalRequest(Record, kw_only=True):
     """What the user is asked to allow."""
 
-    id: str = Field(default_factory=lambda: secrets.token_hex(6))
+    id: str = msgspec.field(default_factory=lambda: secrets.token_hex(6))
     kind: RequestKind
     text: str
     """The full command, script, or (kind ``file``) ``write_file PATH`` / ``patch PATH ...``."""
@@ -104,10 +106,10 @@ class ApprovalRequest(BaseModel):
     call_id: str | None = None
     """The model's (or the typed turn's) tool call this request belongs to, if any."""
     origin: Origin = "user"
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = msgspec.field(default_factory=list)
     """Why it is flagged, or why it asks at all."""
-    choices: list[Choice] = Field(default_factory=lambda: cast("list[Choice]", ["once", "session", "always", "deny"]))
-    created_at: float = Field(default_factory=time.time)
+    choices: list[Choice] = msgspec.field(default_factory=lambda: list(CHOICES))
+    created_at: float = msgspec.field(default_factory=time.time)
     deadline: float
     """``time.time()`` after which no answer means deny."""
     session_rule: str | None = None
@@ -116,7 +118,7 @@ class ApprovalRequest(BaseModel):
     """What "always" stores (an exact rule), when it is offered ..."""
     always_file: str | None = None
     """... and the file it is stored in."""
-    files: list[FileChange] = Field(default_factory=list)
+    files: list[FileChange] = msgspec.field(default_factory=list)
     """Kind ``file``: the files that would be written."""
     diff: str | None = None
     """Kind ``file``: a unified diff of the change (for a new file, a diff from nothing)."""
@@ -182,7 +184,7 @@ READING_TOOLS = frozenset({"read_file", "search_files"})
 """Tools whose file requests are reads (a credentials file), not changes."""
 
 
-class ApprovalDecision(BaseModel):
+class ApprovalDecision(Record, kw_only=True):
     """The user's answer."""
 
     choice: Choice
@@ -195,6 +197,11 @@ class ApprovalDecision(BaseModel):
     """With ``deny``: deny every request of the same script run (its ``exec_id``) — this one,
     those waiting behind it, and those it makes later, which are refused without asking for the
     rest of the run ("deny all of this script"). Ignored for a request of no script run."""
+
+    def __post_init__(self) -> None:
+        # A record is not checked when built (base/structs.py); an answer's choice always is.
+        if self.choice not in CHOICES:
+            raise ValueError(f"approval choice {self.choice!r} is not allowed: one of {', '.join(CHOICES)}")
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]

@@ -1,11 +1,14 @@
-"""Pydantic models the runtime returns: :class:`ExecResult` and :class:`KernelInfo`."""
+"""Records the runtime returns: :class:`ExecResult` and :class:`KernelInfo` (msgspec structs
+with pydantic's methods: hermes_tui/base/structs.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+import msgspec
+
+from hermes_tui.base.structs import Record
 
 # Importers find these here too (their own module imports nothing: the first screen needs them).
 from hermes_tui.runtime.session_names import SUBAGENT_SEPARATOR, is_subagent_session, parent_session  # noqa: F401
@@ -16,7 +19,7 @@ Origin = Literal["user", "injected", "automation"]
 KernelState = Literal["starting", "idle", "busy", "interrupting", "dead", "error"]
 
 
-class KernelRef(BaseModel):
+class KernelRef(Record, kw_only=True):
     """Which kernel ran an execution, and what became of its state."""
 
     id: str | None
@@ -30,10 +33,8 @@ class KernelRef(BaseModel):
     session had state that is now gone (reset, timeout, interrupt, reaped, evicted, died)."""
 
 
-class ExecResult(BaseModel):
+class ExecResult(Record, kw_only=True):
     """The outcome of one ``execute_code`` call (serialised as JSON for the model)."""
-
-    model_config = ConfigDict(ser_json_inf_nan="constants")
 
     status: ExecStatus
     output: str
@@ -57,7 +58,7 @@ class ExecResult(BaseModel):
     ``off``, or ``unavailable`` when it was refused for want of one)."""
 
 
-class KernelInfo(BaseModel):
+class KernelInfo(Record, kw_only=True):
     """A snapshot of one kernel, for lists and the kernels pane."""
 
     id: str
@@ -80,14 +81,14 @@ class KernelInfo(BaseModel):
     """The one a new kernel would evict now, if the cap is reached."""
     stale_env: bool = False
     """The names let into kernels changed after this one started: reset it to see them."""
-    tools: list[str] = []
+    tools: list[str] = msgspec.field(default_factory=list)
     """The tools its ``hermes_tools`` module offers."""
     sandbox: str = "off"
     """The sandbox it runs in (``workspace-write·bwrap``..., ``off``; ``docker``, ``ssh: none
     on the remote`` for a kernel elsewhere)."""
     where: str = "local"
     """Where it runs: ``local``, ``docker:<short id>``, ``ssh:user@host``."""
-    skill_env: list[str] = []
+    skill_env: list[str] = msgspec.field(default_factory=list)
     """Variables in its environment that only a skill's ``required_environment_variables``
     let in (secrets included): shown, because a script can write a skill file."""
 

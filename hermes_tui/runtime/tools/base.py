@@ -1,5 +1,6 @@
 """What every tool is made of: where it runs (:class:`ToolContext`), its name, argument
-model and handler (:class:`Tool`), and the base of argument models (:class:`Args`)."""
+model and handler (:class:`Tool`). The base of argument models is in :mod:`.args`: it is
+pydantic, which comes with the tools, not with the runtime's start (issue 38)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
-
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from hermes_tui.config import Config
     from hermes_tui.runtime.approvals import ApprovalGate, FileChange
     from hermes_tui.runtime.checkpoints.book import Checkpoints
@@ -158,21 +159,3 @@ class Tool:
     preview: Callable[[ToolContext, Any], tuple[list[FileChange], str]] | None = None
     """The files a call would write, with their sizes, and the diff it would make (blocking):
     what the approval dialog shows."""
-
-
-def describe_validation(exc: ValidationError) -> str:
-    """'path: Field required; limit: Input should be greater than 0' in one line."""
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "arguments"
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "not an argument of this tool"
-        parts.append(f"{where}: {message}")
-    return "; ".join(parts)
-
-
-class Args(BaseModel):
-    """Base of tool argument models: unknown arguments are an error."""
-
-    model_config = {"extra": "forbid"}

@@ -13,13 +13,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import ValidationError
-
 from hermes_tui.base.fsutil import READ_GUARD, WRITE_GUARD
 from hermes_tui.runtime import import_guard
-from hermes_tui.runtime.tools.base import (
-    TOOL_NAMES, Tool, ToolContext, checkpoint_begin, checkpoint_end, describe_validation,
-)
+from hermes_tui.runtime.tools.base import TOOL_NAMES, Tool, ToolContext, checkpoint_begin, checkpoint_end
 from hermes_tui.runtime.tools.changes import capped
 
 
@@ -185,7 +181,9 @@ def _prepare(name: str, args: dict[str, Any]) -> tuple[Tool, Any] | dict[str, An
         return {"error": f"unknown tool {name!r}; the tools are: {', '.join(TOOL_NAMES)}"}
     try:
         return tool, tool.args.model_validate(args)
-    except ValidationError as exc:
+    except ValueError as exc:  # pydantic's ValidationError (imported with the tools, not here: .args)
+        from hermes_tui.runtime.tools.args import describe_validation
+
         return {"error": f"{name}(): invalid arguments: {describe_validation(exc)}"}
 
 

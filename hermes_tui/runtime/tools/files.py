@@ -20,7 +20,8 @@ from hermes_tui.runtime.danger.paths import (
     READS_SECRET, host_memory, reads_secret, real_read_target, real_write_target, single_root,
 )
 from hermes_tui.base.fsutil import atomic_write
-from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.args import Args
+from hermes_tui.runtime.tools.base import Tool, ToolContext
 from hermes_tui.runtime.tools.changes import file_diff
 from hermes_tui.runtime.tools.opening import Pinned, bounded_lines, open_regular, pin_regular
 from hermes_tui.base.units import plural

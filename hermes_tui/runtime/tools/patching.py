@@ -23,7 +23,8 @@ from pydantic import model_validator
 from hermes_tui.runtime.approvals import FileChange, content_hash
 from hermes_tui.runtime.danger.paths import real_read_target
 from hermes_tui.base.fsutil import atomic_write, unlink_guarded
-from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.args import Args
+from hermes_tui.runtime.tools.base import Tool, ToolContext
 from hermes_tui.runtime.tools.changes import current, file_diff, unified_diff
 from hermes_tui.runtime.tools.files import judged_paths, open_regular, os_error, write_target
 

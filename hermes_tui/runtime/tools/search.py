@@ -36,7 +36,8 @@ from hermes_tui.runtime.danger.paths import (
     KEY_SUFFIXES, SECRET_FILES, reads_secret, real_read_target, single_root,
 )
 from hermes_tui.runtime.hardening import Spawned, open_process
-from hermes_tui.runtime.tools.base import Args, Confiner, Tool, ToolContext, read_only_confiner
+from hermes_tui.runtime.tools.args import Args
+from hermes_tui.runtime.tools.base import Confiner, Tool, ToolContext, read_only_confiner
 from hermes_tui.runtime.tools.files import BINARY_PROBE, ask_to_read, is_binary, open_regular
 from hermes_tui.runtime.tools.opening import bounded_lines
 from hermes_tui.base.units import plural

@@ -22,7 +22,8 @@ from hermes_tui.runtime.capture import Captured, HeadTailCapture, SpillLimits, s
 from hermes_tui.runtime.child_process import ChildProcess, run_to_end
 from hermes_tui.runtime.records import new_exec_id, spill_path
 from hermes_tui.runtime.sandbox import Confinement, SandboxError, denials
-from hermes_tui.runtime.tools.base import Args, Tool, ToolContext, checkpoint_begin, checkpoint_end
+from hermes_tui.runtime.tools.args import Args
+from hermes_tui.runtime.tools.base import Tool, ToolContext, checkpoint_begin, checkpoint_end
 
 
 MAX_COMMAND_BYTES = 131_072

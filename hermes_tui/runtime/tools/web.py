@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from hermes_tui.runtime.tools.base import Args, Tool, ToolContext
+from hermes_tui.runtime.tools.args import Args
+from hermes_tui.runtime.tools.base import Tool, ToolContext
 
 MAX_PAGE_BYTES = 5 << 20
 """Bytes read of one page at most (the rest is not downloaded)."""
