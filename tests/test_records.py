@@ -112,3 +112,51 @@ def test_the_first_result_does_not_wait_for_pydantic(tmp_path: Path) -> None:
     assert seen["output"] == "42\n"
     assert json.loads(seen["json"])["status"] == "success"
     assert seen["pydantic"] == [], f"imported before the first result: {seen['pydantic'][:5]}"
+
+
+FORGED_DONE = textwrap.dedent('''
+    import json, os, stat
+    line = (json.dumps({"op": "done", "id": 1, "status": "error", "error": {"not": "a string"}}) + "\\n").encode()
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.write(fd, line)
+        except OSError:
+            pass
+''')
+
+
+async def test_a_script_that_forges_its_end_with_an_error_that_is_not_text_gets_text(tmp_path: Path) -> None:
+    """The end of a run comes from the driver inside the script's own process: a script can
+    write one itself. Whatever it puts in ``error``, the result's error is text (the app and
+    the headless printer split it into lines; --json promises a string)."""
+    from hermes_tui.config import parse_config
+    from hermes_tui.runtime import Runtime
+
+    async with Runtime(parse_config("code_execution:\n  sandbox: 'off'\n")) as runtime:
+        result = await runtime.execute_code(FORGED_DONE, session="s", cwd=tmp_path)
+    assert result.error is None or isinstance(result.error, str), result.error
+    assert isinstance(json.loads(result.model_dump_json())["error"], (str, type(None)))
+
+
+@pytest.mark.parametrize("size", ["boom", True, 2.5, -1, {"n": 1}])
+async def test_a_far_end_that_answers_a_size_that_is_not_a_count_shows_no_size(tmp_path: Path, size: object) -> None:
+    """A remote backend's answers come from a process a script there can change (a
+    sitecustomize.py in the container): a size that is not a count is shown as unknown, and
+    the approval request it goes into reads back from the store."""
+    from hermes_tui.config import parse_config
+    from hermes_tui.runtime.tools.base import ToolContext
+    from hermes_tui.runtime.tools.files import WriteFileArgs
+    from hermes_tui.runtime.tools.remote_files import preview
+
+    class FarEnd:  # what the container's loader answered, changed by a script there
+        async def file(self, op: str, path: str, cwd: str, **_: object) -> tuple[dict[str, object], bytes]:
+            return {"size": size}, b"old\n"
+
+    ctx = ToolContext(cwd="/work", env={}, config=parse_config(""), gate=None,  # type: ignore[arg-type]
+                      session="s", cache_dir=tmp_path, remote=FarEnd())  # type: ignore[arg-type]
+    changes, diff = await preview(ctx, "write_file", WriteFileArgs(path="a.txt", content="new\n"))
+    assert [c.size for c in changes] == [None] and "+new" in diff
+    request = ApprovalRequest(kind="file", text="write_file /work/a.txt", cwd="/work", session="s", deadline=1.0,
+                              files=changes)
+    assert ApprovalRequest.model_validate(json.loads(json.dumps(request.model_dump(mode="json")))) == request

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the app makes its broker before its first frame: pydantic's models load later
+if TYPE_CHECKING:  # the app makes its broker before its first frame: the approval gate loads later
     from hermes_tui.runtime.approvals import ApprovalDecision, ApprovalRequest, AuditLog
 
 

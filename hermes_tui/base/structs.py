@@ -12,6 +12,7 @@ The tools' argument models stay pydantic (runtime/tools/args.py): they come with
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, time, timedelta
 from typing import Any, Literal, TypeVar
 
@@ -27,18 +28,25 @@ class Record(msgspec.Struct):
     """A record with pydantic's methods. Subclass it with ``kw_only=True`` (msgspec takes it
     per class), so fields are given by name as in pydantic, in any order of defaults."""
 
-    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
-        """The fields as a dict, nested records too; ``mode="json"``: JSON's types only."""
+    def model_dump(self, *, mode: Literal["python", "json"] = "python", exclude_none: bool = False) -> dict[str, Any]:
+        """The fields as a dict, nested records too; ``mode="json"``: JSON's types only;
+        ``exclude_none``: without the fields that are None (at every level)."""
+        dumped: dict[str, Any]
         if mode == "json":
-            return msgspec.to_builtins(self)
-        return msgspec.to_builtins(self, builtin_types=_KEPT_AS_OBJECTS)
+            dumped = msgspec.to_builtins(self)
+        else:
+            dumped = msgspec.to_builtins(self, builtin_types=_KEPT_AS_OBJECTS)
+        return _without_none(dumped) if exclude_none else dumped
 
-    def model_dump_json(self) -> str:
-        """The record as one line of JSON."""
-        return msgspec.json.encode(self).decode("utf-8")
+    def model_dump_json(self, *, indent: int | None = None, exclude_none: bool = False) -> str:
+        """The record as JSON: one line, or ``indent`` spaces per level."""
+        if indent is None and not exclude_none:
+            return msgspec.json.encode(self).decode("utf-8")
+        return json.dumps(self.model_dump(mode="json", exclude_none=exclude_none), indent=indent, ensure_ascii=False)
 
     def model_copy(self: R, *, update: dict[str, Any] | None = None) -> R:
-        """A shallow copy, with ``update``'s fields changed (not checked, as in pydantic)."""
+        """A shallow copy, with ``update``'s fields changed (their types are not checked, as in
+        pydantic; a record's own ``__post_init__`` check runs)."""
         return msgspec.structs.replace(self, **(update or {}))
 
     @classmethod
@@ -53,3 +61,11 @@ class Record(msgspec.Struct):
     def model_validate_json(cls: type[R], text: str | bytes) -> R:
         """A record from JSON text, its fields checked (``ValueError`` if one is wrong)."""
         return msgspec.json.decode(text, type=cls, strict=False)
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_none(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_none(item) for item in value]
+    return value

@@ -2,7 +2,7 @@
 
 Every name is imported on first use (module ``__getattr__``): ``hermes_tui.runtime.hardening``
 is the CLI's very first import, and the app's first screen needs neither the engine (executor,
-rpc, the danger checker) nor its pydantic models.
+rpc, the danger checker) nor its records.
 """
 
 from __future__ import annotations

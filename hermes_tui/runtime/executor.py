@@ -459,6 +459,8 @@ class Executor:
             exit_code = int(reply.get("exit_code") or 0) if kind == "exit" else (0 if kind == "ok" else 1)
             status = "success" if exit_code == 0 else "error"
             error = reply.get("error") if kind == "error" else None
+            if error is not None and not isinstance(error, str):  # the reply is the script's process's to forge
+                error = str(error)
             if kind == "exit":
                 if status == "error":
                     error = f"Script called sys.exit({exit_code})."

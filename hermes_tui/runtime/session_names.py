@@ -1,8 +1,8 @@
 """How sub-agent sessions are named: ``PARENT::child::NAME``.
 
 Its own module, with no imports, because the first screen (the kernels pane) needs these and
-nothing else of :mod:`hermes_tui.runtime.models` (whose pydantic models the first frame does not
-wait for, issue 20).
+nothing else of :mod:`hermes_tui.runtime.models` (whose records the first frame does not wait
+for, issue 20).
 """
 
 from __future__ import annotations

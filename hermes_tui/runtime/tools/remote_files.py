@@ -160,7 +160,9 @@ async def preview(ctx: ToolContext, name: str, parsed: Any) -> tuple[list[FileCh
         path = there(ctx, parsed.path)
         answer, data = await _remote(ctx).file("read", path, ctx.cwd, limit=1 << 20)
         before = None if "error" in answer or is_binary(data[:8192]) else data.decode("utf-8", "replace")
-        change = FileChange(path=path, size=answer.get("size") if "error" not in answer else None)
+        size = answer.get("size") if "error" not in answer else None
+        # The far end's answer is its own (a script there can change what answers): a size is a count or nothing.
+        change = FileChange(path=path, size=size if type(size) is int and size >= 0 else None)
         if before is None:
             old, new = headers(parsed.path)
             return [change], f"--- {old}\n+++ {new}\n" + "".join("+" + line for line in
