@@ -435,17 +435,17 @@ async def test_typed_commands_ask_only_when_flagged(hermes_home: Path, tmp_path:
 def test_cli_prompt_reveals_hidden_characters_and_shows_file_changes() -> None:
     terminal = request(text="echo \x1b]0;owned\x07 \x1b[2J rm\u200b -rf x", reasons=["why \x1b[31m"],
                        always_rule="echo \x1b[2J", always_file="/h/allow.yaml")
-    described = tty_approver._describe(terminal)
+    described = tty_approver.describe_request(terminal)
     assert "\x1b" not in described and "\x07" not in described
     assert "echo \\x1b]0;owned\\x07 \\x1b[2J rm\\u200b -rf x" in described and "why \\x1b[31m" in described
 
     script = request("script", "print('ok')\nprint('\x1b[2J')")
-    assert "\x1b" not in tty_approver._describe(script) and "print('\\x1b[2J')" in tty_approver._describe(script)
+    assert "\x1b" not in tty_approver.describe_request(script) and "print('\\x1b[2J')" in tty_approver.describe_request(script)
 
     change = request("file", "write_file /tmp/a\x1b[1m.txt /tmp/b.txt", files=[
         FileChange(path="/tmp/a\x1b[1m.txt", size=None), FileChange(path="/tmp/b.txt", size=3000)],
         diff="--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+hi \x1b[5m\n", choices=["once", "session", "deny"])
-    described = tty_approver._describe(change)
+    described = tty_approver.describe_request(change)
     assert "\x1b" not in described
     assert "allow write_file to change these 2 files" in described
     assert "/tmp/a\\x1b[1m.txt  (new file)" in described and "/tmp/b.txt  (2.9 KiB)" in described

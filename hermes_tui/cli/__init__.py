@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (overrides model.base_url)")
     parser.add_argument("--max-cost", type=_dollars, metavar="USD",
                         help="the session's hard cost ceiling in US dollars (overrides agent.max_cost_usd)")
+    parser.add_argument("--linear", action="store_true",
+                        help="plain lines instead of the full screen: every event printed once, in order, no cursor "
+                             "movement; input a line at a time; approvals as numbered questions (screen readers, "
+                             "TERM=dumb, script(1), Emacs shells)")
+    parser.add_argument("--color", action="store_true", help="with --linear: colour the lines (SGR codes only)")
     parser.add_argument("--store", metavar="URL",
                         help="where sessions are kept: sqlite:///PATH or postgresql://USER@HOST/DATABASE "
                              "(overrides HERMES_TUI_STORE_URL and store.url; docs/store.md)")

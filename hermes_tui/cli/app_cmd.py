@@ -1,10 +1,10 @@
-"""``hermes-tui`` with no subcommand: the full-screen app."""
+"""``hermes-tui`` with no subcommand: the full-screen app (or, with ``--linear``, plain lines: cli/linear.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from hermes_tui.base.lifetime import end_process
 from hermes_tui.cli.errors import EXIT_OK, UsageError
@@ -46,12 +46,31 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         from hermes_tui.cli.sessions_cmd import refuse_if_driven
 
         refuse_if_driven(session, config.store.lease_timeout)
+    if args.linear:
+        _linear(args, config, session, provider, problem)
+    if args.color:
+        raise UsageError("--color goes with --linear (the full-screen app has its own themes: Ctrl+T)")
     if not sys.stdout.isatty() or not sys.stdin.isatty():
-        raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`")
+        raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`, for plain "
+                         "lines `hermes-tui --linear`")
     from hermes_tui.tui.app import HermesApp
 
     close_imports_on_start()
     HermesApp(config, session=session, provider=provider, provider_problem=problem, max_cost=args.max_cost).run()
+    end_process(EXIT_OK)
+
+
+def _linear(args: argparse.Namespace, config: Config, session: str | None, provider: Any, problem: str | None) -> NoReturn:
+    """``hermes-tui --linear``: the same workspace as plain lines (cli/linear.py)."""
+    from hermes_tui.base.paths import hermes_home
+    from hermes_tui.cli.linear import run_linear
+    from hermes_tui.runtime.import_guard import arm
+    from hermes_tui.storage.sessions import new_session_id
+
+    home = hermes_home()
+    arm(home=home)  # the host's imports close once its runtime has started (runtime/import_guard.py)
+    run_linear(config, home=home, session=session or new_session_id(), settings=provider, provider_problem=problem,
+               max_cost=args.max_cost, color=args.color)
     end_process(EXIT_OK)
 
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -90,6 +91,38 @@ def _ls(folder: Path, args: argparse.Namespace) -> int:
     if not entries and not args.json:
         print(f"No entries in {shown(folder)}" + (" match." if (args.session or args.status or args.since) else "."))
     return 0
+
+
+def output_rows(folder: Path, count: int) -> list[str]:
+    """The newest ``count`` saved outputs, one row each as ``cache ls`` prints them (``/outputs``
+    of ``hermes-tui --linear``); skipped files are not said."""
+    entries = scan(folder)[:count]
+    sessions = _sessions(entries)
+    return [_row(entry, sessions) for entry in entries]
+
+
+def output_chunks(folder: Path, key: str) -> Iterator[str]:
+    """One saved output's text, a piece at a time (a 1 GB file is never held whole), decoded
+    as UTF-8 (a bad byte shows as ``\\xNN``); raw, for the caller to escape. ``LookupError``
+    says why there is none."""
+    entry = find(folder, key)
+    if entry is None:
+        raise LookupError(f"no saved output {key!r} (or the id prefix is ambiguous); /outputs lists them")
+    if entry.output_file is None:  # the whole output is in the record
+        try:
+            yield record_output(entry)
+        except (OSError, CacheError) as exc:
+            raise LookupError(f"the record of {key!r} cannot be read: {exc}") from None
+        return
+    try:  # a regular file, never a link: a FIFO or /dev/zero put there would hang or never end
+        handle = os.fdopen(open_regular(entry.output_file, follow_symlinks=False), "rb")
+    except OSError as exc:
+        raise LookupError(f"cannot read {entry.output_file}: {exc.strerror}") from None
+    decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+    with handle:
+        while chunk := handle.read(1 << 16):
+            yield decoder.decode(chunk)
+    yield decoder.decode(b"", final=True)
 
 
 def _show(folder: Path, args: argparse.Namespace) -> int:

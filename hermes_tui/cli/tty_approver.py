@@ -73,9 +73,11 @@ def _size(change: FileChange) -> str:
     return human_size(change.size, " ")
 
 
-def _describe(request: ApprovalRequest) -> str:
+def describe_request(request: ApprovalRequest, numbered: bool = False) -> str:
     """The question, every untrusted part through :func:`reveal`: a command, script, path or
-    diff holding ESC or other control characters must not drive the terminal it is shown on."""
+    diff holding ESC or other control characters must not drive the terminal it is shown on.
+    ``numbered``: the answers named by their numbers (``hermes-tui --linear``), not letters."""
+    always, deny_all = ("3 (always)", "5 (deny all)") if numbered else ("[a]lways", "[x]")
     lines = []
     if request.kind == "script":
         lines.append(f"\nhermes-tui: approve this whole script ({request.origin} turn)?")
@@ -93,16 +95,16 @@ def _describe(request: ApprovalRequest) -> str:
     lines.append(f"  in {reveal(request.cwd)}{on}  (session {reveal(request.session)})")
     lines += [f"  why it asks: {reveal(reason)}" for reason in request.reasons]
     if request.always_rule:
-        lines.append(f"  [a]lways stores the exact rule {reveal(repr(request.always_rule))} in "
+        lines.append(f"  {always} stores the exact rule {reveal(repr(request.always_rule))} in "
                      f"{reveal(str(request.always_file))}")
     if run_of(request):
-        lines.append(f"  [x] denies this and every other request of script {reveal(str(request.exec_id))}; its later "
+        lines.append(f"  {deny_all} denies this and every other request of script {reveal(str(request.exec_id))}; its later "
                      "ones are refused without asking")
     return "\n".join(lines) + "\n"
 
 
 def _ask(terminal: _Terminal, lines: queue.SimpleQueue[str | None], request: ApprovalRequest) -> ApprovalDecision:
-    terminal.write(_describe(request))
+    terminal.write(describe_request(request))
     offered: list[str] = [*request.choices, *(["deny all"] if run_of(request) else [])]
     options = " ".join(f"[{c[0]}]{c[1:]}" for c in request.choices)
     if run_of(request):
