@@ -1,4 +1,5 @@
-"""Regenerate screenshots/ from the real app: SVG always, PNG when Chromium is installed.
+"""Regenerate screenshots/ from the real app: SVG always, PNG when Chromium is installed (and
+then ``hermes-tui serve`` in the browser, desktop and phone-sized).
 
     python scripts/screenshots.py [--out screenshots]
 
@@ -229,6 +230,20 @@ def main() -> None:
         if chromium and SVG2PNG.exists():
             subprocess.run([str(SVG2PNG), str(svg), str(svg.with_suffix(".png"))], check=True)
         print(svg, "(+ png)" if chromium else "(no chromium: svg only)")
+    if chromium:
+        shoot_served(out)
+
+
+def shoot_served(out: Path) -> None:
+    """``hermes-tui serve`` in chromium, desktop and phone-sized, each with its approval dialog
+    open: taken by the browser tests themselves (tests/test_serve.py), which save them here."""
+    import sys
+
+    env = {**os.environ, "HERMES_SERVE_SCREENSHOTS": str(out.resolve())}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                    str(ROOT / "tests" / "test_serve.py"), "-k", "button or phone"], cwd=ROOT, env=env, check=True)
+    for name in ("serve-desktop.png", "serve-phone.png"):
+        print(out / name)
 
 
 if __name__ == "__main__":

@@ -118,9 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_tui.cli.headless_cmd import add_parsers as add_headless_parsers
     from hermes_tui.cli.jupyter_cmd import add_parser as add_jupyter_parser
     from hermes_tui.cli.store_cmd import add_parser as add_store_parser
-    from hermes_tui.cli.subparsers import add_cache_parser, add_checkpoints_parsers
+    from hermes_tui.cli.subparsers import add_cache_parser, add_checkpoints_parsers, add_serve_parser
 
     add_cache_parser(commands)
+    add_serve_parser(commands)
     add_checkpoints_parsers(commands)
     add_jupyter_parser(commands)
     add_headless_parsers(commands, _seconds, _dollars)
@@ -250,6 +251,10 @@ def _main(argv: list[str] | None) -> int:
             from hermes_tui.cli.jupyter_cmd import jupyter_cleanup_command
 
             return jupyter_cleanup_command(args, config)
+        if args.command == "serve":
+            from hermes_tui.cli.serve_cmd import serve_command
+
+            return serve_command(args, config)
         if args.command == "approvals":
             from hermes_tui.cli.approvals_cmd import approvals_command
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -11,6 +12,9 @@ from hermes_tui.cli.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
+
+WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
+"""Textual's driver for an app served to a browser (textual-serve sets ``TEXTUAL_DRIVER``)."""
 
 
 def app_command(args: argparse.Namespace, config: Config) -> int:
@@ -50,7 +54,8 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         _linear(args, config, session, provider, problem)
     if args.color:
         raise UsageError("--color goes with --linear (the full-screen app has its own themes: Ctrl+T)")
-    if not sys.stdout.isatty() or not sys.stdin.isatty():
+    served = os.environ.get("TEXTUAL_DRIVER") == WEB_DRIVER  # started by `hermes-tui serve` (cli/serve.py)
+    if not served and (not sys.stdout.isatty() or not sys.stdin.isatty()):
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`, for plain "
                          "lines `hermes-tui --linear`")
     from hermes_tui.tui.app import HermesApp

@@ -53,3 +53,21 @@ def _number(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a checkpoint number (1, 2, …)")
     return int(text)
+
+
+def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``serve`` subcommand: the app in a browser (cli/serve_cmd.py)."""
+    serve = commands.add_parser(
+        "serve", help="the app in a browser (approve from a phone): prints one URL with a token",
+        description="Serve the app over HTTP with textual-serve: one page drives it at a time, and it keeps running "
+                    "when the page closes. Every request needs the token in the printed URL. Binds 127.0.0.1; "
+                    "another --host is refused without --insecure (plain HTTP: use an SSH tunnel or a TLS proxy).")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
+    serve.add_argument("--token-file", metavar="PATH", help="take the token from this file (default: a new random one)")
+    serve.add_argument("--insecure", action="store_true",
+                       help="allow a --host other machines reach, over plain HTTP (the token and all you type cross "
+                            "the network in clear)")
+    serve.add_argument("--session", dest="serve_session", metavar="ID",
+                       help="the session the app opens (default: a new one; every page of this server opens it)")
+

@@ -109,7 +109,13 @@ class ApprovalScreen(Dialog[ApprovalDecision]):
     #dialog Button { margin-right: 1; min-width: 12; }
     #dialog #deny-reason { display: none; }
     #dialog #deny-reason.visible { display: block; }
+    /* Under 80 columns (a phone's browser: hermes-tui serve) the buttons go two to a row, so
+       every one stays in reach of a finger instead of running off the right edge. */
+    ApprovalScreen.-narrow #dialog #buttons { layout: grid; grid-size: 2; grid-gutter: 0 1; }
+    ApprovalScreen.-narrow #dialog Button { width: 1fr; margin-right: 0; }
     """
+
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-wide")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1,o", "answer('once')", "Once", id="approve-once"),
