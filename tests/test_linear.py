@@ -210,3 +210,35 @@ def test_end_of_input_leaves_and_piped_input_shows_no_prompts(hermes_home: Path,
                           cwd=workdir, timeout=120, env={**os.environ, "TERM": "dumb"})
     assert done.returncode == 0, done.stderr
     assert "1024" in done.stdout and "> " not in done.stdout
+
+
+def test_end_of_input_at_a_question_denies_it_and_leaves(hermes_home: Path, workdir: Path) -> None:
+    import subprocess
+
+    (workdir / "build").mkdir()
+    done = subprocess.run([*( [str(APP)] if APP.exists() else [sys.executable, "-m", "hermes_tui"]), "--linear"],
+                          input='from hermes_tools import terminal; print(terminal("rm -rf build")["status"])\n',
+                          capture_output=True, text=True, cwd=workdir, timeout=120, env={**os.environ, "TERM": "dumb"})
+    assert done.returncode == 0, done.stderr
+    assert "answer: 1 once" in done.stdout and "blocked" in done.stdout
+    assert (workdir / "build").exists()
+
+
+def test_an_answer_typed_after_its_question_was_withdrawn_is_not_run(
+        linear: tuple[pexpect.spawn, Captured], workdir: Path) -> None:
+    child, captured = linear
+    (workdir / "build").mkdir()
+    child.sendline('from hermes_tools import terminal; print(terminal("rm -rf build")["status"])')
+    child.expect("answer> ")
+    child.sendintr()  # Ctrl+C at the question: the run stops, the question is withdrawn
+    child.expect("withdrawn")
+    child.expect(r"\[turn interrupted\]")
+    child.sendline("1")  # meant as "once", typed too late: not an input of its own
+    child.expect("not used")
+    child.expect("> ")
+    child.sendline("print('next input')")
+    child.expect("next input")
+    child.expect("> ")
+    text = quit_and_check(child, captured)
+    assert "→ execute_code: 1\r" not in text
+    assert (workdir / "build").exists()

@@ -82,8 +82,8 @@ def served(hermes_home: Path, workdir: Path, tmp_path: Path) -> Iterator[Served]
             process.wait()
 
 
-def http(url: str, *, cookie: str | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str]]:
-    request = urllib.request.Request(url, headers={**(headers or {}), **({"Cookie": cookie} if cookie else {})})
+def http(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str]]:
+    request = urllib.request.Request(url, headers=headers or {})
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: object, **kwargs: object) -> None:
@@ -103,19 +103,18 @@ WS_HEADERS = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Ve
 
 def test_every_request_without_the_token_is_refused(served: Served) -> None:
     base, token = served.base, served.token
-    for path in ("/", "/static/js/textual.js", "/ws", "/download/x", "/?token=" + token[:-1] + "x"):
+    for path in ("/", "/static/js/textual.js", "/ws", "/download/x", "/?token=" + token[:-1] + "x",
+                 f"/{token[:-1]}x/", f"/{token[:-1]}x/static/js/textual.js", f"//{token}/", f"/{token}x/"):
         assert http(base + path)[0] == 401, path
     assert http(base + "/ws", headers=WS_HEADERS)[0] == 401
-    assert http(base + "/", cookie=f"hermes_serve={token}x")[0] == 401
-    status, headers = http(served.url)  # the token: into a cookie, out of the address bar
-    assert status == 303 and headers["Location"] == "/"
-    cookie = headers["Set-Cookie"]
-    assert f"hermes_serve={token}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert http(base + "/", cookie=f"hermes_serve={token}")[0] == 200
-    assert http(base + "/static/js/textual.js", cookie=f"hermes_serve={token}")[0] == 200
-    # A page from another site cannot drive the app, even with the cookie the browser would send.
-    assert http(base + "/ws", cookie=f"hermes_serve={token}",
-                headers={**WS_HEADERS, "Origin": "http://evil.example"})[0] == 403
+    status, headers = http(served.url)  # the printed URL: on to the token's path, where the page is
+    assert status == 303 and headers["Location"] == f"/{token}/"
+    status, headers = http(f"{base}/{token}/")
+    assert status == 200 and headers["X-Frame-Options"] == "DENY" and headers["Referrer-Policy"] == "no-referrer"
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"] and "Set-Cookie" not in headers
+    assert http(f"{base}/{token}/static/js/textual.js")[0] == 200
+    # A page from another site cannot drive the app.
+    assert http(f"{base}/{token}/ws", headers={**WS_HEADERS, "Origin": "http://evil.example"})[0] == 403
 
 
 def test_a_host_beyond_this_machine_and_a_weak_token_are_refused(hermes_home: Path, workdir: Path) -> None:
@@ -124,10 +123,11 @@ def test_a_host_beyond_this_machine_and_a_weak_token_are_refused(hermes_home: Pa
     assert done.returncode == 2 and "plain HTTP" in done.stderr and "--insecure" in done.stderr
     assert "Traceback" not in done.stderr
     weak = workdir / "weak"
-    weak.write_text("short\n")
-    done = subprocess.run([*command(), "serve", "--token-file", str(weak), "--port", str(free_port())], cwd=workdir,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "at least 16" in done.stderr
+    for text in ("short\n", "a+b/c=d" * 4 + "\n", "tab\there-is-a-long-token\n"):  # too short; not carried as is
+        weak.write_text(text)
+        done = subprocess.run([*command(), "serve", "--token-file", str(weak), "--port", str(free_port())],
+                              cwd=workdir, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "at least 16 characters of A-Z" in done.stderr, text
 
 
 def pending(session: str, count: int = 1, timeout: float = 30) -> list[dict[str, object]]:
@@ -237,15 +237,10 @@ def approve_by_pointer(served: Served, page: Page, *, tap: bool, shot: str) -> N
 def test_a_browser_types_python_and_approves_with_the_dialogs_button(served: Served, browser: object) -> None:
     page = Page(browser.new_page(viewport={"width": 1100, "height": 720}))  # type: ignore[attr-defined]
     page.open(served.url)
-    assert page.page.url.endswith("/")  # the token left the address bar
+    assert page.page.url.endswith(f"/{served.token}/")  # type: ignore[attr-defined]
     approve_by_pointer(served, page, tap=False, shot="serve-desktop.png")
     # A second page while this one is open is refused: one page drives the app.
-    second = browser.new_page()  # type: ignore[attr-defined]
-    refused: list[object] = []
-    second.on("websocket", lambda socket: socket.on("close", lambda *_: refused.append(True)))
-    second.goto(served.url)
-    status = http(served.base + "/ws", cookie=f"hermes_serve={served.token}",
-                  headers={**WS_HEADERS, "Origin": served.base})[0]
+    status = http(f"{served.base}/{served.token}/ws", headers={**WS_HEADERS, "Origin": served.base})[0]
     assert status == 409
 
 
@@ -278,3 +273,38 @@ def test_an_approval_waits_with_no_page_open_and_a_shell_answers_it(served: Serv
     again.open(served.url)  # the next page takes the running app over
     again.type_line("open('after.txt', 'w').write('x')")
     assert wait_for(lambda: (served.workdir / "after.txt").exists())
+
+
+def app_pids(session: str) -> list[int]:
+    """The served app's processes (``python -m hermes_tui --session SESSION``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                words = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"hermes_tui" in words and session.encode() in words:
+                found.append(int(entry))
+    return found
+
+
+@needs_chromium
+def test_an_app_that_dies_frees_the_page_and_a_closed_terminal_ends_the_app(served: Served, browser: object) -> None:
+    page = Page(browser.new_page(viewport={"width": 1100, "height": 720}))  # type: ignore[attr-defined]
+    page.open(served.url)
+    assert wait_for(lambda: app_pids(served.session))
+    for pid in app_pids(served.session):
+        os.kill(pid, signal.SIGKILL)  # the app crashes (or is killed) under the page
+    # The page is closed, not left hanging: the next one starts the app again and drives it.
+    again = Page(browser.new_page(viewport={"width": 1100, "height": 720}))  # type: ignore[attr-defined]
+    assert wait_for(lambda: http(f"{served.base}/{served.token}/ws", headers={**WS_HEADERS, "Origin": served.base})[0]
+                    != 409, timeout=20)
+    again.open(served.url)
+    again.type_line("open('again.txt', 'w').write('x')")
+    assert wait_for(lambda: (served.workdir / "again.txt").exists())
+    # serve's terminal closes (SIGHUP): serve ends, and so does the app with its kernel.
+    served.process.send_signal(signal.SIGHUP)
+    served.process.wait(30)
+    assert wait_for(lambda: not app_pids(served.session), timeout=30), app_pids(served.session)
+

@@ -55,6 +55,8 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
     if args.color:
         raise UsageError("--color goes with --linear (the full-screen app has its own themes: Ctrl+T)")
     served = os.environ.get("TEXTUAL_DRIVER") == WEB_DRIVER  # started by `hermes-tui serve` (cli/serve.py)
+    if served:
+        _end_with_parent()
     if not served and (not sys.stdout.isatty() or not sys.stdin.isatty()):
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`, for plain "
                          "lines `hermes-tui --linear`")
@@ -63,6 +65,22 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
     close_imports_on_start()
     HermesApp(config, session=session, provider=provider, provider_problem=problem, max_cost=args.max_cost).run()
     end_process(EXIT_OK)
+
+
+def _end_with_parent() -> None:
+    """A served app ends when its server does, however the server ended (killed, its terminal
+    closed): Linux sends it SIGTERM then (``PR_SET_PDEATHSIG``); its kernels follow it."""
+    import signal
+
+    from hermes_tui.runtime import lineage
+
+    parent = os.getppid()
+    lineage.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the server ended before the line above: nobody will see this app
+        raise UsageError("serve ended before its app started")
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def _linear(args: argparse.Namespace, config: Config, session: str | None, provider: Any, problem: str | None) -> NoReturn:

@@ -23,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_tui.base.text import shown
@@ -80,36 +81,44 @@ class LinearPrinter(Printer):
 class LineReader:
     """Lines typed, read by one daemon thread with ``input()`` (readline's editing and history
     when it is on) only when a prompt is wanted: nothing is echoed into the output while a turn
-    prints. A line that arrives when nobody waits any more (a question that timed out) is kept
-    for the next reader."""
+    prints. Each line belongs to the prompt it was typed at: an answer typed at ``answer>``
+    after its question was withdrawn (interrupted, timed out) is dropped, never taken as the
+    next input. After the end of input every read returns None at once."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, prompts: bool = True) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, prompts: bool = True,
+                 on_dropped: Callable[[], None] | None = None) -> None:
         self.loop = loop
         self.prompts = prompts
         """Show the prompts (not when the input is a pipe or a file: nobody is typing)."""
+        self.on_dropped = on_dropped
+        """Called when a line typed at a withdrawn question is dropped (to say so)."""
         self._wanted = threading.Condition()
         self._prompt: str | None = None
-        self._waiter: asyncio.Future[str | None] | None = None
-        self._kept: list[str | None] = []
-        self._reading = False
+        self._shown: str | None = None
+        """The prompt ``input()`` is waiting at, if it is."""
+        self._waiter: tuple[asyncio.Future[str | None], str] | None = None
+        self._ended = False
         threading.Thread(target=self._run, name="hermes-linear-input", daemon=True).start()
 
     async def read(self, prompt: str) -> str | None:
-        """The next line (None at the end of input)."""
-        if self._kept:
-            return self._kept.pop(0)
-        waiter: asyncio.Future[str | None] = self.loop.create_future()
-        with self._wanted:
-            self._waiter = waiter
-            if not self._reading:  # else the prompt already shown takes this line
-                self._prompt = prompt
-                self._wanted.notify()
-        try:
-            return await waiter
-        finally:
+        """The next line typed at ``prompt`` (None at the end of input)."""
+        while True:
+            if self._ended:
+                return None
+            waiter: asyncio.Future[str | None] = self.loop.create_future()
             with self._wanted:
-                if self._waiter is waiter:
-                    self._waiter = None
+                self._waiter = (waiter, prompt)
+                if self._shown is None:  # else a prompt is up: its line comes first
+                    self._prompt = prompt
+                    self._wanted.notify()
+            try:
+                line = await waiter
+            finally:
+                with self._wanted:
+                    if self._waiter is not None and self._waiter[0] is waiter:
+                        self._waiter = None
+            if line is not _OTHER_PROMPT:
+                return line
 
     def _run(self) -> None:
         while True:
@@ -117,25 +126,53 @@ class LineReader:
                 while self._prompt is None:
                     self._wanted.wait()
                 prompt, self._prompt = self._prompt, None
-                self._reading = True
+                self._shown = prompt
             try:
                 line: str | None = input(prompt if self.prompts else "")
             except EOFError:
                 line = None
             except Exception:  # noqa: BLE001 (the terminal went away): the end of input
                 line = None
+            if line is not None and prompt != PROMPT:
+                _forget_last_line()  # an answer or a reason: not input worth recalling with Up
             with self._wanted:
-                self._reading = False
+                self._shown = None
                 waiter = self._waiter
-            self.loop.call_soon_threadsafe(self._deliver, waiter, line)
+            self.loop.call_soon_threadsafe(self._deliver, waiter, line, prompt)
             if line is None:
                 return
 
-    def _deliver(self, waiter: asyncio.Future[str | None] | None, line: str | None) -> None:
-        if waiter is not None and not waiter.done():
-            waiter.set_result(line)
-        else:
-            self._kept.append(line)
+    def _deliver(self, waiter: tuple[asyncio.Future[str | None], str] | None, line: str | None, prompt: str) -> None:
+        if line is None:
+            self._ended = True
+        dropped = self.on_dropped if line and line.strip() and self.on_dropped is not None else None
+        if waiter is None or waiter[0].done():
+            if dropped is not None:
+                dropped()
+            return
+        future, wanted = waiter
+        if line is not None and wanted != prompt:  # typed at a question that was withdrawn
+            if dropped is not None:
+                dropped()
+            future.set_result(_OTHER_PROMPT)  # the reader asks again, at its own prompt
+            return
+        future.set_result(line)
+
+
+PROMPT = "> "
+ANSWER_PROMPT = "answer> "
+REASON_PROMPT = "reason (optional, Enter to skip)> "
+_OTHER_PROMPT: Any = object()
+"""What a read gets for a line typed at another prompt (it reads again)."""
+
+
+def _forget_last_line() -> None:
+    with contextlib.suppress(ImportError, ValueError):
+        import readline
+
+        count = readline.get_current_history_length()
+        if count:
+            readline.remove_history_item(count - 1)
 
 
 def readline_wanted(stdin: TextIO, env: dict[str, str] | os._Environ[str]) -> bool:
@@ -194,27 +231,34 @@ class LinearSession:
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         """An approval, asked as a numbered question on the input."""
+        async with self.questions:
+            try:
+                return await self._question(request)
+            except asyncio.CancelledError:  # the run was interrupted, or nobody answered in time
+                self.printer.say("(the question was withdrawn: it is denied; press Enter for the prompt)", "notice")
+                raise
+
+    async def _question(self, request: ApprovalRequest) -> ApprovalDecision:
         from hermes_tui.cli.tty_approver import ANSWERS, describe_request
         from hermes_tui.runtime.approvals import ApprovalDecision, run_of
 
-        async with self.questions:
-            offered = [*request.choices, *(["deny all"] if run_of(request) else [])]
-            options = ", ".join(f"{NUMBERS[choice]} {choice}" for choice in offered)
-            self.printer.say(describe_request(request, numbered=True).rstrip("\n"), "ask")
-            while True:
-                self.printer.say(f"answer: {options}", "ask")
-                line = await self.reader.read("answer> ")
-                if line is None:
-                    return ApprovalDecision(choice="deny", reason="no answer (end of input)")
-                choice = ANSWERS.get(line.strip().lower())
-                if choice == "deny all" and choice in offered:
-                    return ApprovalDecision(choice="deny", whole_run=True)
-                if choice is not None and choice in request.choices:
-                    reason = None
-                    if choice == "deny":
-                        reason = ((await self.reader.read("reason (optional, Enter to skip)> ")) or "").strip() or None
-                    return ApprovalDecision(choice=choice, reason=reason)
-                self.printer.say(f"please answer with a number: {options}")
+        offered = [*request.choices, *(["deny all"] if run_of(request) else [])]
+        options = ", ".join(f"{NUMBERS[choice]} {choice}" for choice in offered)
+        self.printer.say(describe_request(request, numbered=True).rstrip("\n"), "ask")
+        while True:
+            self.printer.say(f"answer: {options}", "ask")
+            line = await self.reader.read(ANSWER_PROMPT)
+            if line is None:
+                return ApprovalDecision(choice="deny", reason="no answer (end of input)")
+            choice = ANSWERS.get(line.strip().lower())
+            if choice == "deny all" and choice in offered:
+                return ApprovalDecision(choice="deny", whole_run=True)
+            if choice is not None and choice in request.choices:
+                reason = None
+                if choice == "deny":
+                    reason = ((await self.reader.read(REASON_PROMPT)) or "").strip() or None
+                return ApprovalDecision(choice=choice, reason=reason)
+            self.printer.say(f"please answer with a number: {options}")
 
     async def command(self, line: str) -> bool:
         """A slash command; False to leave."""
@@ -282,7 +326,7 @@ class LinearSession:
         for text, level in opened.notes + opened.after:
             self.printer.say(f"! {shown(text)}", "notice" if level != "info" else None)
         while True:
-            line = await self.reader.read("> ")
+            line = await self.reader.read(PROMPT)
             if line is None:
                 self.printer.say("")
                 return
@@ -337,7 +381,9 @@ async def _main(config: Config, *, home: Path, session: str, settings: ProviderS
 
     workspace = Workspace(config, home=home, cwd=os.getcwd(), ask=ask, settings=settings,
                           provider_problem=provider_problem, max_cost=max_cost, program="hermes-tui --linear")
-    linear = LinearSession(workspace, session, printer, LineReader(loop, prompts=sys.stdin.isatty()))
+    reader = LineReader(loop, prompts=sys.stdin.isatty(),
+                        on_dropped=lambda: printer.say("(that answer came after its question was withdrawn: not used)"))
+    linear = LinearSession(workspace, session, printer, reader)
     holder.append(linear)
     model = f"model {settings.model}" if settings is not None else "no model: type Python, or !command"
     printer.say(f"hermes-tui (linear) · session {session} · {shown(model)} · approvals {config.approvals.mode} · "

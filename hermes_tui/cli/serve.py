@@ -4,21 +4,22 @@ textual-serve runs the app as a subprocess with Textual's web driver and relays 
 xterm.js in the page over a WebSocket. What this module adds to it:
 
 * **A token on every request.** The URL printed carries a random token (``/?token=…``, 256
-  bits, or ``--token-file``); the first request with it is answered with an HttpOnly,
-  SameSite=Strict cookie holding it and a redirect to ``/`` (the token leaves the address
-  bar). Every other request, the page's scripts and its WebSocket included, must carry the
-  cookie or the token: without it, 401. Compared in constant time (``hmac.compare_digest``);
-  never logged (aiohttp's access log is off). A WebSocket from another origin is refused.
+  bits, or ``--token-file``); that request is redirected to ``/TOKEN/``, under which the page,
+  its scripts and its WebSocket are served. Every other request is refused (401). No cookie:
+  a cookie is sent to every port of the host, so a server on another port would get it. The
+  token is compared in constant time (``hmac.compare_digest``), never logged (aiohttp's access
+  log is off) and never sent on (``Referrer-Policy: no-referrer``); the page may not be framed
+  (``frame-ancestors 'none'``), and a WebSocket from another origin is refused.
 * **Loopback by default.** ``--host`` beyond this machine is refused without ``--insecure``:
   the page is plain HTTP, so the token and every key typed cross the network in clear, and
   whoever reads them drives an app that holds the model's keys and approves commands. Use
-  an SSH tunnel (``ssh -L 8765:127.0.0.1:8765 HOST``) or a TLS proxy in front instead.
+  an SSH tunnel (``ssh -L 8765:127.0.0.1:8765 HOST``) instead.
 * **One browser at a time, and the app outlives it.** textual-serve starts an app per
   WebSocket and ends it when the page closes. Here one app runs for the served session; a
   second page is refused (409) while one is open, and a page that closes leaves the app
   running (a script waiting for approval still waits: answerable with ``hermes-tui approve``
-  as always); the next page takes it over and is redrawn. When the app quits (Ctrl+Q in the
-  page), the next page starts it again on the same session.
+  as always); the next page takes it over and is redrawn. When the app ends (Ctrl+Q in the
+  page, a crash), its page is closed and the next page starts it again on the same session.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-COOKIE = "hermes_serve"
 TOKEN_BYTES = 32
 MIN_TOKEN_CHARS = 16
+TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+"""What a token may hold: what a URL carries as it is (a ``+`` or ``%`` would be read back
+as something else)."""
 LOOPBACK_NAMES = ("localhost", "ip6-localhost")
 DEFAULT_PORT = 8765
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1" />'
@@ -59,34 +62,38 @@ def is_loopback(host: str) -> bool:
 
 
 def read_token(path: Path) -> str:
-    """The token in ``path`` (its first line, stripped); refused when too short to guess."""
+    """The token in ``path`` (its first line, stripped); refused when too short to guess or
+    when a URL would not carry it as it is."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ServeRefused(f"--token-file {path}: cannot be read ({exc})") from None
     token = text.strip().splitlines()[0].strip() if text.strip() else ""
-    if len(token) < MIN_TOKEN_CHARS or not token.isascii() or any(c in token for c in " ;,\"\\"):
-        raise ServeRefused(f"--token-file {path}: the token must be at least {MIN_TOKEN_CHARS} printable ASCII "
-                           "characters with no spaces, quotes, commas or semicolons (e.g. `openssl rand -hex 32`)")
+    if len(token) < MIN_TOKEN_CHARS or not set(token) <= TOKEN_CHARS:
+        raise ServeRefused(f"--token-file {path}: the token must be at least {MIN_TOKEN_CHARS} characters of "
+                           "A-Z, a-z, 0-9, '-', '.', '_' and '~' (e.g. `openssl rand -hex 32`)")
     return token
 
 
 def app_command(session: str, extra: list[str]) -> str:
-    """The shell command textual-serve runs: this Python's hermes-tui on ``session``."""
-    return shlex.join([sys.executable, "-m", "hermes_tui", "--session", session, *extra])
+    """The shell command textual-serve runs: this Python's hermes-tui on ``session`` (``exec``:
+    the app is serve's own child, not a shell's)."""
+    return "exec " + shlex.join([sys.executable, "-m", "hermes_tui", "--session", session, *extra])
 
 
 def make_server(command: str, *, host: str, port: int, token: str) -> Any:
     """The textual-serve server with the token, one driving page, and the app kept across pages."""
+    import aiohttp_jinja2
+    import jinja2
     from aiohttp import web
     from textual_serve.app_service import AppService
     from textual_serve.server import Server
 
-    expected = token.encode("utf-8")
+    expected = token.encode("ascii")
+    base = f"/{token}"
 
-    def carries_token(request: web.Request) -> bool:
-        given = request.query.get("token") or request.cookies.get(COOKIE) or ""
-        return hmac.compare_digest(given.encode("utf-8", "replace"), expected)
+    def given(text: str) -> bool:
+        return hmac.compare_digest(text.encode("utf-8", "replace"), expected)
 
     class HermesServer(Server):
         def __init__(self) -> None:
@@ -98,12 +105,18 @@ def make_server(command: str, *, host: str, port: int, token: str) -> Any:
         def initialize_logging(self) -> None:  # quiet: no banner, no access log (the URL holds the token)
             logging.getLogger("textual-serve").setLevel(logging.WARNING)
 
-        async def on_startup(self, app: web.Application) -> None:
-            pass
-
         async def _make_app(self) -> web.Application:
-            app = await super()._make_app()
-            app.middlewares.append(guard)
+            # textual-serve's routes, under the token's path: the page builds its URLs (scripts,
+            # styles, the WebSocket) from these, so every one of them carries the token.
+            app = web.Application(middlewares=[guard])
+            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+            app.add_routes([
+                web.get(base + "/", self.handle_index, name="index"),
+                web.get(base + "/ws", self.handle_websocket, name="websocket"),
+                web.get(base + "/download/{key}", self.handle_download, name="download"),
+                web.static(base + "/static", self.statics_path, name="static"),
+            ])
+            app.on_shutdown.append(self.on_shutdown)
             return app
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
@@ -153,8 +166,17 @@ def make_server(command: str, *, host: str, port: int, token: str) -> Any:
                                  close=self._close_page, download_manager=self.download_manager)
             self.service = service
             await service.start(width, height)
-            self.service_task = service._task
+            self.service_task = task = service._task
+            if task is not None:
+                task.add_done_callback(lambda _: asyncio.ensure_future(self._app_ended(service)))
             return service
+
+        async def _app_ended(self, service: AppService) -> None:
+            """The app's process ended (quit, crashed, killed, or never started): the page
+            attached to it is closed, so it says the session ended and the next page starts
+            the app again (it would otherwise hang there and keep every other page out)."""
+            if self.service is service:
+                await self._close_page()
 
         async def _to_page_bytes(self, data: bytes) -> None:
             page = self.page
@@ -183,20 +205,29 @@ def make_server(command: str, *, host: str, port: int, token: str) -> Any:
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
-        if not carries_token(request):
+        path = request.path
+        inside = path.startswith(base + "/") and given(path[1:1 + len(token)])
+        if not inside:
+            if path == "/" and given(request.query.get("token", "")):  # the printed URL: to the token's path
+                raise web.HTTPSeeOther(base + "/", headers=SECURE_HEADERS)
             raise web.HTTPUnauthorized(text="hermes-tui serve: this needs the token: open the URL serve printed "
-                                            "(it ends with ?token=...)")
-        if "token" in request.query:  # once: into a cookie, and out of the address bar and history
-            kept = {key: value for key, value in request.query.items() if key != "token"}
-            response = web.HTTPSeeOther(request.rel_url.with_query(kept))
-            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
-            raise response
+                                            "(it ends with ?token=...)", headers=SECURE_HEADERS)
         response = await handler(request)
-        response.headers.setdefault("Cache-Control", "no-store")
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        for name, value in SECURE_HEADERS.items():
+            response.headers.setdefault(name, value)
         return response
 
     return HermesServer()
+
+
+SECURE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+}
+"""On every answer: never cached, never named to another site, never inside another page's
+frame (an approval dialog must not be clickjacked)."""
 
 
 def _int(value: str | None, default: int) -> int:
@@ -207,8 +238,8 @@ def _int(value: str | None, default: int) -> int:
 
 
 def run_server(server: Any, host: str, port: int, ready: Callable[[], None]) -> None:
-    """Serve until Ctrl+C or SIGTERM (blocking), calling ``ready`` once it listens; the app it
-    started is asked to quit first."""
+    """Serve until Ctrl+C, SIGTERM or SIGHUP (blocking), calling ``ready`` once it listens; the
+    app it started is asked to quit first."""
     import signal
 
     from aiohttp import web
@@ -216,7 +247,7 @@ def run_server(server: Any, host: str, port: int, ready: Callable[[], None]) -> 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for number in (signal.SIGINT, signal.SIGTERM):
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # HUP: its terminal or SSH session closed
             loop.add_signal_handler(number, stop.set)
         runner = web.AppRunner(await server._make_app(), access_log=None, handle_signals=False)
         await runner.setup()

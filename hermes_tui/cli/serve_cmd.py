@@ -25,7 +25,7 @@ def serve_command(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(
             f"serve: --host {shown(args.host)} is reachable from other machines, and serve speaks plain HTTP: the "
             "token and everything typed (keys included) would cross the network in clear. Keep 127.0.0.1 and use an "
-            "SSH tunnel (ssh -L 8765:127.0.0.1:8765 THIS-HOST) or a TLS proxy; --insecure serves it anyway")
+            "SSH tunnel (ssh -L 8765:127.0.0.1:8765 THIS-HOST); --insecure serves it anyway")
     try:
         token = read_token(Path(args.token_file)) if args.token_file else secrets.token_urlsafe(TOKEN_BYTES)
     except ServeRefused as exc:

@@ -61,7 +61,7 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "serve", help="the app in a browser (approve from a phone): prints one URL with a token",
         description="Serve the app over HTTP with textual-serve: one page drives it at a time, and it keeps running "
                     "when the page closes. Every request needs the token in the printed URL. Binds 127.0.0.1; "
-                    "another --host is refused without --insecure (plain HTTP: use an SSH tunnel or a TLS proxy).")
+                    "another --host is refused without --insecure (plain HTTP: use an SSH tunnel).")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
     serve.add_argument("--token-file", metavar="PATH", help="take the token from this file (default: a new random one)")
