@@ -87,6 +87,10 @@ def test_python_runs_its_result_prints_once_and_kernels_is_a_table(linear: tuple
     child.sendline("print(x + 1)")  # the same kernel: its state kept
     child.expect("43")
     child.expect("> ")
+    child.sendline("!echo from-the-shell")  # a typed command's output is printed too
+    child.expect("→ terminal: echo from-the-shell")
+    child.expect("\nfrom-the-shell")
+    child.expect("> ")
     child.sendline("/kernels")
     child.expect(r"id\s+state\s+session\s+idle left\s+runs\s+sandbox")
     child.expect(r"k1\s+idle\s+\S+\s+\d+s\s+2\s")

@@ -73,6 +73,17 @@ class LinearPrinter(Printer):
                 text = f"{SGR[kind]}{text}{RESET}"
         super().line(text)
 
+    def __call__(self, event: AgentEvent) -> None:
+        super().__call__(event)
+        from hermes_tui.agent.events import ToolFinished
+
+        # A command's output (`!ls`, a model's terminal call): the headless printer leaves it
+        # to the stored transcript; here it is what the person asked to see.
+        if isinstance(event, ToolFinished) and event.exec_result is None:
+            output = event.result.get("output") if isinstance(event.result, dict) else None
+            if isinstance(output, str) and output.strip():
+                self.line(shown(output.rstrip("\n"), one_line=False))
+
     def say(self, text: str, kind: str | None = None) -> None:
         """A line of our own (already safe), coloured as ``kind`` when asked."""
         super().line(f"{SGR[kind]}{text}{RESET}" if self.color and kind in SGR else text)
