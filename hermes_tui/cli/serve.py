@@ -206,7 +206,8 @@ def make_server(command: str, *, host: str, port: int, token: str) -> Any:
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         path = request.path
-        inside = path.startswith(base + "/") and given(path[1:1 + len(token)])
+        segment, slash, _ = path[1:].partition("/")
+        inside = given(segment) and slash == "/"  # the whole first segment, compared in constant time
         if not inside:
             if path == "/" and given(request.query.get("token", "")):  # the printed URL: to the token's path
                 raise web.HTTPSeeOther(base + "/", headers=SECURE_HEADERS)
