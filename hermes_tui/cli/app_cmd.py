@@ -13,9 +13,6 @@ from hermes_tui.cli.errors import EXIT_OK, UsageError
 if TYPE_CHECKING:
     from hermes_tui.config import Config
 
-WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
-"""Textual's driver for an app served to a browser (textual-serve sets ``TEXTUAL_DRIVER``)."""
-
 
 def app_command(args: argparse.Namespace, config: Config) -> int:
     """Open the app on ``config`` (already loaded, so a broken one is reported as one line, not inside the app)."""
@@ -54,9 +51,13 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
         _linear(args, config, session, provider, problem)
     if args.color:
         raise UsageError("--color goes with --linear (the full-screen app has its own themes: Ctrl+T)")
-    served = os.environ.get("TEXTUAL_DRIVER") == WEB_DRIVER  # started by `hermes-tui serve` (cli/serve.py)
-    if served:
-        _end_with_parent()
+    served = False
+    if os.environ.get("TEXTUAL_DRIVER"):  # perhaps started by `hermes-tui serve`: only then is its module read
+        from hermes_tui.cli.serve import end_with_server, is_served
+
+        served = is_served()
+        if served and not end_with_server():
+            raise UsageError("serve ended before its app started")
     if not served and (not sys.stdout.isatty() or not sys.stdin.isatty()):
         raise UsageError("the full-screen app needs a terminal; for scripts use `hermes-tui exec FILE...`, for plain "
                          "lines `hermes-tui --linear`")
@@ -65,22 +66,6 @@ def app_command(args: argparse.Namespace, config: Config) -> int:
     close_imports_on_start()
     HermesApp(config, session=session, provider=provider, provider_problem=problem, max_cost=args.max_cost).run()
     end_process(EXIT_OK)
-
-
-def _end_with_parent() -> None:
-    """A served app ends when its server does, however the server ended (killed, its terminal
-    closed): Linux sends it SIGTERM then (``PR_SET_PDEATHSIG``); its kernels follow it."""
-    import signal
-
-    from hermes_tui.runtime import lineage
-
-    parent = os.getppid()
-    lineage.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # the server ended before the line above: nobody will see this app
-        raise UsageError("serve ended before its app started")
-
-
-PR_SET_PDEATHSIG = 1
 
 
 def _linear(args: argparse.Namespace, config: Config, session: str | None, provider: Any, problem: str | None) -> NoReturn:

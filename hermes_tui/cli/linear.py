@@ -26,6 +26,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hermes_tui.agent.events import ToolFinished, TurnEnded, TurnQueued
 from hermes_tui.base.text import shown
 from hermes_tui.base.units import plural
 from hermes_tui.cli.headless import Printer
@@ -75,8 +76,6 @@ class LinearPrinter(Printer):
 
     def __call__(self, event: AgentEvent) -> None:
         super().__call__(event)
-        from hermes_tui.agent.events import ToolFinished
-
         # A command's output (`!ls`, a model's terminal call): the headless printer leaves it
         # to the stored transcript; here it is what the person asked to see.
         if isinstance(event, ToolFinished) and event.exec_result is None:
@@ -178,12 +177,12 @@ _OTHER_PROMPT: Any = object()
 
 
 def _forget_last_line() -> None:
-    with contextlib.suppress(ImportError, ValueError):
-        import readline
-
-        count = readline.get_current_history_length()
-        if count:
-            readline.remove_history_item(count - 1)
+    readline = sys.modules.get("readline")  # only when it was started: importing it would turn it on
+    if readline is not None:
+        with contextlib.suppress(ValueError):
+            count = readline.get_current_history_length()
+            if count:
+                readline.remove_history_item(count - 1)
 
 
 def readline_wanted(stdin: TextIO, env: dict[str, str] | os._Environ[str]) -> bool:
@@ -223,12 +222,9 @@ class LinearSession:
     printer: LinearPrinter
     reader: LineReader
     turn_done: asyncio.Event = field(default_factory=asyncio.Event)
-    running: bool = False
     questions: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def listen(self, event: AgentEvent) -> None:
-        from hermes_tui.agent.events import TurnEnded, TurnQueued
-
         if isinstance(event, TurnQueued):
             self.printer.say(f"(queued: {plural(event.position, 'turn')} ahead)")
         self.printer(event)
@@ -237,7 +233,6 @@ class LinearSession:
                 self.printer.say(f"[turn {event.status}]", "notice")
             agent = self.workspace.agent
             if agent is None or not agent.busy:
-                self.running = False
                 self.turn_done.set()
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
@@ -282,10 +277,10 @@ class LinearSession:
         elif name == "kernels":
             for row in kernel_table(self.workspace.runtime.kernels(), time.time()):
                 self.printer.say(row)
-        elif name == "outputs":
-            self.outputs(argument)
+        elif name == "outputs":  # the cache is read in a thread: the loop keeps the lease and the kernels going
+            await asyncio.to_thread(self.outputs, argument)
         elif name == "show":
-            self.show(argument)
+            await asyncio.to_thread(self.show, argument)
         elif name == "budget":
             from hermes_tui.agent.commands import budget_command
 
@@ -300,6 +295,7 @@ class LinearSession:
         return True
 
     def outputs(self, argument: str) -> None:
+        """``/outputs [N]`` (blocking)."""
         from hermes_tui.base.paths import exec_cache_dir
         from hermes_tui.cli.cache_cmd import output_rows
 
@@ -309,6 +305,7 @@ class LinearSession:
             self.printer.say(row)
 
     def show(self, key: str) -> None:
+        """``/show ID``, streamed (blocking)."""
         from hermes_tui.base.paths import exec_cache_dir
         from hermes_tui.cli.cache_cmd import output_chunks
 
@@ -349,7 +346,6 @@ class LinearSession:
                     return
                 continue
             kind = "shell" if text.startswith("!") else None
-            self.running = True
             self.turn_done.clear()
             await opened.agent.submit(text[1:].strip() if kind else line, "user", kind)  # type: ignore[arg-type]
             await self.turn_done.wait()

@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
-import ipaddress
 import logging
-import secrets
-import shlex
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -47,12 +44,39 @@ DEFAULT_PORT = 8765
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1" />'
 
 
+# What the served app itself needs (is_served, end_with_server) is all this module imports at
+# the top: the app's start reads it. The server's parts are imported where they are used.
+WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
+"""Textual's driver for an app served to a browser (textual-serve sets ``TEXTUAL_DRIVER``)."""
+PR_SET_PDEATHSIG = 1
+
+
+def is_served() -> bool:
+    """Whether this process is an app ``serve`` started (it has no terminal, by design)."""
+    return os.environ.get("TEXTUAL_DRIVER") == WEB_DRIVER
+
+
+def end_with_server() -> bool:
+    """A served app ends when its server does, however the server ended (killed, its terminal
+    closed): Linux sends it SIGTERM then (``PR_SET_PDEATHSIG``); its kernels follow it. False
+    when the server has already ended (nobody would see this app)."""
+    import signal
+
+    from hermes_tui.runtime import lineage
+
+    parent = os.getppid()
+    lineage.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    return os.getppid() == parent
+
+
 class ServeRefused(Exception):
     """A setting serve refuses (one line: what was wrong and what to do)."""
 
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is only reachable from this machine."""
+    import ipaddress
+
     if host in LOOPBACK_NAMES:
         return True
     try:
@@ -78,11 +102,15 @@ def read_token(path: Path) -> str:
 def app_command(session: str, extra: list[str]) -> str:
     """The shell command textual-serve runs: this Python's hermes-tui on ``session`` (``exec``:
     the app is serve's own child, not a shell's)."""
+    import shlex
+
     return "exec " + shlex.join([sys.executable, "-m", "hermes_tui", "--session", session, *extra])
 
 
 def make_server(command: str, *, host: str, port: int, token: str) -> Any:
     """The textual-serve server with the token, one driving page, and the app kept across pages."""
+    import hmac
+
     import aiohttp_jinja2
     import jinja2
     from aiohttp import web
@@ -162,7 +190,7 @@ def make_server(command: str, *, host: str, port: int, token: str) -> Any:
                 await service.set_terminal_size(width, max(1, height - 1))
                 await service.set_terminal_size(width, height)
                 return service
-            service = AppService(command, write_bytes=self._to_page_bytes, write_str=self._to_page_str,
+            service = AppService(command, write_bytes=self._to_page, write_str=self._to_page,
                                  close=self._close_page, download_manager=self.download_manager)
             self.service = service
             await service.start(width, height)
@@ -178,17 +206,12 @@ def make_server(command: str, *, host: str, port: int, token: str) -> Any:
             if self.service is service:
                 await self._close_page()
 
-        async def _to_page_bytes(self, data: bytes) -> None:
+        async def _to_page(self, data: bytes | str) -> None:
+            """The app's screen to the page open now (none open: dropped; the next is redrawn)."""
             page = self.page
             if page is not None and not page.closed:
                 with contextlib.suppress(ConnectionError, RuntimeError):
-                    await page.send_bytes(data)
-
-        async def _to_page_str(self, data: str) -> None:
-            page = self.page
-            if page is not None and not page.closed:
-                with contextlib.suppress(ConnectionError, RuntimeError):
-                    await page.send_str(data)
+                    await (page.send_bytes(data) if isinstance(data, bytes) else page.send_str(data))
 
         async def _close_page(self) -> None:  # the app quit: the page says the session ended
             self.service = None
